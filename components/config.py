@@ -1,0 +1,468 @@
+"""Stack configuration: the only place a stack file is parsed and checked.
+
+`load_stack_config(stack, values)` turns the `tfk8s:*` values of one stack into
+a frozen `StackConfig`, or raises `StackConfigError` with one message that
+names the stack, each bad field and what is allowed. Nothing here touches
+Pulumi resources, so a bad stack fails before anything is registered.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import typing
+from typing import Annotated, Any, Literal, Mapping, Optional
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from trainer.settings import SettingsError, TrainerSettings
+
+CONFIG_NAMESPACE = "tfk8s"
+DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0"
+
+# Kubernetes resource quantities as a stack file would write them ("500m", "4Gi").
+QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+# DNS-1123 label: names of pools, namespaces and nodes' label values we write.
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+# A Kubernetes label value (GPU product names such as "Tesla-P40").
+LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+# Node names are DNS-1123 subdomains.
+NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+
+Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
+NodeName = Annotated[str, Field(pattern=NODE_NAME_PATTERN)]
+
+Placement = Literal["colocated", "isolated", "spread"]
+
+
+class StackConfigError(ValueError):
+    """A stack file is wrong. The message names the stack, the field and the fix."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=False,
+    )
+
+
+class GpuSpec(_Model):
+    product: str = Field(
+        pattern=LABEL_VALUE_PATTERN,
+        min_length=1,
+        description="GPU model, written to the nvidia.com/gpu.product node label (e.g. Tesla-P40)",
+    )
+    per_node: int = Field(ge=1, description="GPUs on each node of the pool")
+
+
+class NodePoolSpec(_Model):
+    name: DnsLabel = Field(description="pool name, referenced by cluster.ps.pool / workers.pool")
+    nodes: Optional[tuple[NodeName, ...]] = Field(
+        default=None, description="existing nodes, by name; tfk8s labels them"
+    )
+    selector: Optional[dict[str, str]] = Field(
+        default=None,
+        description="labels that already select the pool's nodes (usable only with placement: spread)",
+    )
+    gpu: Optional[GpuSpec] = Field(default=None, description="GPUs on every node of the pool")
+
+    @model_validator(mode="after")
+    def _nodes_or_selector(self) -> "NodePoolSpec":
+        if (self.nodes is None) == (self.selector is None):
+            raise ValueError("give exactly one of 'nodes' (a list of node names) or 'selector'")
+        if self.nodes is not None:
+            if not self.nodes:
+                raise ValueError("'nodes' must list at least one node")
+            seen: set[str] = set()
+            for node in self.nodes:
+                if node in seen:
+                    raise ValueError(f"node '{node}' is listed twice; list each node once")
+                seen.add(node)
+        if self.selector is not None and not self.selector:
+            raise ValueError("'selector' must have at least one label")
+        return self
+
+    @property
+    def pinnable(self) -> bool:
+        return self.nodes is not None
+
+
+class PsSpec(_Model):
+    replicas: Optional[int] = Field(
+        default=None, ge=1, description="parameter servers; may be left to cluster.ratio"
+    )
+    pool: DnsLabel = Field(description="node pool the PS run in")
+    cpu: Quantity = Field(default="2", description="CPU request and limit of each PS")
+    memory: Optional[Quantity] = Field(
+        default=None,
+        description="memory request and limit of each PS; derived from the model when unset",
+    )
+
+
+class WorkerSpec(_Model):
+    replicas: int = Field(ge=1, description="workers")
+    pool: DnsLabel = Field(description="node pool the workers run in")
+    gpus: int = Field(default=0, ge=0, description="nvidia.com/gpu per worker (0: CPU only)")
+    cpu: Quantity = Field(default="1", description="CPU request and limit of each worker")
+    memory: Quantity = Field(default="2Gi", description="memory request and limit of each worker")
+
+
+class ChiefSpec(_Model):
+    cpu: Quantity = Field(default="1", description="CPU request and limit of the chief")
+    memory: Quantity = Field(default="2Gi", description="memory request and limit of the chief")
+    restarts: int = Field(
+        default=6, ge=0, description="times the chief is restarted (from its checkpoint) before the Job fails"
+    )
+
+
+class ClusterSpec(_Model):
+    placement: Placement = Field(
+        description="colocated: PS and workers share servers; isolated: disjoint servers; "
+        "spread: the scheduler spreads pods"
+    )
+    strict: bool = Field(
+        default=True,
+        description="pinned tasks require their server (true) or only prefer it (false)",
+    )
+    ratio: Optional[str] = Field(
+        default=None, description="'P:W', P parameter servers per W workers (instead of ps.replicas)"
+    )
+    namespace: Optional[DnsLabel] = Field(
+        default=None, description="namespace of the experiment (default tf-<stack>)"
+    )
+    image: str = Field(
+        default=DEFAULT_IMAGE,
+        min_length=1,
+        description="TensorFlow image the trainer runs in (pin a tag)",
+    )
+    image_pull_secrets: tuple[DnsLabel, ...] = Field(
+        default=(), description="Secrets in the namespace used to pull the image"
+    )
+    ps: PsSpec
+    workers: WorkerSpec
+    chief: ChiefSpec = Field(default_factory=ChiefSpec)
+
+    @field_validator("ratio")
+    @classmethod
+    def _ratio_form(cls, ratio: Optional[str]) -> Optional[str]:
+        if ratio is not None:
+            parse_ratio(ratio)
+        return ratio
+
+    @field_validator("image")
+    @classmethod
+    def _image_pinned(cls, image: str) -> str:
+        if "@" not in image and (":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")):
+            raise ValueError(f"image '{image}' must be pinned to a tag other than latest or a digest")
+        return image
+
+    @model_validator(mode="after")
+    def _ps_count_known(self) -> "ClusterSpec":
+        if self.ps.replicas is None and self.ratio is None:
+            raise ValueError("set ps.replicas or ratio ('1:10' means one PS per ten workers)")
+        if self.ps.replicas is not None and self.ratio is not None:
+            implied = ps_count_for_ratio(self.ratio, self.workers.replicas)
+            if implied != self.ps.replicas:
+                raise ValueError(
+                    f"ratio '{self.ratio}' with {self.workers.replicas} workers means "
+                    f"{implied} PS, but ps.replicas is {self.ps.replicas}; drop one or make them agree"
+                )
+        return self
+
+    @property
+    def ps_count(self) -> int:
+        if self.ps.replicas is not None:
+            return self.ps.replicas
+        assert self.ratio is not None
+        return ps_count_for_ratio(self.ratio, self.workers.replicas)
+
+
+class StackConfig(_Model):
+    stack: str
+    node_pools: tuple[NodePoolSpec, ...] = Field(description="servers the experiment may use")
+    cluster: ClusterSpec
+    trainer: TrainerSettings
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    # A field validator, not min_length: pydantic would report an empty tuple
+    # again after any bad pool, doubling the message.
+    @field_validator("node_pools")
+    @classmethod
+    def _some_pool(cls, pools: tuple[NodePoolSpec, ...]) -> tuple[NodePoolSpec, ...]:
+        if not pools:
+            raise ValueError("list at least one node pool")
+        return pools
+
+    @property
+    def pools(self) -> dict[str, NodePoolSpec]:
+        return {pool.name: pool for pool in self.node_pools}
+
+    @property
+    def namespace(self) -> str:
+        return self.cluster.namespace or f"tf-{self.stack}"
+
+
+_RATIO = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
+
+
+def parse_ratio(ratio: str) -> tuple[int, int]:
+    match = _RATIO.match(ratio)
+    if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
+        raise ValueError(
+            f"ratio '{ratio}' is not of the form 'P:W' with positive whole numbers, e.g. '1:10'"
+        )
+    return int(match.group(1)), int(match.group(2))
+
+
+def ps_count_for_ratio(ratio: str, workers: int) -> int:
+    ps, per_workers = parse_ratio(ratio)
+    return max(1, math.ceil(workers * ps / per_workers))
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+TOP_LEVEL_KEYS = {"nodePools": "node_pools", "cluster": "cluster", "trainer": "trainer"}
+
+
+def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
+    """Validate the `tfk8s:*` config of `stack`.
+
+    `values` maps keys with or without the `tfk8s:` prefix to decoded values
+    (mappings and lists as the stack file writes them).
+    """
+    errors: list[str] = []
+    if not re.match(LABEL_VALUE_PATTERN, stack) or not stack:
+        errors.append(
+            f"stack name '{stack}' must be usable as a label value: letters, digits, '-', '_', "
+            "'.', at most 63"
+        )
+    given: dict[str, Any] = {}
+    for key, value in values.items():
+        short = key.split(":", 1)[1] if key.startswith(f"{CONFIG_NAMESPACE}:") else key
+        if short in TOP_LEVEL_KEYS:
+            given[short] = value
+        elif ":" not in key or key.startswith(f"{CONFIG_NAMESPACE}:"):
+            errors.append(
+                f"{CONFIG_NAMESPACE}:{short}: unknown key{_did_you_mean(short, TOP_LEVEL_KEYS)}; "
+                f"allowed: {', '.join(f'{CONFIG_NAMESPACE}:{k}' for k in TOP_LEVEL_KEYS)}"
+            )
+
+    for required in ("nodePools", "cluster"):
+        if required not in given:
+            errors.append(f"{CONFIG_NAMESPACE}:{required}: missing; every stack needs it")
+
+    try:
+        trainer = TrainerSettings.from_config(given.get("trainer") or None)
+    except SettingsError as exc:
+        trainer = None
+        where = f"{CONFIG_NAMESPACE}:trainer" + (f".{exc.key}" if exc.key else "")
+        errors.append(f"{where}: {exc.message}")
+
+    config: StackConfig | None = None
+    if not errors:
+        try:
+            config = StackConfig.model_validate(
+                {
+                    "stack": stack,
+                    "nodePools": given["nodePools"],
+                    "cluster": given["cluster"],
+                    "trainer": trainer,
+                }
+            )
+        except ValidationError as exc:
+            errors.extend(_describe_validation_error(exc))
+
+    if config is not None:
+        errors.extend(_cross_checks(config))
+
+    if errors:
+        lines = "\n".join(f"  - {error}" for error in errors)
+        raise StackConfigError(f"stack '{stack}' has an invalid configuration:\n{lines}")
+    assert config is not None
+    return config
+
+
+def _cross_checks(config: StackConfig) -> list[str]:
+    """Rules that relate pools to the cluster; each returns a message or nothing."""
+    errors: list[str] = []
+    cluster = config.cluster
+    pools = config.pools
+    ns = CONFIG_NAMESPACE
+
+    if cluster.namespace is None and not re.match(DNS_LABEL_PATTERN, config.namespace):
+        errors.append(
+            f"{ns}:cluster.namespace: the default namespace '{config.namespace}' made from the "
+            "stack name is not a DNS label; set cluster.namespace"
+        )
+
+    seen_names: set[str] = set()
+    for index, pool in enumerate(config.node_pools):
+        if pool.name in seen_names:
+            errors.append(f"{ns}:nodePools[{index}].name: pool '{pool.name}' is defined twice")
+        seen_names.add(pool.name)
+
+    for role in ("ps", "workers"):
+        pool_name = getattr(cluster, role).pool
+        if pool_name not in pools:
+            errors.append(
+                f"{ns}:cluster.{role}.pool: unknown pool '{pool_name}'; "
+                f"defined pools: {', '.join(pools)}"
+            )
+    if errors:
+        return errors
+
+    ps_pool, worker_pool = pools[cluster.ps.pool], pools[cluster.workers.pool]
+
+    if cluster.placement == "colocated" and ps_pool.name != worker_pool.name:
+        errors.append(
+            f"{ns}:cluster.workers.pool: colocated placement puts PS and workers on the same "
+            f"servers, so workers.pool must be '{ps_pool.name}' like ps.pool (or use placement: isolated)"
+        )
+    if cluster.placement == "isolated":
+        if ps_pool.name == worker_pool.name:
+            errors.append(
+                f"{ns}:cluster.workers.pool: isolated placement needs separate PS and worker "
+                f"pools, but both are '{ps_pool.name}'"
+            )
+        elif ps_pool.nodes and worker_pool.nodes:
+            for node in ps_pool.nodes:
+                if node in worker_pool.nodes:
+                    errors.append(
+                        f"{ns}:nodePools: node '{node}' is in both the PS pool '{ps_pool.name}' "
+                        f"and the worker pool '{worker_pool.name}'; isolated placement needs "
+                        "disjoint pools"
+                    )
+
+    if cluster.placement != "spread":
+        for role, pool in (("ps", ps_pool), ("workers", worker_pool)):
+            if not pool.pinnable:
+                errors.append(
+                    f"{ns}:cluster.{role}.pool: pool '{pool.name}' is given by a selector, so "
+                    f"its servers are unknown and {cluster.placement} placement cannot pin tasks; "
+                    "list its nodes or use placement: spread"
+                )
+
+    # A node carries one pool label, so it can belong to one pool only.
+    owner: dict[str, str] = {}
+    for pool in config.node_pools:
+        for node in pool.nodes or ():
+            other = owner.setdefault(node, pool.name)
+            if other != pool.name and not (
+                cluster.placement == "isolated"
+                and {other, pool.name} == {ps_pool.name, worker_pool.name}
+            ):
+                errors.append(
+                    f"{ns}:nodePools: node '{node}' is listed in pools '{other}' and "
+                    f"'{pool.name}'; a node belongs to one pool"
+                )
+
+    gpus = cluster.workers.gpus
+    if gpus:
+        if worker_pool.gpu is None:
+            errors.append(
+                f"{ns}:cluster.workers.gpus: {gpus} GPUs asked, but pool '{worker_pool.name}' "
+                "has no GPUs; add gpu: {product, perNode} to the pool or set gpus: 0"
+            )
+        elif gpus > worker_pool.gpu.per_node:
+            errors.append(
+                f"{ns}:cluster.workers.gpus: {gpus} GPUs per worker do not fit on a node of "
+                f"pool '{worker_pool.name}' ({worker_pool.gpu.per_node} per node)"
+            )
+    return errors
+
+
+def _describe_validation_error(exc: ValidationError) -> list[str]:
+    messages = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(error["loc"])
+        field_path = _format_loc(loc)
+        if error["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc[:-1])
+            key = str(loc[-1])
+            hint = _did_you_mean(key, allowed)
+            messages.append(
+                f"{field_path}: unknown key{hint}; allowed: {', '.join(allowed)}"
+            )
+            continue
+        message = error["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if error["type"] == "string_pattern_mismatch":
+            message = _pattern_help(error)
+        got = error.get("input")
+        if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
+            message = f"{message} (got {got!r})"
+        messages.append(f"{field_path}: {message}")
+    return messages
+
+
+_PATTERN_HELP = {
+    QUANTITY_PATTERN: "must be a Kubernetes quantity such as '500m', '2', '4Gi'",
+    DNS_LABEL_PATTERN: "must be a DNS label: lower-case letters, digits and '-', at most 63",
+    LABEL_VALUE_PATTERN: "must be a label value: letters, digits, '-', '_', '.', at most 63",
+    NODE_NAME_PATTERN: "must be a node name: lower-case letters, digits, '-' and '.'",
+}
+
+
+def _pattern_help(error: Mapping[str, Any]) -> str:
+    pattern = (error.get("ctx") or {}).get("pattern", "")
+    return _PATTERN_HELP.get(pattern, error["msg"])
+
+
+def _format_loc(loc: tuple) -> str:
+    if not loc:
+        return f"{CONFIG_NAMESPACE}:(stack)"
+    head, *rest = loc
+    path = f"{CONFIG_NAMESPACE}:{head}"
+    for part in rest:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    """The camelCase keys allowed at `loc` (a pydantic error location)."""
+    model: Any = StackConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field_name = next(
+            (name for name, info in model.model_fields.items() if (info.alias or name) == part),
+            None,
+        )
+        if field_name is None:
+            return []
+        model = _model_in(model.model_fields[field_name].annotation)
+        if model is None:
+            return []
+    return [info.alias or name for name, info in model.model_fields.items() if name != "stack"]
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _did_you_mean(key: str, allowed: Any) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,69 @@
+"""One experiment, fully derived: validated config + plan + trainer bundle.
+
+Everything the Kubernetes objects need is computed here once, without Pulumi,
+so the components only turn it into resources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .config import NodePoolSpec, StackConfig
+from .labels import node_role
+from .planner import Plan, plan_stack
+from .sizing import ps_memory_quantity
+from .tf_config import TFConfigRenderer, cluster_spec
+from .trainer_bundle import TrainerBundle
+
+
+@dataclass(frozen=True)
+class Experiment:
+    config: StackConfig
+    trainer_bundle: TrainerBundle
+    plan: Plan = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plan", plan_stack(self.config))
+
+    @property
+    def stack(self) -> str:
+        return self.config.stack
+
+    @property
+    def namespace(self) -> str:
+        return self.config.namespace
+
+    @cached_property
+    def tf_config(self) -> TFConfigRenderer:
+        return TFConfigRenderer(cluster_spec(self.plan.tasks(), self.namespace))
+
+    @cached_property
+    def trainer_settings_json(self) -> str:
+        return self.config.trainer.to_json()
+
+    @property
+    def ps_memory(self) -> str:
+        explicit = self.config.cluster.ps.memory
+        return explicit or ps_memory_quantity(self.config.trainer, self.config.cluster.ps_count)
+
+    @property
+    def ps_pool(self) -> NodePoolSpec:
+        return self.config.pools[self.config.cluster.ps.pool]
+
+    @property
+    def worker_pool(self) -> NodePoolSpec:
+        return self.config.pools[self.config.cluster.workers.pool]
+
+    def used_pools(self) -> list[NodePoolSpec]:
+        """Pools the cluster runs in, PS pool first, each once."""
+        pools = [self.ps_pool]
+        if self.worker_pool.name != self.ps_pool.name:
+            pools.append(self.worker_pool)
+        return pools
+
+    def pool_role(self, pool_name: str) -> str:
+        types = {
+            p.task.type for p in self.plan.placements if p.pool == pool_name and p.task.type != "chief"
+        }
+        return node_role(types)

@@ -1,0 +1,74 @@
+"""Names and labels of everything tfk8s writes, in one place.
+
+Pods, Services, the NetworkPolicy and node affinities must agree on these
+exactly, so they come from these helpers and nowhere else.
+"""
+
+from __future__ import annotations
+
+from .planner import Task
+
+APP_NAME = "tensorflow"
+PART_OF = "tfk8s"
+MANAGED_BY = "pulumi"
+
+NAME = "app.kubernetes.io/name"
+INSTANCE = "app.kubernetes.io/instance"
+COMPONENT = "app.kubernetes.io/component"
+PART_OF_KEY = "app.kubernetes.io/part-of"
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
+TASK_INDEX = "tfk8s.io/task-index"
+
+# Node labels written by a NodePool (they replace `kubectl label node`).
+NODE_POOL = "tfk8s.io/pool"
+NODE_EXPERIMENT = "tfk8s.io/experiment"
+NODE_ROLE = "tfk8s.io/role"
+GPU_PRODUCT = "nvidia.com/gpu.product"
+GPU_COUNT = "nvidia.com/gpu.count"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+HOSTNAME = "kubernetes.io/hostname"
+
+TRAINER_HASH_ANNOTATION = "tfk8s.io/trainer-sha256"
+
+
+def experiment_labels(stack: str) -> dict[str, str]:
+    """Labels every object of one experiment carries."""
+    return {
+        NAME: APP_NAME,
+        INSTANCE: stack,
+        PART_OF_KEY: PART_OF,
+        MANAGED_BY_KEY: MANAGED_BY,
+    }
+
+
+def experiment_selector(stack: str) -> dict[str, str]:
+    """Selects every pod of one experiment (and only those)."""
+    return {INSTANCE: stack, PART_OF_KEY: PART_OF}
+
+
+def role_selector(stack: str, task_type: str) -> dict[str, str]:
+    return {**experiment_selector(stack), COMPONENT: task_type}
+
+
+def task_selector(stack: str, task: Task) -> dict[str, str]:
+    """Selects the one pod of one task."""
+    return {**role_selector(stack, task.type), TASK_INDEX: str(task.index)}
+
+
+def task_labels(stack: str, task: Task) -> dict[str, str]:
+    return {**experiment_labels(stack), COMPONENT: task.type, TASK_INDEX: str(task.index)}
+
+
+def node_role(task_types: set[str]) -> str:
+    """Role label of a server: what the plan runs there."""
+    if {"ps", "worker"} <= task_types:
+        return "mixed"
+    if "worker" in task_types:
+        return "worker"
+    return "ps"
+
+
+def field_manager(stack: str) -> str:
+    """Server-side-apply field manager of one experiment's node labels."""
+    return f"tfk8s-{stack}"

@@ -1,0 +1,330 @@
+"""Kubernetes objects of an experiment, as plain dicts (no Pulumi here).
+
+The components hand these dicts to pulumi_kubernetes unchanged, and the tests
+validate the same dicts against the Kubernetes OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import labels as L
+from .config import NodePoolSpec
+from .experiment import Experiment
+from .planner import Task, TaskPlacement
+from .tf_config import TF_PORT
+from .trainer_bundle import TRAINER_PACKAGE
+
+Manifest = dict[str, Any]
+
+TF_PORT_NAME = "tf-grpc"
+CONTAINER_NAME = "tensorflow"
+TRAINER_VOLUME = "trainer"
+SCRATCH_VOLUME = "scratch"
+CODE_ROOT = "/opt/tfk8s"
+SCRATCH_DIR = "/scratch"
+# The stock TensorFlow image runs as root; pods run as an unprivileged user.
+RUN_AS_USER = 1000
+NETWORK_POLICY_NAME = "tf-grpc-from-experiment-only"
+TRAINER_CONFIG_MAP = "tfk8s-trainer"
+SKIP_AWAIT = "pulumi.com/skipAwait"
+
+
+def namespace(experiment: Experiment) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": experiment.namespace,
+            "labels": {
+                **L.experiment_labels(experiment.stack),
+                # The pods meet the restricted Pod Security Standard; enforce it.
+                "pod-security.kubernetes.io/enforce": "restricted",
+            },
+        },
+    }
+
+
+def network_policy(experiment: Experiment) -> Manifest:
+    """Only this experiment's pods may reach TensorFlow's unauthenticated gRPC port."""
+    experiment_pods = {"matchLabels": L.experiment_selector(experiment.stack)}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(experiment, NETWORK_POLICY_NAME),
+        "spec": {
+            "podSelector": experiment_pods,
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"podSelector": experiment_pods}],
+                    "ports": [{"protocol": "TCP", "port": TF_PORT}],
+                }
+            ],
+        },
+    }
+
+
+def trainer_config_map(experiment: Experiment) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(experiment, TRAINER_CONFIG_MAP),
+        "data": experiment.trainer_bundle.config_map_data(),
+    }
+
+
+def task_service(experiment: Experiment, task: Task) -> Manifest:
+    """Headless Service: a stable DNS name for the task, even before it is ready."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(experiment, task.name, L.task_labels(experiment.stack, task)),
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": L.task_selector(experiment.stack, task),
+            "ports": [
+                {"name": TF_PORT_NAME, "protocol": "TCP", "port": TF_PORT, "targetPort": TF_PORT}
+            ],
+        },
+    }
+
+
+def task_workload(experiment: Experiment, placement: TaskPlacement) -> Manifest:
+    """The chief is a Job (it finishes); PS and workers serve until destroyed."""
+    task = placement.task
+    template = pod_template(experiment, placement)
+    metadata = _metadata(experiment, task.name, L.task_labels(experiment.stack, task))
+    if task.type == "chief":
+        metadata["annotations"] = {SKIP_AWAIT: "true"}  # `pulumi up` must not wait for training
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": metadata,
+            "spec": {
+                "completions": 1,
+                "parallelism": 1,
+                "backoffLimit": experiment.config.cluster.chief.restarts,
+                # Never a second chief while the first is still terminating.
+                "podReplacementPolicy": "Failed",
+                "template": template,
+            },
+        }
+    # A one-replica StatefulSet never runs two pods of one task at once.
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": metadata,
+        "spec": {
+            "replicas": 1,
+            "serviceName": task.name,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": L.task_selector(experiment.stack, task)},
+            "template": template,
+        },
+    }
+
+
+def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
+    task = placement.task
+    cluster = experiment.config.cluster
+    spec: Manifest = {
+        "restartPolicy": "OnFailure" if task.type == "chief" else "Always",
+        "automountServiceAccountToken": False,
+        # Thousands of task Services would otherwise become env vars in every pod.
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_USER,
+            "runAsGroup": RUN_AS_USER,
+            "fsGroup": RUN_AS_USER,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "affinity": _affinity(experiment, placement),
+        "containers": [_container(experiment, task)],
+        "volumes": [
+            {
+                "name": TRAINER_VOLUME,
+                "configMap": {
+                    "name": TRAINER_CONFIG_MAP,
+                    "items": experiment.trainer_bundle.volume_items(),
+                },
+            },
+            {"name": SCRATCH_VOLUME, "emptyDir": {}},
+        ],
+    }
+    spread = _topology_spread(experiment, task)
+    if spread:
+        spec["topologySpreadConstraints"] = spread
+    if cluster.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
+    return {
+        "metadata": {
+            "labels": L.task_labels(experiment.stack, task),
+            "annotations": {L.TRAINER_HASH_ANNOTATION: experiment.trainer_bundle.sha256},
+        },
+        "spec": spec,
+    }
+
+
+def node_labels(experiment: Experiment, pool: NodePoolSpec) -> dict[str, str]:
+    """Labels a NodePool writes on each of its nodes."""
+    node_labels = {
+        L.NODE_POOL: pool.name,
+        L.NODE_EXPERIMENT: experiment.stack,
+        L.NODE_ROLE: experiment.pool_role(pool.name),
+    }
+    if pool.gpu is not None:
+        node_labels[L.GPU_PRODUCT] = pool.gpu.product
+        node_labels[L.GPU_COUNT] = str(pool.gpu.per_node)
+    return node_labels
+
+
+def node_patch(experiment: Experiment, node: str, pool: NodePoolSpec) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": node,
+            "labels": node_labels(experiment, pool),
+            # One field manager per experiment: destroy releases exactly its labels.
+            "annotations": {"pulumi.com/patchFieldManager": L.field_manager(experiment.stack)},
+        },
+    }
+
+
+# -- pieces -------------------------------------------------------------------
+
+
+def _metadata(
+    experiment: Experiment, name: str, object_labels: Optional[dict[str, str]] = None
+) -> Manifest:
+    return {
+        "name": name,
+        "namespace": experiment.namespace,
+        "labels": object_labels or L.experiment_labels(experiment.stack),
+    }
+
+
+def _container(experiment: Experiment, task: Task) -> Manifest:
+    container: Manifest = {
+        "name": CONTAINER_NAME,
+        "image": experiment.config.cluster.image,
+        "command": ["python", "-m", TRAINER_PACKAGE],
+        "workingDir": SCRATCH_DIR,
+        "env": [
+            {"name": "TF_CONFIG", "value": experiment.tf_config.render(task)},
+            {"name": "TFK8S_TRAINER", "value": experiment.trainer_settings_json},
+            {"name": "PYTHONPATH", "value": CODE_ROOT},
+            {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # the code mount is read-only
+            {"name": "PYTHONUNBUFFERED", "value": "1"},
+            {"name": "HOME", "value": SCRATCH_DIR},
+            {"name": "TMPDIR", "value": SCRATCH_DIR},
+        ],
+        "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT, "protocol": "TCP"}],
+        "resources": _resources(experiment, task),
+        "securityContext": {
+            "privileged": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [
+            {
+                "name": TRAINER_VOLUME,
+                "mountPath": f"{CODE_ROOT}/{TRAINER_PACKAGE}",
+                "readOnly": True,
+            },
+            {"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR},
+        ],
+    }
+    if task.type != "chief":
+        # The gRPC server answering is what "ready" means for PS and workers.
+        probe = {"tcpSocket": {"port": TF_PORT_NAME}, "periodSeconds": 10}
+        container["readinessProbe"] = {**probe, "initialDelaySeconds": 2}
+        container["livenessProbe"] = {**probe, "initialDelaySeconds": 30, "failureThreshold": 6}
+    return container
+
+
+def _resources(experiment: Experiment, task: Task) -> Manifest:
+    cluster = experiment.config.cluster
+    if task.type == "ps":
+        cpu, memory = cluster.ps.cpu, experiment.ps_memory
+    elif task.type == "worker":
+        cpu, memory = cluster.workers.cpu, cluster.workers.memory
+    else:
+        cpu, memory = cluster.chief.cpu, cluster.chief.memory
+    requests = {"cpu": cpu, "memory": memory}
+    limits = dict(requests)
+    # GPUs only on workers and only when asked; never on PS (seed 001: PS work
+    # is memory-bound lookups and updates).
+    if task.type == "worker" and cluster.workers.gpus:
+        limits[L.GPU_RESOURCE] = str(cluster.workers.gpus)
+    return {"requests": requests, "limits": limits}
+
+
+def _pool_expressions(pool: NodePoolSpec, stack: str) -> list[Manifest]:
+    if pool.selector is not None:
+        return [
+            {"key": key, "operator": "In", "values": [value]}
+            for key, value in sorted(pool.selector.items())
+        ]
+    return [
+        {"key": L.NODE_POOL, "operator": "In", "values": [pool.name]},
+        {"key": L.NODE_EXPERIMENT, "operator": "In", "values": [stack]},
+    ]
+
+
+def _affinity(experiment: Experiment, placement: TaskPlacement) -> Manifest:
+    task = placement.task
+    pool = experiment.config.pools[placement.pool]
+    expressions = _pool_expressions(pool, experiment.stack)
+    if task.type == "worker" and experiment.config.cluster.workers.gpus and pool.gpu:
+        expressions.append({"key": L.GPU_PRODUCT, "operator": "In", "values": [pool.gpu.product]})
+
+    node_affinity: Manifest
+    if placement.server is None:
+        node_affinity = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
+            }
+        }
+    else:
+        # matchFields on the node name: hostname labels need not equal node names.
+        on_server = {"key": "metadata.name", "operator": "In", "values": [placement.server]}
+        if experiment.plan.strict:
+            node_affinity = {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": expressions, "matchFields": [on_server]}
+                    ]
+                }
+            }
+        else:
+            # Stay in the pool, prefer the planned server: a lost server does
+            # not strand the task.
+            node_affinity = {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": expressions}]
+                },
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100, "preference": {"matchFields": [on_server]}}
+                ],
+            }
+    return {"nodeAffinity": node_affinity}
+
+
+def _topology_spread(experiment: Experiment, task: Task) -> list[Manifest]:
+    if experiment.plan.strategy != "spread" or task.type == "chief":
+        return []
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": L.HOSTNAME,
+            # PS are kept apart; workers spread as well as the nodes allow.
+            "whenUnsatisfiable": "DoNotSchedule" if task.type == "ps" else "ScheduleAnyway",
+            "labelSelector": {"matchLabels": L.role_selector(experiment.stack, task.type)},
+        }
+    ]

@@ -1,0 +1,194 @@
+"""Placement planner: which task runs on which server.
+
+Pure and deterministic: the same stack always gives the same plan, and the
+plan feeds the Kubernetes objects, the `placement` stack output and the table
+of `python -m components plan <stack>`.
+
+Rules (seed scene 1 and scene 2):
+- PS i runs on server i mod S of its pool.
+- Workers fill their pool's servers in contiguous blocks as equal as possible:
+  sizes differ by at most one, the larger blocks first.
+- The chief (coordinator) is never pinned; it stays in the PS pool.
+- `spread` pins nothing; the scheduler spreads pods over the pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Literal, Optional, Sequence
+
+if TYPE_CHECKING:
+    from .config import StackConfig
+
+TaskType = Literal["chief", "ps", "worker"]
+TASK_TYPES: tuple[TaskType, ...] = ("chief", "ps", "worker")
+
+
+@dataclass(frozen=True, order=True)
+class Task:
+    type: TaskType
+    index: int
+
+    @property
+    def name(self) -> str:
+        """Task name, also its Service's name: ps-0, worker-17, chief-0."""
+        return f"{self.type}-{self.index}"
+
+
+@dataclass(frozen=True)
+class TaskPlacement:
+    task: Task
+    pool: str
+    server: Optional[str]  # None: not pinned, the scheduler decides within the pool
+
+
+@dataclass(frozen=True)
+class Plan:
+    strategy: str
+    strict: bool
+    placements: tuple[TaskPlacement, ...]
+
+    def tasks(self, task_type: Optional[TaskType] = None) -> list[Task]:
+        return [p.task for p in self.placements if task_type in (None, p.task.type)]
+
+    def count(self, task_type: TaskType) -> int:
+        return sum(1 for p in self.placements if p.task.type == task_type)
+
+    def by_server(self) -> dict[str, list[str]]:
+        """Pinned tasks per server, servers in pool order: the `placement` output."""
+        table: dict[str, list[str]] = {}
+        for placement in self.placements:
+            if placement.server is not None:
+                table.setdefault(placement.server, []).append(placement.task.name)
+        return table
+
+    def unpinned(self) -> dict[str, list[str]]:
+        """Tasks left to the scheduler, per pool."""
+        table: dict[str, list[str]] = {}
+        for placement in self.placements:
+            if placement.server is None:
+                table.setdefault(placement.pool, []).append(placement.task.name)
+        return table
+
+
+@dataclass(frozen=True)
+class PoolServers:
+    """What the planner needs of a node pool: its name and, if known, its servers."""
+
+    name: str
+    servers: Optional[tuple[str, ...]]  # None for pools given by a label selector
+
+
+def balanced_blocks(count: int, bins: int) -> list[int]:
+    """Sizes of `count` items cut into `bins` contiguous blocks, larger first."""
+    if bins < 1:
+        raise ValueError("need at least one bin")
+    base, extra = divmod(count, bins)
+    return [base + 1 if i < extra else base for i in range(bins)]
+
+
+def block_assignment(count: int, servers: Sequence[str]) -> list[str]:
+    """Server of each of `count` items, in balanced contiguous blocks."""
+    assignment: list[str] = []
+    for server, size in zip(servers, balanced_blocks(count, len(servers))):
+        assignment.extend([server] * size)
+    return assignment
+
+
+def round_robin(count: int, servers: Sequence[str]) -> list[str]:
+    return [servers[i % len(servers)] for i in range(count)]
+
+
+def plan_placement(
+    strategy: str,
+    ps_pool: PoolServers,
+    worker_pool: PoolServers,
+    ps_count: int,
+    worker_count: int,
+    strict: bool = True,
+) -> Plan:
+    """Place one chief, `ps_count` PS and `worker_count` workers.
+
+    The config model has already checked that the strategy fits the pools
+    (colocated: one pool; isolated: two disjoint pools; pinned pools list
+    their servers); the planner re-checks what it relies on.
+    """
+    if ps_count < 1 or worker_count < 1:
+        raise ValueError("a cluster needs at least one PS and one worker")
+    if strategy == "spread":
+        ps_servers: list[Optional[str]] = [None] * ps_count
+        worker_servers: list[Optional[str]] = [None] * worker_count
+    elif strategy in ("colocated", "isolated"):
+        if strategy == "colocated" and ps_pool != worker_pool:
+            raise ValueError("colocated placement needs one pool for PS and workers")
+        if strategy == "isolated":
+            _require_disjoint(ps_pool, worker_pool)
+        ps_servers = list(round_robin(ps_count, _servers_of(ps_pool, strategy)))
+        worker_servers = list(block_assignment(worker_count, _servers_of(worker_pool, strategy)))
+    else:
+        raise ValueError(f"unknown placement '{strategy}'")
+
+    placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)]
+    placements += [
+        TaskPlacement(Task("ps", i), ps_pool.name, server) for i, server in enumerate(ps_servers)
+    ]
+    placements += [
+        TaskPlacement(Task("worker", i), worker_pool.name, server)
+        for i, server in enumerate(worker_servers)
+    ]
+    return Plan(strategy=strategy, strict=strict, placements=tuple(placements))
+
+
+def _servers_of(pool: PoolServers, strategy: str) -> tuple[str, ...]:
+    if not pool.servers:
+        raise ValueError(f"{strategy} placement needs the servers of pool '{pool.name}'")
+    return pool.servers
+
+
+def _require_disjoint(ps_pool: PoolServers, worker_pool: PoolServers) -> None:
+    if ps_pool.name == worker_pool.name:
+        raise ValueError("isolated placement needs separate PS and worker pools")
+    shared = set(ps_pool.servers or ()) & set(worker_pool.servers or ())
+    if shared:
+        raise ValueError(f"isolated pools share servers: {', '.join(sorted(shared))}")
+
+
+def compress_names(names: Iterable[str]) -> str:
+    """'worker-0, worker-1, worker-2, ps-3' -> 'worker-0..2, ps-3' for tables."""
+    parts: list[str] = []
+    run_type, run_start, run_end = None, None, None
+
+    def flush() -> None:
+        if run_type is None:
+            return
+        if run_start == run_end:
+            parts.append(f"{run_type}-{run_start}")
+        else:
+            parts.append(f"{run_type}-{run_start}..{run_end}")
+
+    for name in names:
+        task_type, _, index_text = name.rpartition("-")
+        index = int(index_text)
+        if task_type == run_type and run_end is not None and index == run_end + 1:
+            run_end = index
+            continue
+        flush()
+        run_type, run_start, run_end = task_type, index, index
+    flush()
+    return ", ".join(parts)
+
+
+def plan_stack(config: "StackConfig") -> Plan:
+    """The plan of a validated stack."""
+    cluster = config.cluster
+    pools = {
+        pool.name: PoolServers(pool.name, pool.nodes) for pool in config.node_pools
+    }
+    return plan_placement(
+        cluster.placement,
+        pools[cluster.ps.pool],
+        pools[cluster.workers.pool],
+        cluster.ps_count,
+        cluster.workers.replicas,
+        strict=cluster.strict,
+    )

@@ -6,6 +6,7 @@ so the components only turn it into resources.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -41,6 +42,13 @@ class Experiment:
     @cached_property
     def trainer_settings_json(self) -> str:
         return self.config.trainer.to_json()
+
+    @cached_property
+    def trainer_hash(self) -> str:
+        """Hash of what the pods run: trainer code and settings."""
+        return hashlib.sha256(
+            f"{self.trainer_bundle.sha256}\0{self.trainer_settings_json}".encode()
+        ).hexdigest()
 
     @property
     def ps_memory(self) -> str:

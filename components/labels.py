@@ -60,6 +60,11 @@ def task_labels(stack: str, task: Task) -> dict[str, str]:
     return {**experiment_labels(stack), COMPONENT: task.type, TASK_INDEX: str(task.index)}
 
 
+def pod_labels(stack: str, task: Task) -> dict[str, str]:
+    """A task's pod: its controller, not Pulumi, manages it."""
+    return {NAME: APP_NAME, **task_selector(stack, task)}
+
+
 def node_role(task_types: set[str]) -> str:
     """Role label of a server: what the plan runs there."""
     if {"ps", "worker"} <= task_types:

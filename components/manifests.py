@@ -14,6 +14,7 @@ from .experiment import Experiment
 from .planner import Task, TaskPlacement
 from .tf_config import TF_PORT
 from .trainer_bundle import TRAINER_PACKAGE
+from trainer.settings import SETTINGS_ENV
 
 Manifest = dict[str, Any]
 
@@ -27,6 +28,8 @@ SCRATCH_DIR = "/scratch"
 RUN_AS_USER = 1000
 NETWORK_POLICY_NAME = "tf-grpc-from-experiment-only"
 TRAINER_CONFIG_MAP = "tfk8s-trainer"
+# Settings and environment shared by every task: one ConfigMap, not N copies.
+TRAINER_ENV_CONFIG_MAP = "tfk8s-trainer-env"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 
 
@@ -74,6 +77,27 @@ def trainer_config_map(experiment: Experiment) -> Manifest:
     }
 
 
+def trainer_env_config_map(experiment: Experiment) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(experiment, TRAINER_ENV_CONFIG_MAP),
+        "data": trainer_env(experiment),
+    }
+
+
+def trainer_env(experiment: Experiment) -> dict[str, str]:
+    """Environment of every task but TF_CONFIG; the trainer reads its settings here."""
+    return {
+        SETTINGS_ENV: experiment.trainer_settings_json,
+        "PYTHONPATH": CODE_ROOT,
+        "PYTHONDONTWRITEBYTECODE": "1",  # the code mount is read-only
+        "PYTHONUNBUFFERED": "1",
+        "HOME": SCRATCH_DIR,
+        "TMPDIR": SCRATCH_DIR,
+    }
+
+
 def task_service(experiment: Experiment, task: Task) -> Manifest:
     """Headless Service: a stable DNS name for the task, even before it is ready."""
     return {
@@ -81,13 +105,10 @@ def task_service(experiment: Experiment, task: Task) -> Manifest:
         "kind": "Service",
         "metadata": _metadata(experiment, task.name, L.task_labels(experiment.stack, task)),
         "spec": {
-            "type": "ClusterIP",
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": L.task_selector(experiment.stack, task),
-            "ports": [
-                {"name": TF_PORT_NAME, "protocol": "TCP", "port": TF_PORT, "targetPort": TF_PORT}
-            ],
+            "ports": [{"name": TF_PORT_NAME, "port": TF_PORT}],
         },
     }
 
@@ -120,7 +141,6 @@ def task_workload(experiment: Experiment, placement: TaskPlacement) -> Manifest:
         "spec": {
             "replicas": 1,
             "serviceName": task.name,
-            "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": L.task_selector(experiment.stack, task)},
             "template": template,
         },
@@ -131,7 +151,7 @@ def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
     task = placement.task
     cluster = experiment.config.cluster
     spec: Manifest = {
-        "restartPolicy": "OnFailure" if task.type == "chief" else "Always",
+        **({"restartPolicy": "OnFailure"} if task.type == "chief" else {}),
         "automountServiceAccountToken": False,
         # Thousands of task Services would otherwise become env vars in every pod.
         "enableServiceLinks": False,
@@ -139,7 +159,6 @@ def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
             "runAsNonRoot": True,
             "runAsUser": RUN_AS_USER,
             "runAsGroup": RUN_AS_USER,
-            "fsGroup": RUN_AS_USER,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "affinity": _affinity(experiment, placement),
@@ -147,10 +166,7 @@ def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
         "volumes": [
             {
                 "name": TRAINER_VOLUME,
-                "configMap": {
-                    "name": TRAINER_CONFIG_MAP,
-                    "items": experiment.trainer_bundle.volume_items(),
-                },
+                "configMap": {"name": TRAINER_CONFIG_MAP},
             },
             {"name": SCRATCH_VOLUME, "emptyDir": {}},
         ],
@@ -162,8 +178,10 @@ def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
         spec["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
     return {
         "metadata": {
-            "labels": L.task_labels(experiment.stack, task),
-            "annotations": {L.TRAINER_HASH_ANNOTATION: experiment.trainer_bundle.sha256},
+            "labels": L.pod_labels(experiment.stack, task),
+            # Mounted code and envFrom do not restart pods when they change; a
+            # changed hash does, and shows in `pulumi preview`.
+            "annotations": {L.TRAINER_HASH_ANNOTATION: experiment.trainer_hash},
         },
         "spec": spec,
     }
@@ -213,38 +231,24 @@ def _container(experiment: Experiment, task: Task) -> Manifest:
         "name": CONTAINER_NAME,
         "image": experiment.config.cluster.image,
         "command": ["python", "-m", TRAINER_PACKAGE],
-        "workingDir": SCRATCH_DIR,
-        "env": [
-            {"name": "TF_CONFIG", "value": experiment.tf_config.render(task)},
-            {"name": "TFK8S_TRAINER", "value": experiment.trainer_settings_json},
-            {"name": "PYTHONPATH", "value": CODE_ROOT},
-            {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # the code mount is read-only
-            {"name": "PYTHONUNBUFFERED", "value": "1"},
-            {"name": "HOME", "value": SCRATCH_DIR},
-            {"name": "TMPDIR", "value": SCRATCH_DIR},
-        ],
-        "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT, "protocol": "TCP"}],
+        "env": [{"name": "TF_CONFIG", "value": experiment.tf_config.render(task)}],
+        "envFrom": [{"configMapRef": {"name": TRAINER_ENV_CONFIG_MAP}}],
+        "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],
         "resources": _resources(experiment, task),
         "securityContext": {
-            "privileged": False,
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
         },
         "volumeMounts": [
-            {
-                "name": TRAINER_VOLUME,
-                "mountPath": f"{CODE_ROOT}/{TRAINER_PACKAGE}",
-                "readOnly": True,
-            },
+            # ConfigMap volumes are always mounted read-only.
+            {"name": TRAINER_VOLUME, "mountPath": f"{CODE_ROOT}/{TRAINER_PACKAGE}"},
             {"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR},
         ],
     }
     if task.type != "chief":
         # The gRPC server answering is what "ready" means for PS and workers.
-        probe = {"tcpSocket": {"port": TF_PORT_NAME}, "periodSeconds": 10}
-        container["readinessProbe"] = {**probe, "initialDelaySeconds": 2}
-        container["livenessProbe"] = {**probe, "initialDelaySeconds": 30, "failureThreshold": 6}
+        container["readinessProbe"] = {"tcpSocket": {"port": TF_PORT_NAME}}
     return container
 
 
@@ -265,54 +269,46 @@ def _resources(experiment: Experiment, task: Task) -> Manifest:
     return {"requests": requests, "limits": limits}
 
 
-def _pool_expressions(pool: NodePoolSpec, stack: str) -> list[Manifest]:
+def _pool_expressions(pool: NodePoolSpec, stack: str, on_named_node: bool) -> list[Manifest]:
     if pool.selector is not None:
         return [
             {"key": key, "operator": "In", "values": [value]}
             for key, value in sorted(pool.selector.items())
         ]
-    return [
-        {"key": L.NODE_POOL, "operator": "In", "values": [pool.name]},
-        {"key": L.NODE_EXPERIMENT, "operator": "In", "values": [stack]},
-    ]
+    in_pool = {"key": L.NODE_POOL, "operator": "In", "values": [pool.name]}
+    if on_named_node:
+        # The node name already picks this experiment's server; the pool label
+        # keeps the pod Pending until tfk8s has labelled it.
+        return [in_pool]
+    # Another experiment may label its own servers with the same pool name.
+    return [in_pool, {"key": L.NODE_EXPERIMENT, "operator": "In", "values": [stack]}]
 
 
 def _affinity(experiment: Experiment, placement: TaskPlacement) -> Manifest:
-    task = placement.task
+    """Strict: exactly the planned server. Preferred: the pool, the server if it is up.
+
+    Unpinned tasks (chief, spread placement) may run anywhere in their pool.
+    """
     pool = experiment.config.pools[placement.pool]
-    expressions = _pool_expressions(pool, experiment.stack)
-    if task.type == "worker" and experiment.config.cluster.workers.gpus and pool.gpu:
+    strict_server = placement.server is not None and experiment.plan.strict
+    expressions = _pool_expressions(pool, experiment.stack, on_named_node=strict_server)
+    if placement.task.type == "worker" and experiment.config.cluster.workers.gpus and pool.gpu:
         expressions.append({"key": L.GPU_PRODUCT, "operator": "In", "values": [pool.gpu.product]})
 
-    node_affinity: Manifest
-    if placement.server is None:
-        node_affinity = {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": expressions}]
-            }
-        }
-    else:
+    required_term: Manifest = {"matchExpressions": expressions}
+    node_affinity: Manifest = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [required_term]}
+    }
+    if placement.server is not None:
         # matchFields on the node name: hostname labels need not equal node names.
-        on_server = {"key": "metadata.name", "operator": "In", "values": [placement.server]}
-        if experiment.plan.strict:
-            node_affinity = {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": expressions, "matchFields": [on_server]}
-                    ]
-                }
-            }
+        on_server = [{"key": "metadata.name", "operator": "In", "values": [placement.server]}]
+        if strict_server:
+            required_term["matchFields"] = on_server
         else:
-            # Stay in the pool, prefer the planned server: a lost server does
-            # not strand the task.
-            node_affinity = {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": expressions}]
-                },
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 100, "preference": {"matchFields": [on_server]}}
-                ],
-            }
+            # A lost server does not strand the task: it moves within the pool.
+            node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": 100, "preference": {"matchFields": on_server}}
+            ]
     return {"nodeAffinity": node_affinity}
 
 

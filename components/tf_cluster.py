@@ -1,6 +1,6 @@
 """TFCluster: the Kubernetes objects of one TensorFlow parameter-server experiment.
 
-Namespace, NetworkPolicy, the trainer ConfigMap, and per task a headless
+Namespace, NetworkPolicy, the trainer's code and settings as ConfigMaps, and per task a headless
 Service plus a one-pod workload pinned as the plan says.
 """
 
@@ -39,9 +39,12 @@ class TFCluster(pulumi.ComponentResource):
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         kube.create(f"{name}-network-policy", manifests.network_policy(experiment), in_namespace)
-        trainer_code = kube.create(
-            f"{name}-trainer", manifests.trainer_config_map(experiment), in_namespace
-        )
+        trainer = [
+            kube.create(f"{name}-trainer", manifests.trainer_config_map(experiment), in_namespace),
+            kube.create(
+                f"{name}-trainer-env", manifests.trainer_env_config_map(experiment), in_namespace
+            ),
+        ]
 
         for placement in experiment.plan.placements:
             task = placement.task
@@ -55,7 +58,7 @@ class TFCluster(pulumi.ComponentResource):
                 manifests.task_workload(experiment, placement),
                 pulumi.ResourceOptions(
                     parent=self,
-                    depends_on=[namespace, trainer_code, *self._labels_needed(args, placement)],
+                    depends_on=[namespace, *trainer, *self._labels_needed(args, placement)],
                 ),
             )
 

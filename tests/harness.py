@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import runpy
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
 import pulumi
 from pulumi.runtime import config as runtime_config
+from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
@@ -43,7 +46,11 @@ class Registered:
     parent: str
     custom: bool
     dependencies: list[str]
-    inputs: dict[str, Any]
+    wire_inputs: Any  # the protobuf Struct the program sent; decoded on demand
+
+    @cached_property
+    def inputs(self) -> dict[str, Any]:
+        return dict(rpc.deserialize_properties(self.wire_inputs))
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -54,12 +61,10 @@ class Registered:
         return self.type.rsplit(":", 1)[-1]
 
 
-class RecordingMocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+class EchoMocks(pulumi.runtime.Mocks):
+    """Every resource's state is its inputs, as a provider's preview reports it."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-        self.inputs[(args.typ, args.name)] = args.inputs
         return f"{args.name}-id", args.inputs
 
     def call(self, args: pulumi.runtime.MockCallArgs):
@@ -67,17 +72,25 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """Also records each registration's parent and dependencies."""
+    """Echoes each registration's inputs as its state and records it.
 
-    def __init__(self, mocks: RecordingMocks) -> None:
-        super().__init__(mocks)
+    Same answers as MockMonitor with EchoMocks, but the inputs go back as the
+    very protobuf Struct that arrived: decoding and re-encoding every object
+    in a thread would double the Python work a real engine does in Go, and
+    the benchmark times the program, not the mock.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(EchoMocks())
         self.registrations: list[tuple[Any, str]] = []
 
     def RegisterResource(self, request):
-        response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            self.registrations.append((request, response.urn))
-        return response
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack":
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        self.registrations.append((request, urn))
+        resource_id = f"{request.name}-id" if request.custom else ""
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=request.object)
 
 
 @dataclass
@@ -114,12 +127,21 @@ def engine_values(values: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def run_program(stack: str, values: Mapping[str, Any], preview: bool = False) -> ProgramRun:
-    """Run `__main__.py` for `stack` with config `values`; raise what it raises."""
-    mocks = RecordingMocks()
-    monitor = RecordingMonitor(mocks)
+def run_program(
+    stack: str,
+    values: Mapping[str, Any],
+    preview: bool = False,
+    monitor: RecordingMonitor | None = None,
+) -> ProgramRun:
+    """Run `__main__.py` for `stack` with config `values`; raise what it raises.
+
+    Pass a `monitor` to see what was registered even when the program fails.
+    """
+    monitor = monitor or RecordingMonitor()
     runtime_settings.reset_options(project="tfk8s", stack=stack, preview=preview)
-    pulumi.runtime.set_mocks(mocks, project="tfk8s", stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_mocks(
+        monitor.mocks, project="tfk8s", stack=stack, preview=preview, monitor=monitor
+    )
     runtime_config.set_all_config(engine_values(values))
     try:
         runpy.run_path(str(PROGRAM), run_name="__main__")
@@ -140,7 +162,7 @@ def run_program(stack: str, values: Mapping[str, Any], preview: bool = False) ->
                 parent=request.parent,
                 custom=bool(request.custom),
                 dependencies=list(request.dependencies),
-                inputs=dict(mocks.inputs.get((request.type, request.name), {})),
+                wire_inputs=request.object,
             )
         )
     return run

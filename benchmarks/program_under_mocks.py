@@ -1,0 +1,110 @@
+"""How long the Pulumi program takes under mocks, and how it scales with workers.
+
+Runs `__main__.py` (the same path as `pulumi preview`) for the seed's largest
+experiment, scene1-case4 (20 servers, 20 PS, 200 workers), and for the same
+layout with ten times the servers, PS and workers (2,000 workers). Each run is
+a fresh interpreter, so both pay the same imports; the figure is the median.
+
+Targets: scene1-case4 under 3 s; ten times the workers costs at most twelve
+times the time.
+
+    .venv/bin/python benchmarks/program_under_mocks.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_ROOT))
+
+SEED_STACK = "scene1-case4"
+SCALE = 10
+TARGET_SECONDS = 3.0
+TARGET_RATIO = 12.0
+
+
+def scaled_values(values: dict, factor: int) -> dict:
+    """The seed stack with `factor` times the servers, PS and workers."""
+    pool = dict(values["tfk8s:nodePools"][0])
+    pool["nodes"] = [f"srv-{i:04d}" for i in range(len(pool["nodes"]) * factor)]
+    cluster = json.loads(json.dumps(values["tfk8s:cluster"]))
+    cluster["ps"]["replicas"] *= factor
+    cluster["workers"]["replicas"] *= factor
+    return {**values, "tfk8s:nodePools": [pool], "tfk8s:cluster": cluster}
+
+
+def run_once(factor: int) -> dict:
+    """One timed run in this process: load the stack, run the program, count objects."""
+    from components.stack_files import read_stack_values
+    from tests.harness import run_program
+
+    stack, values = read_stack_values(SEED_STACK)
+    if factor != 1:
+        stack, values = f"{stack}-x{factor}", scaled_values(values, factor)
+    started = time.perf_counter()
+    run = run_program(stack, values)
+    seconds = time.perf_counter() - started
+    workers = run.outputs["tasks"]["worker"]
+    objects = sum(1 for resource in run.resources if resource.custom)
+    return {"stack": stack, "workers": workers, "objects": objects, "seconds": seconds}
+
+
+def measure(factor: int, repeat: int) -> dict:
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(factor)],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=PROJECT_ROOT,
+        )
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    seconds = [r["seconds"] for r in runs]
+    return {**runs[0], "seconds": statistics.median(seconds), "min": min(seconds), "max": max(seconds)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3, help="fresh-process runs per stack (median)")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: one run, JSON out
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(run_once(args.one)))
+        return 0
+
+    print(f"program under mocks, median of {args.repeat} fresh-process runs each", flush=True)
+    base = measure(1, args.repeat)
+    print(f"  {base['stack']}: measured", flush=True)
+    big = measure(SCALE, args.repeat)
+    print(f"  {big['stack']}: measured", flush=True)
+
+    header = f"{'stack':<18}{'workers':>8}{'objects':>9}{'median s':>10}{'min s':>8}{'max s':>8}"
+    print()
+    print(header)
+    for row in (base, big):
+        print(
+            f"{row['stack']:<18}{row['workers']:>8}{row['objects']:>9}"
+            f"{row['seconds']:>10.2f}{row['min']:>8.2f}{row['max']:>8.2f}"
+        )
+    ratio = big["seconds"] / base["seconds"]
+    worker_ratio = big["workers"] / base["workers"]
+    object_ratio = big["objects"] / base["objects"]
+    print()
+    print(f"workers x{worker_ratio:.1f}, objects x{object_ratio:.2f}, time x{ratio:.2f}")
+    time_ok = base["seconds"] < TARGET_SECONDS
+    ratio_ok = ratio <= TARGET_RATIO
+    print(f"target {SEED_STACK} < {TARGET_SECONDS:.0f} s: {'met' if time_ok else 'MISSED'} ({base['seconds']:.2f} s)")
+    print(f"target time ratio <= {TARGET_RATIO:.0f}: {'met' if ratio_ok else 'MISSED'} (x{ratio:.2f})")
+    return 0 if time_ok and ratio_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

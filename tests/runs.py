@@ -1,0 +1,21 @@
+"""The program's run for each stack in stacks/, made once per test session.
+
+A finished run is plain data, so tests can share it.
+"""
+
+from __future__ import annotations
+
+from components.stack_files import read_stack_values, stack_names
+from tests.harness import ProgramRun, run_program
+
+ALL_STACKS = stack_names()
+SEED_STACKS = [f"scene{scene}-case{case}" for scene in (1, 2) for case in (1, 2, 3, 4)]
+
+_runs: dict[str, ProgramRun] = {}
+
+
+def program_run(stack: str) -> ProgramRun:
+    if stack not in _runs:
+        name, values = read_stack_values(stack)
+        _runs[stack] = run_program(name, values)
+    return _runs[stack]

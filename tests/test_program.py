@@ -1,0 +1,312 @@
+"""The program under mocks, for every stack in stacks/: the objects a user would inspect."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import kubernetes_validate
+import pytest
+
+from components import labels as L
+from components.sizing import ps_memory_quantity
+from components.stack_files import load_stack_file
+from tests.runs import SEED_STACKS, program_run
+from tests.scheduling import admitted_nodes
+
+KUBERNETES_VERSION = "1.34.0"
+
+
+def workloads(run):
+    return run.of_kind("StatefulSet") + run.of_kind("Job")
+
+
+def pod_spec(workload):
+    return workload.manifest["spec"]["template"]["spec"]
+
+
+def container(workload):
+    (only,) = pod_spec(workload)["containers"]
+    return only
+
+
+def env(workload) -> dict[str, str]:
+    return {item["name"]: item["value"] for item in container(workload).get("env", [])}
+
+
+def tf_config(workload) -> dict:
+    return json.loads(env(workload)["TF_CONFIG"])
+
+
+def task_name(workload) -> str:
+    return workload.manifest["metadata"]["name"]
+
+
+def test_registers_the_expected_objects(stack_run):
+    config = load_stack_file(stack_run.stack)
+    ps, workers = config.cluster.ps_count, config.cluster.workers.replicas
+    labelled_nodes = sum(
+        len(pool.nodes)
+        for pool in config.node_pools
+        if pool.nodes and pool.name in (config.cluster.ps.pool, config.cluster.workers.pool)
+    )
+    kinds = Counter(r.kind for r in stack_run.resources if r.custom)
+    assert kinds == {
+        "Namespace": 1,
+        "NetworkPolicy": 1,
+        "ConfigMap": 2,
+        "Service": 1 + ps + workers,
+        "StatefulSet": ps + workers,
+        "Job": 1,
+        **({"NodePatch": labelled_nodes} if labelled_nodes else {}),
+    }
+    components = Counter(r.type for r in stack_run.resources if not r.custom)
+    assert components["tfk8s:tf_cluster:TFCluster"] == 1
+    namespaces = {r.manifest["metadata"].get("namespace") for r in stack_run.resources if r.custom}
+    assert namespaces == {None, f"tf-{stack_run.stack}"}  # cluster-scoped Namespace and Nodes
+
+
+def test_every_object_validates_against_kubernetes_schema(stack_run):
+    for manifest in stack_run.manifests():
+        # Raises kubernetes_validate.ValidationError naming the bad field.
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+
+
+def test_tf_config_is_one_cluster_of_task_services(stack_run):
+    namespace = f"tf-{stack_run.stack}"
+    services = {s.manifest["metadata"]["name"]: s.manifest for s in stack_run.of_kind("Service")}
+    clusters = set()
+    seen_tasks = set()
+    for workload in workloads(stack_run):
+        config = tf_config(workload)
+        clusters.add(json.dumps(config["cluster"], sort_keys=True))
+        task = config["task"]
+        assert f"{task['type']}-{task['index']}" == task_name(workload)
+        seen_tasks.add((task["type"], task["index"]))
+    assert len(clusters) == 1, "every task must see the identical cluster"
+    cluster = json.loads(clusters.pop())
+    assert set(cluster) == {"chief", "ps", "worker"}
+    assert len(cluster["chief"]) == 1
+    assert seen_tasks == {(t, i) for t, addresses in cluster.items() for i in range(len(addresses))}
+
+    pods = {task_name(w): w.manifest["spec"]["template"]["metadata"]["labels"] for w in workloads(stack_run)}
+    for task_type, addresses in cluster.items():
+        for index, address in enumerate(addresses):
+            name = f"{task_type}-{index}"
+            assert address == f"{name}.{namespace}.svc:2222"
+            service = services[name]
+            assert service["spec"]["clusterIP"] == "None"
+            assert service["spec"]["publishNotReadyAddresses"] is True
+            assert [p["port"] for p in service["spec"]["ports"]] == [2222]
+            selector = service["spec"]["selector"]
+            selected = [
+                task for task, labels in pods.items()
+                if all(labels.get(k) == v for k, v in selector.items())
+            ]
+            assert selected == [name], f"Service {name} must select exactly its own task's pod"
+
+
+def _nodes_as_labelled(run) -> dict[str, dict[str, str]]:
+    """Nodes after `pulumi up`, plus two the experiment must never use."""
+    nodes = {
+        patch.manifest["metadata"]["name"]: patch.manifest["metadata"]["labels"]
+        for patch in run.of_kind("NodePatch")
+    }
+    any_pool = next(iter(nodes.values()), {}).get(L.NODE_POOL, "servers")
+    nodes["unlabelled-node"] = {}
+    nodes["other-experiments-node"] = {L.NODE_POOL: any_pool, L.NODE_EXPERIMENT: "another-stack"}
+    return nodes
+
+
+def test_each_pinned_task_admits_exactly_its_planned_server(stack_run):
+    placement = stack_run.outputs["placement"]
+    planned = {task: server for server, tasks in placement.items() for task in tasks}
+    nodes = _nodes_as_labelled(stack_run)
+    for workload in workloads(stack_run):
+        name = task_name(workload)
+        admitted = admitted_nodes(pod_spec(workload), nodes)
+        if name in planned:
+            assert admitted == {planned[name]}, name
+        elif nodes and stack_run.of_kind("NodePatch"):
+            # Unpinned (the chief): anywhere in its pool, never outside the experiment.
+            assert admitted and admitted <= set(nodes) - {"unlabelled-node", "other-experiments-node"}
+
+
+def test_placement_output_lists_every_task_once(stack_run):
+    config = load_stack_file(stack_run.stack)
+    listed = [t for tasks in stack_run.outputs["placement"].values() for t in tasks]
+    listed += [t for tasks in stack_run.outputs["unpinned"].values() for t in tasks]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == {task_name(w) for w in workloads(stack_run)}
+    assert stack_run.outputs["tasks"] == {
+        "chief": 1,
+        "ps": config.cluster.ps_count,
+        "worker": config.cluster.workers.replicas,
+    }
+
+
+@pytest.mark.parametrize("stack", [s for s in SEED_STACKS if s.startswith("scene1")])
+def test_scene1_every_server_runs_ten_workers_and_one_ps(stack):
+    run = program_run(stack)
+    placement = run.outputs["placement"]
+    servers = load_stack_file(stack).pools["servers"].nodes
+    assert list(placement) == list(servers)
+    for i, server in enumerate(servers):
+        tasks = placement[server]
+        assert [t for t in tasks if t.startswith("ps-")] == [f"ps-{i}"]
+        assert [t for t in tasks if t.startswith("worker-")] == [f"worker-{j}" for j in range(10 * i, 10 * i + 10)]
+    assert run.outputs["unpinned"] == {"servers": ["chief-0"]}
+
+
+@pytest.mark.parametrize("stack", [s for s in SEED_STACKS if s.startswith("scene2")])
+def test_scene2_ps_and_workers_never_share_a_server(stack):
+    run = program_run(stack)
+    config = load_stack_file(stack)
+    ps_servers = config.pools["ps-servers"].nodes
+    worker_servers = config.pools["worker-servers"].nodes
+    assert not set(ps_servers) & set(worker_servers)
+    placement = run.outputs["placement"]
+    for i, server in enumerate(ps_servers):
+        assert placement[server] == [f"ps-{i}"]
+    for i, server in enumerate(worker_servers):
+        assert placement[server] == [f"worker-{j}" for j in range(10 * i, 10 * i + 10)]
+    assert run.outputs["tasks"]["worker"] == 10 * len(worker_servers)
+
+
+def test_scene2_follows_the_seed_description_not_its_table():
+    assert program_run("scene2-case2").outputs["tasks"]["worker"] == 50
+    assert program_run("scene2-case3").outputs["tasks"]["worker"] == 100
+
+
+def test_resources_gpus_only_on_workers_and_ps_memory_from_model(stack_run):
+    config = load_stack_file(stack_run.stack)
+    expected_ps_memory = config.cluster.ps.memory or ps_memory_quantity(
+        config.trainer, config.cluster.ps_count
+    )
+    for workload in workloads(stack_run):
+        resources = container(workload)["resources"]
+        role = workload.manifest["metadata"]["labels"][L.COMPONENT]
+        assert {"cpu", "memory"} <= set(resources["requests"])
+        assert {"cpu", "memory"} <= set(resources["limits"])
+        gpus = resources["limits"].get(L.GPU_RESOURCE)
+        if role == "worker" and config.cluster.workers.gpus:
+            assert gpus == str(config.cluster.workers.gpus)
+        else:
+            assert gpus is None, f"{task_name(workload)} must not get GPUs"
+            assert L.GPU_RESOURCE not in resources["requests"]
+        if role == "ps":
+            assert resources["requests"]["memory"] == expected_ps_memory
+
+
+def test_pods_run_with_secure_defaults(stack_run):
+    for workload in workloads(stack_run):
+        spec = pod_spec(workload)
+        assert spec["automountServiceAccountToken"] is False
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["runAsUser"] > 0
+        security = container(workload)["securityContext"]
+        assert security["allowPrivilegeEscalation"] is False
+        assert security["readOnlyRootFilesystem"] is True
+        assert security["capabilities"] == {"drop": ["ALL"]}
+        assert not any(spec.get(k) for k in ("hostNetwork", "hostPID", "hostIPC"))
+        scratch = {v["name"] for v in spec["volumes"] if "emptyDir" in v}
+        mounted = {m["name"] for m in container(workload)["volumeMounts"]}
+        assert scratch and scratch <= mounted
+
+
+def test_tf_port_reachable_only_from_the_experiment(stack_run):
+    (policy,) = [r.manifest for r in stack_run.of_kind("NetworkPolicy")]
+    spec = policy["spec"]
+    selector = spec["podSelector"]["matchLabels"]
+    for workload in workloads(stack_run):
+        labels = workload.manifest["spec"]["template"]["metadata"]["labels"]
+        assert all(labels.get(k) == v for k, v in selector.items()), "every pod is covered"
+    assert spec["policyTypes"] == ["Ingress"]
+    (rule,) = spec["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 2222}]
+    assert rule["from"] == [{"podSelector": {"matchLabels": selector}}]
+    assert selector[L.INSTANCE] == stack_run.stack
+
+
+def test_one_pod_per_task_and_the_chief_finishes(stack_run):
+    for sts in stack_run.of_kind("StatefulSet"):
+        assert sts.manifest["spec"]["replicas"] == 1
+        assert sts.manifest["spec"]["serviceName"] == task_name(sts)
+    (job,) = stack_run.of_kind("Job")
+    assert task_name(job) == "chief-0"
+    assert job.manifest["spec"]["parallelism"] == 1
+    assert job.manifest["spec"]["podReplacementPolicy"] == "Failed"
+    assert job.manifest["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+
+
+def test_trainer_shipped_in_a_configmap_and_run_from_a_pinned_image(stack_run):
+    config_maps = {c.manifest["metadata"]["name"]: c.manifest for c in stack_run.of_kind("ConfigMap")}
+    code = config_maps["tfk8s-trainer"]["data"]
+    assert "settings.py" in code and "__init__.py" in code
+    settings = json.loads(config_maps["tfk8s-trainer-env"]["data"]["TFK8S_TRAINER"])
+    assert settings == load_stack_file(stack_run.stack).trainer.to_config()
+    for workload in workloads(stack_run):
+        c = container(workload)
+        assert c["command"] == ["python", "-m", "trainer"]
+        assert re.match(r"^[^:]+:[\w.-]+$", c["image"]) and not c["image"].endswith(":latest")
+        volumes = {v["name"]: v for v in pod_spec(workload)["volumes"]}
+        assert volumes["trainer"]["configMap"]["name"] == "tfk8s-trainer"
+
+
+def test_node_labels_replace_kubectl_label(stack_run):
+    config = load_stack_file(stack_run.stack)
+    for patch in stack_run.of_kind("NodePatch"):
+        metadata = patch.manifest["metadata"]
+        pool = next(p for p in config.node_pools if p.nodes and metadata["name"] in p.nodes)
+        labels = metadata["labels"]
+        assert labels[L.NODE_POOL] == pool.name
+        assert labels[L.NODE_EXPERIMENT] == stack_run.stack
+        assert labels[L.NODE_ROLE] in ("ps", "worker", "mixed")
+        if pool.gpu:
+            assert labels[L.GPU_PRODUCT] == pool.gpu.product
+            assert labels[L.GPU_COUNT] == str(pool.gpu.per_node)
+        else:
+            assert L.GPU_PRODUCT not in labels
+        assert metadata["annotations"]["pulumi.com/patchFieldManager"] == f"tfk8s-{stack_run.stack}"
+
+
+def test_pods_wait_for_their_servers_labels(stack_run):
+    """A pinned workload depends on its own server's NodePatch, not on every node."""
+    patch_of = {p.manifest["metadata"]["name"]: p.urn for p in stack_run.of_kind("NodePatch")}
+    planned = {t: s for s, tasks in stack_run.outputs["placement"].items() for t in tasks}
+    for workload in workloads(stack_run):
+        depends = {d.kind for d in stack_run.dependencies_of(workload)}
+        assert {"Namespace", "ConfigMap"} <= depends
+        server = planned.get(task_name(workload))
+        if server is not None:
+            patches = [u for u in workload.dependencies if u in patch_of.values()]
+            assert patches == [patch_of[server]]
+
+
+def test_gpu_workers_require_the_gpu_product():
+    run = program_run("gpu-p40")
+    for workload in run.of_kind("StatefulSet"):
+        terms = pod_spec(workload)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        keys = {e["key"] for term in terms for e in term["matchExpressions"]}
+        if task_name(workload).startswith("worker-"):
+            assert L.GPU_PRODUCT in keys
+        else:
+            assert L.GPU_PRODUCT not in keys
+
+
+def test_spread_pins_nothing_and_keeps_ps_apart():
+    run = program_run("spread-managed")
+    assert run.outputs["placement"] == {}
+    assert not run.of_kind("NodePatch")
+    for workload in run.of_kind("StatefulSet"):
+        spec = pod_spec(workload)
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert terms == [
+            {"matchExpressions": [{"key": "cloud.google.com/gke-nodepool", "operator": "In", "values": ["tf-pool"]}]}
+        ]
+        (spread,) = spec["topologySpreadConstraints"]
+        assert spread["topologyKey"] == "kubernetes.io/hostname"
+        role = workload.manifest["metadata"]["labels"][L.COMPONENT]
+        assert spread["whenUnsatisfiable"] == ("DoNotSchedule" if role == "ps" else "ScheduleAnyway")
+        assert spread["labelSelector"]["matchLabels"][L.COMPONENT] == role

@@ -1,0 +1,64 @@
+"""`python -m components plan <stack>`: the server-by-task table, from the stack file alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from components.__main__ import main
+from tests.harness import PROJECT_ROOT
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "components", *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_plan_prints_one_row_per_server():
+    result = run_cli("plan", "scene1-case3")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("stack scene1-case3 · placement colocated (strict)")
+    assert "10 PS" in lines[1] and "100 workers" in lines[1]
+    rows = [line.split() for line in lines if line.startswith("srv-")]
+    assert len(rows) == 10
+    assert rows[0][:4] == ["srv-00", "servers", "1", "10"]
+    assert " ".join(rows[9][4:]) == "ps-9, worker-90..99"
+    assert any(line.startswith("(scheduler)") and line.endswith("chief-0") for line in lines)
+
+
+def test_plan_json_matches_the_stack_output(capsys):
+    assert main(["plan", "scene2-case1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["placement"] == {"ps-srv-00": ["ps-0"], "wk-srv-00": [f"worker-{i}" for i in range(10)]}
+    assert printed["unpinned"] == {"ps-servers": ["chief-0"]}
+
+
+def test_plan_of_unknown_stack_names_the_known_ones():
+    result = run_cli("plan", "scene9-case9")
+    assert result.returncode == 2
+    assert "stack 'scene9-case9': no file" in result.stderr
+    assert "scene1-case3" in result.stderr
+
+
+def test_plan_of_a_bad_stack_file_explains(tmp_path):
+    bad = tmp_path / "Pulumi.typo.yaml"
+    bad.write_text(
+        "config:\n"
+        "  tfk8s:nodePools: [{name: servers, nodes: [srv-00]}]\n"
+        "  tfk8s:cluster:\n"
+        "    placement: colocated\n"
+        "    ps: {replicas: 1, pool: servers}\n"
+        "    workers: {replica: 10, pool: servers}\n"
+    )
+    result = run_cli("plan", str(bad))
+    assert result.returncode == 2
+    assert "stack 'typo'" in result.stderr
+    assert "tfk8s:cluster.workers.replica: unknown key (did you mean 'replicas'?)" in result.stderr
+    assert result.stdout == ""

@@ -1,0 +1,192 @@
+"""Bad stack files fail before anything is registered, with a message naming stack, field and fix."""
+
+from __future__ import annotations
+
+import copy
+
+import pulumi
+import pytest
+
+from components.config import StackConfigError, load_stack_config
+from tests.harness import run_program
+
+STACK = "bad-stack"
+
+
+def base_values() -> dict:
+    return {
+        "tfk8s:nodePools": [
+            {"name": "servers", "nodes": ["srv-00", "srv-01"]},
+            {"name": "gpus", "nodes": ["gpu-00"], "gpu": {"product": "Tesla-P40", "perNode": 4}},
+        ],
+        "tfk8s:cluster": {
+            "placement": "colocated",
+            "ps": {"replicas": 2, "pool": "servers"},
+            "workers": {"replicas": 20, "pool": "servers"},
+        },
+        "tfk8s:trainer": {},
+    }
+
+
+def mutated(change) -> dict:
+    values = copy.deepcopy(base_values())
+    change(values)
+    return values
+
+
+def cluster(values):
+    return values["tfk8s:cluster"]
+
+
+BAD_INPUTS = {
+    "unknown key (typo)": (
+        lambda v: cluster(v)["workers"].update(replics=3),
+        r"tfk8s:cluster\.workers\.replics: unknown key \(did you mean 'replicas'\?\); allowed: replicas, pool",
+    ),
+    "unknown top-level key": (
+        lambda v: v.update({"tfk8s:clustr": {}}),
+        r"tfk8s:clustr: unknown key \(did you mean 'cluster'\?\)",
+    ),
+    "unknown trainer setting": (
+        lambda v: v.update({"tfk8s:trainer": {"embedingRows": 10}}),
+        r"tfk8s:trainer\.embedingRows: unknown setting \(did you mean 'embeddingRows'\?\)",
+    ),
+    "zero replicas": (
+        lambda v: cluster(v)["workers"].update(replicas=0),
+        r"tfk8s:cluster\.workers\.replicas: .*greater than or equal to 1 \(got 0\)",
+    ),
+    "negative PS replicas": (
+        lambda v: cluster(v)["ps"].update(replicas=-1),
+        r"tfk8s:cluster\.ps\.replicas: .*greater than or equal to 1 \(got -1\)",
+    ),
+    "unknown placement": (
+        lambda v: cluster(v).update(placement="mixed"),
+        r"tfk8s:cluster\.placement: Input should be 'colocated', 'isolated' or 'spread' \(got 'mixed'\)",
+    ),
+    "unknown pool": (
+        lambda v: cluster(v)["ps"].update(pool="nowhere"),
+        r"tfk8s:cluster\.ps\.pool: unknown pool 'nowhere'; defined pools: servers, gpus",
+    ),
+    "node listed twice in a pool": (
+        lambda v: v["tfk8s:nodePools"][0].update(nodes=["srv-00", "srv-00"]),
+        r"tfk8s:nodePools\[0\]: node 'srv-00' is listed twice",
+    ),
+    "node in two pools": (
+        lambda v: v["tfk8s:nodePools"][1].update(nodes=["srv-01"]),
+        r"tfk8s:nodePools: node 'srv-01' is listed in pools 'servers' and 'gpus'; a node belongs to one pool",
+    ),
+    "overlapping pools under isolated": (
+        lambda v: (
+            cluster(v).update(placement="isolated"),
+            cluster(v)["workers"].update(pool="gpus"),
+            v["tfk8s:nodePools"][1].update(nodes=["gpu-00", "srv-01"]),
+        ),
+        r"node 'srv-01' is in both the PS pool 'servers' and the worker pool 'gpus'; isolated placement needs disjoint pools",
+    ),
+    "one pool under isolated": (
+        lambda v: cluster(v).update(placement="isolated"),
+        r"tfk8s:cluster\.workers\.pool: isolated placement needs separate PS and worker pools",
+    ),
+    "two pools under colocated": (
+        lambda v: cluster(v)["workers"].update(pool="gpus"),
+        r"tfk8s:cluster\.workers\.pool: colocated placement puts PS and workers on the same servers",
+    ),
+    "GPUs on a pool without GPUs": (
+        lambda v: cluster(v)["workers"].update(gpus=1),
+        r"tfk8s:cluster\.workers\.gpus: 1 GPUs asked, but pool 'servers' has no GPUs",
+    ),
+    "more GPUs than a node has": (
+        lambda v: (
+            cluster(v).update(placement="isolated"),
+            cluster(v)["workers"].update(pool="gpus", gpus=8),
+        ),
+        r"tfk8s:cluster\.workers\.gpus: 8 GPUs per worker do not fit on a node of pool 'gpus' \(4 per node\)",
+    ),
+    "malformed ratio": (
+        lambda v: cluster(v).update(ratio="one to ten"),
+        r"tfk8s:cluster\.ratio: ratio 'one to ten' is not of the form 'P:W'",
+    ),
+    "zero in ratio": (
+        lambda v: cluster(v).update(ratio="0:10"),
+        r"tfk8s:cluster\.ratio: ratio '0:10' is not of the form 'P:W' with positive whole numbers",
+    ),
+    "inconsistent ratio": (
+        lambda v: cluster(v).update(ratio="1:5"),
+        r"ratio '1:5' with 20 workers means 4 PS, but ps\.replicas is 2",
+    ),
+    "neither ratio nor PS replicas": (
+        lambda v: cluster(v)["ps"].pop("replicas"),
+        r"tfk8s:cluster: set ps\.replicas or ratio",
+    ),
+    "selector pool with pinned placement": (
+        lambda v: v["tfk8s:nodePools"][0].update(nodes=None, selector={"pool": "tf"}),
+        r"tfk8s:cluster\.ps\.pool: pool 'servers' is given by a selector, so its servers are unknown and "
+        r"colocated placement cannot pin tasks; list its nodes or use placement: spread",
+    ),
+    "pool with nodes and selector": (
+        lambda v: v["tfk8s:nodePools"][0].update(selector={"pool": "tf"}),
+        r"tfk8s:nodePools\[0\]: give exactly one of 'nodes' \(a list of node names\) or 'selector'",
+    ),
+    "bad memory quantity": (
+        lambda v: cluster(v)["ps"].update(memory="lots"),
+        r"tfk8s:cluster\.ps\.memory: must be a Kubernetes quantity such as '500m', '2', '4Gi' \(got 'lots'\)",
+    ),
+    "unpinned image": (
+        lambda v: cluster(v).update(image="tensorflow/tensorflow:latest"),
+        r"tfk8s:cluster\.image: image 'tensorflow/tensorflow:latest' must be pinned",
+    ),
+    "bad trainer partition": (
+        lambda v: v.update({"tfk8s:trainer": {"partition": "hash"}}),
+        r"tfk8s:trainer\.partition: must be one of auto, range, none \(got 'hash'\)",
+    ),
+    "trainer number as text": (
+        lambda v: v.update({"tfk8s:trainer": {"steps": "many"}}),
+        r"tfk8s:trainer\.steps: must be a whole number \(got 'many'\)",
+    ),
+    "missing cluster": (
+        lambda v: v.pop("tfk8s:cluster"),
+        r"tfk8s:cluster: missing; every stack needs it",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_stack_fails_before_anything_is_registered(case, recording_monitor):
+    change, message = BAD_INPUTS[case]
+    with pytest.raises(pulumi.RunError, match=rf"stack '{STACK}' has an invalid configuration:\n(.|\n)*{message}"):
+        run_program(STACK, mutated(change), monitor=recording_monitor)
+    assert recording_monitor.registrations == [], "nothing may be registered for a bad stack"
+
+
+def test_the_base_of_the_bad_inputs_is_itself_valid():
+    config = load_stack_config(STACK, base_values())
+    assert config.cluster.ps_count == 2
+
+
+def test_every_problem_is_reported_at_once():
+    values = mutated(lambda v: (cluster(v)["workers"].update(replicas=0), cluster(v).update(placement="x")))
+    with pytest.raises(StackConfigError) as error:
+        load_stack_config(STACK, values)
+    text = str(error.value)
+    assert "tfk8s:cluster.workers.replicas" in text and "tfk8s:cluster.placement" in text
+
+
+def test_ratio_stands_in_for_ps_replicas():
+    values = mutated(lambda v: (cluster(v)["ps"].pop("replicas"), cluster(v).update(ratio="1:10")))
+    assert load_stack_config(STACK, values).cluster.ps_count == 2
+    values = mutated(lambda v: (cluster(v)["ps"].pop("replicas"), cluster(v).update(ratio="1:3")))
+    assert load_stack_config(STACK, values).cluster.ps_count == 7  # ceil(20 / 3)
+
+
+def test_defaults_apply_to_an_empty_trainer_and_namespace():
+    config = load_stack_config("scene1-case3", base_values())
+    assert config.namespace == "tf-scene1-case3"
+    assert config.trainer.partition == "auto"
+    assert config.cluster.strict is True
+
+
+def test_stack_name_that_cannot_make_a_namespace_asks_for_one():
+    with pytest.raises(StackConfigError, match=r"default namespace 'tf-Scene_1' .* set cluster\.namespace"):
+        load_stack_config("Scene_1", base_values())
+    values = mutated(lambda v: cluster(v).update(namespace="scene-one"))
+    assert load_stack_config("Scene_1", values).namespace == "scene-one"

@@ -1,0 +1,74 @@
+"""Trainer settings (the one schema) and PS memory derived from the model."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from components.sizing import MIB, embedding_shard_bytes, ps_memory_bytes, ps_memory_quantity
+from trainer.settings import SettingsError, TrainerSettings
+from tests.harness import PROJECT_ROOT
+
+
+def test_settings_round_trip_through_the_stack_form():
+    settings = TrainerSettings.from_config({"embeddingRows": 5000, "hiddenUnits": [8, 4], "dedup": False})
+    assert settings.embedding_rows == 5000 and settings.hidden_units == (8, 4) and settings.dedup is False
+    assert TrainerSettings.from_json(settings.to_json()) == settings
+    assert set(settings.to_config()) == {
+        "embeddingRows", "embeddingDim", "idsPerExample", "hiddenUnits", "batchSize", "steps",
+        "stepsPerCall", "maxInFlight", "partition", "dedup", "optimizer", "learningRate",
+        "zipfExponent", "data", "checkpointEvery", "seed",
+    }
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"embeddingRows": 0}, r"embeddingRows: must be at least 1 \(got 0\)"),
+        ({"dedup": "yes"}, r"dedup: must be true or false"),
+        ({"steps": True}, r"steps: must be a whole number"),
+        ({"optimizer": "lbfgs"}, r"optimizer: must be one of adagrad, sgd, adam"),
+        ({"zipfExponent": 1.0}, r"zipfExponent: must be greater than 1"),
+        ({"learningRate": 0}, r"learningRate: must be greater than 0"),
+        ({"hiddenUnits": [4, -1]}, r"hiddenUnits: must be a list of positive whole numbers"),
+    ],
+)
+def test_bad_settings_name_the_key(raw, message):
+    with pytest.raises(SettingsError, match=message):
+        TrainerSettings.from_config(raw)
+
+
+def test_settings_module_needs_no_tensorflow_nor_pydantic():
+    """Pods run a stock TensorFlow image: the schema must import with the standard library alone."""
+    code = (
+        "import sys; sys.modules['tensorflow'] = None; sys.modules['pydantic'] = None\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        "from trainer.settings import TrainerSettings; print(TrainerSettings().partition)"
+    )
+    result = subprocess.run([sys.executable, "-I", "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "auto"
+
+
+def test_ps_memory_is_shard_plus_slots_plus_headroom():
+    settings = TrainerSettings(embedding_rows=10_000_000, embedding_dim=32, optimizer="adagrad")
+    # 10M rows x 32 dims x 4 bytes x (1 + 1 Adagrad slot) over 4 shards = 640 MB per PS
+    assert embedding_shard_bytes(settings, 4) == 2_500_000 * 32 * 4 * 2
+    assert ps_memory_bytes(settings, 4) > embedding_shard_bytes(settings, 4)
+    quantity = ps_memory_quantity(settings, 4)
+    assert quantity.endswith("Mi") and int(quantity[:-2]) * MIB >= ps_memory_bytes(settings, 4)
+
+
+def test_unpartitioned_table_sizes_each_ps_for_the_whole_table():
+    sharded = TrainerSettings(embedding_rows=1_000_000, partition="auto")
+    whole = dataclasses.replace(sharded, partition="none")
+    assert embedding_shard_bytes(whole, 5) == 5 * embedding_shard_bytes(sharded, 5)
+
+
+def test_optimizer_slots_count_against_ps_memory():
+    sgd = TrainerSettings(optimizer="sgd")
+    adam = TrainerSettings(optimizer="adam")
+    assert embedding_shard_bytes(adam, 2) == 3 * embedding_shard_bytes(sgd, 2)

@@ -70,8 +70,14 @@ class Experiment:
             pools.append(self.worker_pool)
         return pools
 
+    @cached_property
+    def _pool_roles(self) -> dict[str, str]:
+        task_types: dict[str, set[str]] = {}
+        for placement in self.plan.placements:
+            if placement.task.type != "chief":
+                task_types.setdefault(placement.pool, set()).add(placement.task.type)
+        return {pool: node_role(types) for pool, types in task_types.items()}
+
     def pool_role(self, pool_name: str) -> str:
-        types = {
-            p.task.type for p in self.plan.placements if p.pool == pool_name and p.task.type != "chief"
-        }
-        return node_role(types)
+        """What the plan runs on the pool's servers: ps, worker or mixed."""
+        return self._pool_roles[pool_name]

@@ -1,35 +1,47 @@
-"""Turns a manifest dict into the matching pulumi_kubernetes resource."""
+"""Registers a manifest dict as the matching pulumi_kubernetes resource.
+
+tfk8s builds every object as a plain dict (pure code, validated against the
+Kubernetes OpenAPI schema in tests), so it registers them with the Kubernetes
+provider under the provider's own resource tokens and the SDK's default
+options (provider version pin, plugin source) rather than through the typed
+Python wrappers. The wrappers add nothing to a finished manifest but cost:
+walking their type hints makes serializing an object about 2.5 times slower,
+and importing them loads every API class of a group. With thousands of task
+objects per experiment that was most of a `pulumi preview` (see
+benchmarks/program_under_mocks.py).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
+from pulumi_kubernetes import _utilities as provider_defaults
+
+# (apiVersion, kind) -> the provider's resource token. A Node manifest is
+# applied as a server-side-apply patch: tfk8s labels nodes, it never owns them.
+RESOURCE_TOKENS = {
+    ("v1", "Namespace"): "kubernetes:core/v1:Namespace",
+    ("v1", "ConfigMap"): "kubernetes:core/v1:ConfigMap",
+    ("v1", "Service"): "kubernetes:core/v1:Service",
+    ("v1", "Node"): "kubernetes:core/v1:NodePatch",
+    ("apps/v1", "StatefulSet"): "kubernetes:apps/v1:StatefulSet",
+    ("batch/v1", "Job"): "kubernetes:batch/v1:Job",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+}
 
 
-def _resource_class(api_version: str, kind: str) -> Any:
-    # Looked up on use: pulumi_kubernetes imports its API modules lazily, and
-    # importing all of them costs seconds.
-    classes = {
-        ("v1", "Namespace"): lambda: k8s.core.v1.Namespace,
-        ("v1", "ConfigMap"): lambda: k8s.core.v1.ConfigMap,
-        ("v1", "Service"): lambda: k8s.core.v1.Service,
-        ("v1", "Node"): lambda: k8s.core.v1.NodePatch,
-        ("apps/v1", "StatefulSet"): lambda: k8s.apps.v1.StatefulSet,
-        ("batch/v1", "Job"): lambda: k8s.batch.v1.Job,
-        ("networking.k8s.io/v1", "NetworkPolicy"): lambda: k8s.networking.v1.NetworkPolicy,
-    }
+def resource_token(manifest: Mapping[str, Any]) -> str:
+    key = (manifest["apiVersion"], manifest["kind"])
     try:
-        return classes[(api_version, kind)]()
+        return RESOURCE_TOKENS[key]
     except KeyError:
-        raise ValueError(f"tfk8s does not create {api_version} {kind}") from None
+        raise ValueError(f"tfk8s does not create {key[0]} {key[1]}") from None
 
 
 def create(
     name: str, manifest: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions] = None
 ) -> pulumi.CustomResource:
-    """Register `manifest` (a Node manifest becomes a server-side-apply NodePatch)."""
-    cls = _resource_class(manifest["apiVersion"], manifest["kind"])
-    fields = {key: value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
-    return cls(name, opts=opts, **fields)
+    """Register `manifest` with the Kubernetes provider as resource `name`."""
+    options = pulumi.ResourceOptions.merge(provider_defaults.get_resource_opts_defaults(), opts)
+    return pulumi.CustomResource(resource_token(manifest), name, dict(manifest), options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any, Mapping
 
@@ -69,7 +70,23 @@ def build(stack: str, values: Mapping[str, Any]) -> Experiment:
     return experiment
 
 
+# A Pulumi program is a short-lived process that builds one large object graph
+# (every resource with its inputs, outputs and futures) and exits. With the
+# default thresholds CPython's cycle collector rescans that growing graph over
+# and over, so each task added costs more than the last (measured: a third of
+# the time of a 2,000-worker experiment). Collect young objects rarely and
+# leave what the imports built out of every scan.
+GC_YOUNG_THRESHOLD = 50_000
+
+
+def tune_garbage_collector() -> None:
+    if gc.get_threshold()[0] < GC_YOUNG_THRESHOLD:
+        gc.freeze()
+        gc.set_threshold(GC_YOUNG_THRESHOLD, 50, 100)
+
+
 def main() -> None:
+    tune_garbage_collector()
     stack = pulumi.get_stack()
     try:
         build(stack, engine_config())

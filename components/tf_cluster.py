@@ -26,7 +26,7 @@ class TFClusterArgs:
 
 
 class TFCluster(pulumi.ComponentResource):
-    namespace: pulumi.Output[str]
+    namespace: pulumi.Output[str]  # known once the Namespace is registered
 
     def __init__(
         self, name: str, args: TFClusterArgs, opts: Optional[pulumi.ResourceOptions] = None
@@ -62,7 +62,7 @@ class TFCluster(pulumi.ComponentResource):
                 ),
             )
 
-        self.namespace = namespace.metadata.name
+        self.namespace = namespace.urn.apply(lambda _: experiment.namespace)
         self.register_outputs({"namespace": self.namespace})
 
     @staticmethod

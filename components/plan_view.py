@@ -10,7 +10,10 @@ from .sizing import ps_memory_quantity
 def plan_table(config: StackConfig, plan: Plan) -> str:
     cluster = config.cluster
     ps_memory = cluster.ps.memory or ps_memory_quantity(config.trainer, cluster.ps_count)
-    mode = "strict" if plan.strict else "preferred"
+    if plan.strategy == "spread":
+        mode = "nothing pinned"
+    else:
+        mode = "strict" if plan.strict else "servers preferred"
     lines = [
         f"stack {config.stack} · placement {plan.strategy} ({mode}) · namespace {config.namespace}",
         f"{plan.count('chief')} chief · {plan.count('ps')} PS ({ps_memory} each) · "

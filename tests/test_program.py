@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections import Counter
@@ -11,7 +12,8 @@ import pytest
 
 from components import labels as L
 from components.sizing import ps_memory_quantity
-from components.stack_files import load_stack_file
+from components.stack_files import load_stack_file, read_stack_values
+from tests.harness import run_program
 from tests.runs import SEED_STACKS, program_run
 from tests.scheduling import admitted_nodes
 
@@ -123,14 +125,37 @@ def test_each_pinned_task_admits_exactly_its_planned_server(stack_run):
     placement = stack_run.outputs["placement"]
     planned = {task: server for server, tasks in placement.items() for task in tasks}
     nodes = _nodes_as_labelled(stack_run)
+    config = load_stack_file(stack_run.stack)
+    ps_pool = config.pools[config.cluster.ps.pool]
     for workload in workloads(stack_run):
         name = task_name(workload)
         admitted = admitted_nodes(pod_spec(workload), nodes)
         if name in planned:
             assert admitted == {planned[name]}, name
-        elif nodes and stack_run.of_kind("NodePatch"):
-            # Unpinned (the chief): anywhere in its pool, never outside the experiment.
-            assert admitted and admitted <= set(nodes) - {"unlabelled-node", "other-experiments-node"}
+        elif name == "chief-0" and ps_pool.nodes:
+            # Not pinned, but kept to the PS pool of this experiment.
+            assert admitted == set(ps_pool.nodes)
+
+
+def test_preferred_placement_keeps_the_pool_and_prefers_the_server():
+    name, values = read_stack_values("scene2-case2")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"]["strict"] = False
+    run = run_program(name, values)
+    nodes = _nodes_as_labelled(run)
+    config = load_stack_file("scene2-case2")
+    planned = {t: s for s, tasks in run.outputs["placement"].items() for t in tasks}
+    for workload in workloads(run):
+        name = task_name(workload)
+        if name not in planned:
+            continue
+        pool = config.pools["ps-servers" if name.startswith("ps-") else "worker-servers"]
+        affinity = pod_spec(workload)["affinity"]["nodeAffinity"]
+        assert admitted_nodes(pod_spec(workload), nodes) == set(pool.nodes), name
+        (preferred,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+        assert preferred["preference"]["matchFields"] == [
+            {"key": "metadata.name", "operator": "In", "values": [planned[name]]}
+        ]
 
 
 def test_placement_output_lists_every_task_once(stack_run):

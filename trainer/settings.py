@@ -85,7 +85,7 @@ class TrainerSettings:
         default=0.1, metadata=_describe("optimizer learning rate", minimum=0.0)
     )
     zipf_exponent: float = field(
-        default=1.1,
+        default=1.2,
         metadata=_describe("skew of synthetic ids (Zipf exponent, > 1)", minimum=1.0),
     )
     data: str = field(

@@ -1,0 +1,34 @@
+"""`python -m trainer`: run as the task TF_CONFIG names (chief, ps or worker)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from .cluster import ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
+from .settings import SettingsError  # noqa: E402
+
+
+def main() -> int:
+    try:
+        task = read_task_config()
+        settings = read_settings()
+    except (ClusterConfigError, SettingsError) as error:
+        print(f"trainer: {error}", file=sys.stderr)
+        return 2
+    if task.task_type in ("ps", "worker"):
+        serve(task)
+        return 0
+    from .chief import main as chief_main
+
+    return chief_main(task, settings)
+
+
+if __name__ == "__main__":
+    # os._exit: the coordinator's threads must not hold a finished (or failed) chief open.
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,236 @@
+"""The chief: coordinates training over the PS and workers, checkpoints, reports.
+
+Work goes to workers as scheduled functions of `stepsPerCall` steps, at most
+`maxInFlight` at a time. The step counter lives with the model on the PS and
+is saved with it, so a restarted chief resumes exactly where the last
+checkpoint stood, into any number of PS (sharded variables re-shard on
+restore). A lost worker is the coordinator's business: its functions run
+elsewhere and it rejoins when restarted. A lost PS ends the chief at once with
+a message naming it, so the cluster restarts from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TextIO
+
+import tensorflow as tf
+
+from .cluster import TaskConfig, ps_named_in
+from .data import worker_dataset_fn
+from .model import SparseModel, table_partitioner
+from .settings import TrainerSettings
+
+EXIT_PS_LOST = 3
+CHECKPOINTS_KEPT = 3
+
+
+@dataclass
+class ChiefOptions:
+    checkpoint_dir: str
+    metrics_file: Optional[str] = None
+    progress_every: int = 50  # steps between progress lines
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+
+
+@dataclass
+class Progress:
+    """What the chief has seen come back from the workers."""
+
+    steps_done: int
+    examples: int = 0
+    losses: list[float] = field(default_factory=list)
+    rows_per_shard: Optional[list[int]] = None
+    steps_measured: int = 0
+
+    def add(self, steps: int, loss: float, rows: list[int], batch_size: int) -> None:
+        self.steps_done += steps
+        self.steps_measured += steps
+        self.examples += steps * batch_size
+        self.losses.append(loss)
+        if self.rows_per_shard is None:
+            self.rows_per_shard = [0] * len(rows)
+        self.rows_per_shard = [a + b for a, b in zip(self.rows_per_shard, rows)]
+
+
+class PsLostError(RuntimeError):
+    def __init__(self, index: Optional[int], address: Optional[str], cause: Exception) -> None:
+        who = f"ps-{index} ({address})" if index is not None else "a parameter server"
+        super().__init__(f"{who} is unreachable: {type(cause).__name__}: {str(cause).splitlines()[0]}")
+
+
+def _emit(out: TextIO, event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, **fields}), file=out, flush=True)
+
+
+def build_cluster(task: TaskConfig, settings: TrainerSettings):
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(task.cluster), task_type="chief", task_id=0, rpc_layer="grpc"
+    )
+    strategy = tf.distribute.ParameterServerStrategy(
+        resolver, variable_partitioner=table_partitioner(settings, task.ps_count)
+    )
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    return strategy, coordinator
+
+
+def make_train_function(model: SparseModel) -> Callable:
+    @tf.function
+    def train_steps(iterator, steps):
+        total_loss = tf.constant(0.0)
+        rows = tf.zeros([len(model.table_shards)], tf.int64)
+        for _ in tf.range(steps):
+            ids, labels = next(iterator)
+            loss, fetched = model.train_step(ids, labels)
+            total_loss += loss
+            rows += fetched
+        return total_loss / tf.cast(steps, tf.float32), rows
+
+    return train_steps
+
+
+def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -> dict[str, Any]:
+    """Train to `settings.steps`; return the summary (also printed as the last line)."""
+    out = options.out
+    strategy, coordinator = build_cluster(task, settings)
+    with strategy.scope():
+        model = SparseModel(settings, strategy.extended.colocate_vars_with)
+    checkpoint = tf.train.Checkpoint(model=model)
+    manager = tf.train.CheckpointManager(checkpoint, options.checkpoint_dir, max_to_keep=CHECKPOINTS_KEPT)
+    restored_from = manager.restore_or_initialize()
+    progress = Progress(steps_done=int(model.step.numpy()))
+    if restored_from:
+        _emit(out, "restored", checkpoint=restored_from, step=progress.steps_done)
+
+    iterator = iter(coordinator.create_per_worker_dataset(worker_dataset_fn(settings, task.worker_count)))
+    train_steps = make_train_function(model)
+    metrics = open(options.metrics_file, "a", encoding="utf-8") if options.metrics_file else None
+    started = time.perf_counter()
+    _emit(out, "start", step=progress.steps_done, ps=task.ps_count, workers=task.worker_count)
+
+    try:
+        _train(task, settings, options, model, manager, coordinator, iterator, train_steps, progress, metrics, started)
+    except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as error:
+        index = ps_named_in(str(error))
+        if index is None and not _is_ps_failure(error):
+            raise
+        address = task.cluster["ps"][index] if index is not None else None
+        raise PsLostError(index, address, error) from None
+    finally:
+        if metrics:
+            metrics.close()
+
+    elapsed = time.perf_counter() - started
+    summary = _summary(task, settings, model, progress, elapsed, restored_from)
+    _emit(out, "summary", **summary)
+    return summary
+
+
+def _train(task, settings, options, model, manager, coordinator, iterator, train_steps, progress, metrics, started):
+    in_flight: collections.deque = collections.deque()
+    scheduled = progress.steps_done
+    next_checkpoint = _next_multiple(progress.steps_done, settings.checkpoint_every)
+    next_report = progress.steps_done + options.progress_every
+
+    def collect_oldest() -> None:
+        nonlocal next_report
+        steps, remote = in_flight.popleft()
+        loss, rows = remote.fetch()
+        progress.add(steps, float(loss), [int(r) for r in rows], settings.batch_size)
+        if progress.steps_done >= next_report or progress.steps_done >= settings.steps:
+            _report(options, metrics, progress, started)
+            next_report = progress.steps_done + options.progress_every
+
+    while scheduled < settings.steps:
+        steps = min(settings.steps_per_call, settings.steps - scheduled)
+        if next_checkpoint is not None and scheduled < next_checkpoint < scheduled + steps:
+            steps = next_checkpoint - scheduled  # end a call exactly on the checkpoint step
+        in_flight.append((steps, coordinator.schedule(train_steps, args=(iterator, tf.constant(steps)))))
+        scheduled += steps
+        while len(in_flight) > settings.max_in_flight:
+            collect_oldest()
+        if next_checkpoint is not None and scheduled >= next_checkpoint:
+            coordinator.join()  # every step before the checkpoint has landed on the PS
+            while in_flight:
+                collect_oldest()
+            manager.save(checkpoint_number=int(model.step.numpy()))
+            _emit(options.out, "checkpoint", step=int(model.step.numpy()))
+            next_checkpoint = _next_multiple(scheduled, settings.checkpoint_every)
+    coordinator.join()
+    while in_flight:
+        collect_oldest()
+    if settings.checkpoint_every:
+        manager.save(checkpoint_number=int(model.step.numpy()))
+
+
+def _next_multiple(step: int, every: int) -> Optional[int]:
+    return None if not every else (step // every + 1) * every
+
+
+def _is_ps_failure(error: Exception) -> bool:
+    return "/job:ps" in str(error)
+
+
+def _report(options: ChiefOptions, metrics, progress: Progress, started: float) -> None:
+    elapsed = max(time.perf_counter() - started, 1e-9)
+    record = {
+        "step": progress.steps_done,
+        "loss": round(progress.losses[-1], 6),
+        "examples_per_sec": round(progress.examples / elapsed, 1),
+        "elapsed_sec": round(elapsed, 3),
+    }
+    print(
+        f"step {record['step']:>7}  loss {record['loss']:.4f}  {record['examples_per_sec']:>10.1f} examples/s",
+        file=options.out,
+        flush=True,
+    )
+    if metrics:
+        metrics.write(json.dumps(record) + "\n")
+        metrics.flush()
+
+
+def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[str, Any]:
+    bytes_by_device = model.bytes_per_device()
+    bytes_per_ps = [0] * task.ps_count
+    for device, size in bytes_by_device.items():
+        index = ps_named_in(device)
+        if index is not None:
+            bytes_per_ps[index] += size
+    rows = progress.rows_per_shard or []
+    mean_rows = sum(rows) / len(rows) if rows else 0.0
+    steps_measured = max(progress.steps_measured, 1)
+    return {
+        "steps": progress.steps_done,
+        "steps_this_run": progress.steps_measured,
+        "resumed_from_step": progress.steps_done - progress.steps_measured if restored_from else 0,
+        "examples_per_sec": round(progress.examples / elapsed, 1) if elapsed > 0 else 0.0,
+        "loss_first": round(progress.losses[0], 6) if progress.losses else None,
+        "loss_last": round(progress.losses[-1], 6) if progress.losses else None,
+        "partition": settings.partition,
+        "shards": len(model.table_shards),
+        "bytes_per_ps": bytes_per_ps,
+        "rows_fetched_per_step": round(sum(rows) / steps_measured, 1),
+        "rows_per_shard": rows,
+        "row_imbalance": round(max(rows) / mean_rows, 3) if mean_rows else None,
+        "seconds": round(elapsed, 3),
+    }
+
+
+def main(task: TaskConfig, settings: TrainerSettings) -> int:
+    scratch = os.environ.get("TMPDIR", ".")
+    options = ChiefOptions(
+        checkpoint_dir=os.environ.get("TFK8S_CHECKPOINT_DIR", os.path.join(scratch, "checkpoints")),
+        metrics_file=os.environ.get("TFK8S_METRICS_FILE", os.path.join(scratch, "metrics.jsonl")),
+        progress_every=int(os.environ.get("TFK8S_PROGRESS_EVERY", "50")),
+    )
+    try:
+        run_chief(task, settings, options)
+    except PsLostError as error:
+        print(f"chief: {error}; exiting so the cluster restarts from the last checkpoint", file=sys.stderr, flush=True)
+        return EXIT_PS_LOST
+    return 0

@@ -1,0 +1,95 @@
+"""The task this process is, from TF_CONFIG, and the servers PS and workers run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from .settings import SETTINGS_ENV, TrainerSettings
+
+TF_CONFIG_ENV = "TF_CONFIG"
+SETTINGS_FILE_ENV = "TFK8S_TRAINER_FILE"
+ROLES = ("chief", "ps", "worker")
+
+
+class ClusterConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    cluster: dict[str, list[str]]
+    task_type: str
+    task_index: int
+
+    @property
+    def ps_count(self) -> int:
+        return len(self.cluster.get("ps", []))
+
+    @property
+    def worker_count(self) -> int:
+        return len(self.cluster.get("worker", []))
+
+    @property
+    def name(self) -> str:
+        return f"{self.task_type}-{self.task_index}"
+
+
+def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
+    raw = environ.get(TF_CONFIG_ENV)
+    if not raw:
+        raise ClusterConfigError(f"{TF_CONFIG_ENV} is not set; tfk8s sets it on every task")
+    try:
+        parsed = json.loads(raw)
+        cluster = {role: list(addresses) for role, addresses in parsed["cluster"].items()}
+        task_type, task_index = parsed["task"]["type"], int(parsed["task"]["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ClusterConfigError(f"{TF_CONFIG_ENV} is malformed: {error}") from None
+    if task_type not in ROLES:
+        raise ClusterConfigError(f"task type '{task_type}' is not one of {', '.join(ROLES)}")
+    if not 0 <= task_index < len(cluster.get(task_type, [])):
+        raise ClusterConfigError(f"task {task_type}-{task_index} is not in the cluster")
+    if not cluster.get("ps") or not cluster.get("worker"):
+        raise ClusterConfigError("the cluster needs at least one ps and one worker")
+    return TaskConfig(cluster, task_type, task_index)
+
+
+def read_settings(environ: Mapping[str, str] = os.environ) -> TrainerSettings:
+    """The settings the Pulumi program validated: env JSON, or a mounted JSON file."""
+    if environ.get(SETTINGS_ENV):
+        return TrainerSettings.from_json(environ[SETTINGS_ENV])
+    if environ.get(SETTINGS_FILE_ENV):
+        with open(environ[SETTINGS_FILE_ENV], encoding="utf-8") as handle:
+            return TrainerSettings.from_json(handle.read())
+    return TrainerSettings()
+
+
+_PS_DEVICE = re.compile(r"/job:ps/replica:\d+/task:(\d+)")
+
+
+def ps_named_in(message: str) -> int | None:
+    """The PS index a TensorFlow error message names, if any."""
+    match = _PS_DEVICE.search(message)
+    return int(match.group(1)) if match else None
+
+
+def serve(task: TaskConfig) -> None:
+    """Run this PS or worker's gRPC server until the process is stopped."""
+    import tensorflow as tf
+
+    from .data import write_task_index
+
+    if task.task_type == "worker":
+        write_task_index(task.task_index)
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec(task.cluster),
+        job_name=task.task_type,
+        task_index=task.task_index,
+        protocol="grpc",
+        start=True,
+    )
+    print(f"{task.name}: serving on {task.cluster[task.task_type][task.task_index]}", flush=True)
+    server.join()

@@ -1,0 +1,110 @@
+"""Training data: a deterministic synthetic generator or TFRecord files.
+
+Both are sharded per worker by record, not by file: every worker gets an
+equal share even when there are fewer files than workers (seed 002), and each
+epoch is reshuffled.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from .ids import splitmix64, zipf_ids
+from .settings import TrainerSettings
+
+# ParameterServerStrategy traces one input pipeline for all workers and tells
+# it no worker index, so each task writes its index to this file in its working
+# directory at start and the pipeline reads it where it runs, on the worker.
+TASK_INDEX_FILE = "tfk8s-task-index"
+SYNTHETIC_RECORDS = 1 << 40  # effectively endless, still indexable record by record
+SHUFFLE_BUFFER = 10_000
+LABEL_SALT = 0x5BD1E995
+FEATURE_IDS = "ids"
+FEATURE_LABEL = "label"
+
+
+def synthetic_examples(record_ids: tf.Tensor, settings: TrainerSettings) -> tuple[tf.Tensor, tf.Tensor]:
+    """Ids and labels of records, a pure function of (seed, record id).
+
+    The label says whether most of a record's ids have a positive hidden sign,
+    so a model that learns one weight per id can fit it: loss falls.
+    """
+    k = settings.ids_per_example
+    record_ids = tf.cast(record_ids, tf.int64)
+    slots = tf.range(k, dtype=tf.int64)
+    keys = (record_ids[:, None] * k + slots[None, :]) * 1_000_003 + settings.seed
+    ids = zipf_ids(keys, settings.embedding_rows, settings.zipf_exponent)
+    signs = tf.cast(tf.bitwise.bitwise_and(splitmix64(ids + LABEL_SALT), tf.constant(1, tf.uint64)), tf.int64) * 2 - 1
+    votes = tf.reduce_sum(signs, axis=1)
+    labels = tf.cast(votes > 0, tf.float32)
+    return ids, labels
+
+
+def synthetic_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
+    records = tf.data.Dataset.range(SYNTHETIC_RECORDS).shard(shards, shard)
+    records = records.shuffle(SHUFFLE_BUFFER, seed=settings.seed, reshuffle_each_iteration=True)
+    batches = records.batch(settings.batch_size, drop_remainder=True)
+    return batches.map(lambda r: synthetic_examples(r, settings), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def tfrecord_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
+    files = tf.io.gfile.glob(settings.data)
+    if not files:
+        raise FileNotFoundError(f"no TFRecord files match data: {settings.data}")
+    records = tf.data.TFRecordDataset(sorted(files)).shard(shards, shard)
+    records = records.shuffle(SHUFFLE_BUFFER, seed=settings.seed, reshuffle_each_iteration=True)
+    features = {
+        FEATURE_IDS: tf.io.FixedLenFeature([settings.ids_per_example], tf.int64),
+        FEATURE_LABEL: tf.io.FixedLenFeature([], tf.float32),
+    }
+
+    def parse(serialized):
+        parsed = tf.io.parse_example(serialized, features)
+        ids = tf.math.floormod(parsed[FEATURE_IDS], settings.embedding_rows)
+        return ids, parsed[FEATURE_LABEL]
+
+    batches = records.repeat().batch(settings.batch_size, drop_remainder=True)
+    return batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def training_dataset(settings: TrainerSettings, shards: int = 1, shard=0) -> tf.data.Dataset:
+    """Batches of (ids [batch, idsPerExample] int64, labels [batch] float32) for one worker.
+
+    `shard` may be a tensor: the worker's index, known only on the worker.
+    """
+    if settings.data == "synthetic":
+        dataset = synthetic_dataset(settings, shards, shard)
+    else:
+        dataset = tfrecord_dataset(settings, shards, shard)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def write_tfrecords(path: str, settings: TrainerSettings, records: int) -> None:
+    """Write `records` synthetic examples as TFRecords (for tests and trying the file path)."""
+    ids, labels = synthetic_examples(tf.range(records, dtype=tf.int64), settings)
+    with tf.io.TFRecordWriter(path) as writer:
+        for row_ids, label in zip(ids.numpy(), labels.numpy()):
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        FEATURE_IDS: tf.train.Feature(int64_list=tf.train.Int64List(value=row_ids)),
+                        FEATURE_LABEL: tf.train.Feature(float_list=tf.train.FloatList(value=[label])),
+                    }
+                )
+            )
+            writer.write(example.SerializeToString())
+
+
+def write_task_index(index: int, directory: str = ".") -> None:
+    with open(f"{directory}/{TASK_INDEX_FILE}", "w", encoding="ascii") as handle:
+        handle.write(str(index))
+
+
+def worker_dataset_fn(settings: TrainerSettings, workers: int):
+    """The per-worker dataset function for ClusterCoordinator.create_per_worker_dataset."""
+
+    def dataset_fn():
+        index = tf.strings.to_number(tf.io.read_file(TASK_INDEX_FILE), out_type=tf.int64)
+        return training_dataset(settings, workers, index)
+
+    return dataset_fn

@@ -1,0 +1,423 @@
+"""`python -m trainer.local`: the same TF_CONFIG topology as processes on one machine.
+
+    python -m trainer.local --ps 2 --workers 2 --steps 200 [--partition auto|range|none] ...
+    python -m trainer.local --stack scene1-case3     # the stack's trainer settings and PS:worker ratio
+
+Starts PS and workers, then the chief, on loopback; shows the chief's
+progress; prints as its last line one JSON object (the chief's summary plus
+`ps_cpu_seconds` and `ps_imbalance`, measured from /proc over the training
+phase). Every process it starts runs in its own process group and is stopped
+on success, failure, Ctrl-C or SIGTERM. Workers that die are restarted, as
+Kubernetes would; `--kill TASK@STEP` kills a task on purpose (a fault drill).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from .settings import SETTINGS_ENV, TrainerSettings, to_camel
+
+STARTUP_TIMEOUT = 90.0
+STOP_GRACE = 5.0
+WORKER_RESTARTS = 5
+LOCAL_WORKERS_FROM_STACK = 4  # a stack's experiment, scaled down to fit one machine
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class LaunchError(RuntimeError):
+    pass
+
+
+# -- settings from flags and stack files ---------------------------------------
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("trainer settings (tfk8s:trainer; defaults as in the schema)")
+    for spec in dataclasses.fields(TrainerSettings):
+        flag = "--" + spec.name.replace("_", "-")
+        help_text = spec.metadata.get("help", "")
+        choices = spec.metadata.get("choices") or None
+        if isinstance(spec.default, bool):
+            group.add_argument(flag, type=_parse_bool, metavar="true|false", help=help_text, dest=spec.name)
+        elif isinstance(spec.default, tuple):
+            group.add_argument(flag, type=_parse_ints, metavar="N,N", help=help_text, dest=spec.name)
+        else:
+            group.add_argument(flag, type=type(spec.default), choices=choices, help=help_text, dest=spec.name)
+
+
+def _parse_bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _parse_ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+
+
+def read_stack(stack: str) -> tuple[dict[str, Any], int, int]:
+    """A stack file's trainer settings and its PS and worker counts."""
+    import yaml
+
+    path = Path(stack)
+    if not path.exists():
+        path = PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        raise LaunchError(f"no stack file for '{stack}' (looked for {path})")
+    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
+    cluster = config.get("tfk8s:cluster") or {}
+    workers = int((cluster.get("workers") or {}).get("replicas", 1))
+    ps = (cluster.get("ps") or {}).get("replicas")
+    if ps is None and cluster.get("ratio"):
+        per_ps, per_workers = (int(x) for x in str(cluster["ratio"]).split(":"))
+        ps = math.ceil(workers * per_ps / per_workers)
+    return dict(config.get("tfk8s:trainer") or {}), int(ps or 1), workers
+
+
+def scaled_down(ps: int, workers: int, max_workers: int = LOCAL_WORKERS_FROM_STACK) -> tuple[int, int]:
+    """Keep the PS:worker ratio, with at most `max_workers` workers."""
+    local_workers = min(workers, max_workers)
+    return max(1, round(local_workers * ps / workers)), local_workers
+
+
+def resolve(args: argparse.Namespace) -> tuple[TrainerSettings, int, int]:
+    base: dict[str, Any] = {}
+    ps, workers = 2, 2
+    if args.stack:
+        base, stack_ps, stack_workers = read_stack(args.stack)
+        ps, workers = scaled_down(stack_ps, stack_workers)
+    overrides = {
+        to_camel(spec.name): getattr(args, spec.name)
+        for spec in dataclasses.fields(TrainerSettings)
+        if getattr(args, spec.name) is not None
+    }
+    settings = TrainerSettings.from_config({**base, **overrides})
+    return settings, args.ps or ps, args.workers or workers
+
+
+# -- processes ------------------------------------------------------------------
+
+
+def free_ports(count: int) -> list[int]:
+    sockets, ports = [], []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sockets.append(sock)
+        ports.append(sock.getsockname()[1])
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process, from /proc (Linux)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Task:
+    name: str
+    env: dict[str, str]
+    directory: Path
+    process: Optional[subprocess.Popen] = None
+    restarts: int = 0
+    log: Any = None
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.log is None:
+            self.log = open(self.directory / "task.log", "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trainer"],
+            cwd=self.directory,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped as a whole
+        )
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+@dataclass
+class LocalCluster:
+    settings: TrainerSettings
+    ps: int
+    workers: int
+    workdir: Path
+    progress_every: int = 50
+    restart_workers: bool = True
+    kills: dict[str, int] = field(default_factory=dict)  # task -> step at which to kill it
+    tasks: dict[str, Task] = field(default_factory=dict)
+    chief: Optional[subprocess.Popen] = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: bool = False
+
+    def topology(self) -> dict[str, list[str]]:
+        ports = free_ports(1 + self.ps + self.workers)
+        addresses = [f"127.0.0.1:{port}" for port in ports]
+        return {"chief": addresses[:1], "ps": addresses[1 : 1 + self.ps], "worker": addresses[1 + self.ps :]}
+
+    def task_env(self, cluster: dict[str, list[str]], task_type: str, index: int) -> dict[str, str]:
+        env = dict(os.environ)
+        env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}})
+        env[SETTINGS_ENV] = self.settings.to_json()
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+        env["PYTHONUNBUFFERED"] = "1"
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        return env
+
+    def run(self, out=sys.stdout) -> dict[str, Any]:
+        cluster = self.topology()
+        for task_type in ("ps", "worker"):
+            for index in range(len(cluster[task_type])):
+                name = f"{task_type}-{index}"
+                task = Task(name, self.task_env(cluster, task_type, index), self.workdir / name)
+                self.tasks[name] = task
+                task.start()
+        self._wait_listening(cluster)
+
+        chief_env = self.task_env(cluster, "chief", 0)
+        chief_env["TFK8S_CHECKPOINT_DIR"] = str(self.workdir / "checkpoints")
+        chief_env["TFK8S_METRICS_FILE"] = str(self.workdir / "metrics.jsonl")
+        chief_env["TFK8S_PROGRESS_EVERY"] = str(self.progress_every)
+        chief_dir = self.workdir / "chief-0"
+        chief_dir.mkdir(parents=True, exist_ok=True)
+        self.chief = subprocess.Popen(
+            [sys.executable, "-m", "trainer"],
+            cwd=chief_dir,
+            env=chief_env,
+            stdout=subprocess.PIPE,
+            stderr=open(chief_dir / "task.log", "ab"),
+            text=True,
+            start_new_session=True,
+        )
+        supervisor = threading.Thread(target=self._supervise, daemon=True)
+        supervisor.start()
+
+        summary: Optional[dict[str, Any]] = None
+        cpu_at_start: Optional[list[float]] = None
+        for line in self.chief.stdout:
+            event = _event(line)
+            if event is None:
+                print(line.rstrip(), file=out, flush=True)
+                continue
+            if event["event"] == "start":
+                cpu_at_start = self._ps_cpu()
+                print(f"training: {event['ps']} PS, {event['workers']} workers, from step {event['step']}", file=out, flush=True)
+            elif event["event"] == "summary":
+                summary = {key: value for key, value in event.items() if key != "event"}
+                summary["ps_cpu_seconds"] = _cpu_delta(cpu_at_start, self._ps_cpu())
+            elif event["event"] in ("restored", "checkpoint"):
+                print(f"{event['event']} at step {event['step']}", file=out, flush=True)
+            if "step" in event:
+                self._drill(int(event["step"]))
+            elif line.startswith("step "):
+                self._drill(int(line.split()[1]))
+        code = self.chief.wait()
+        if code != 0 or summary is None:
+            message = _last_lines(chief_dir / "task.log")
+            raise LaunchError(f"chief exited with code {code}: {message}")
+        cpu = summary["ps_cpu_seconds"]
+        mean = sum(cpu) / len(cpu) if cpu else 0.0
+        summary["ps_imbalance"] = round(max(cpu) / mean, 3) if mean > 0 else None
+        summary["worker_restarts"] = sum(t.restarts for t in self.tasks.values())
+        return summary
+
+    def _ps_cpu(self) -> list[float]:
+        values = []
+        for index in range(self.ps):
+            task = self.tasks[f"ps-{index}"]
+            try:
+                values.append(cpu_seconds(task.process.pid))
+            except (OSError, AttributeError):
+                values.append(float("nan"))
+        return values
+
+    def _wait_listening(self, cluster: dict[str, list[str]]) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        pending = {f"{t}-{i}": address for t in ("ps", "worker") for i, address in enumerate(cluster[t])}
+        while pending:
+            for name, address in list(pending.items()):
+                if not self.tasks[name].alive():
+                    raise LaunchError(f"{name} exited during start-up: {_last_lines(self.tasks[name].directory / 'task.log')}")
+                host, port = address.rsplit(":", 1)
+                with socket.socket() as sock:
+                    sock.settimeout(0.2)
+                    if sock.connect_ex((host, int(port))) == 0:
+                        del pending[name]
+            if time.monotonic() > deadline:
+                raise LaunchError(f"not listening after {STARTUP_TIMEOUT:.0f} s: {', '.join(pending)}")
+            time.sleep(0.2)
+
+    def _drill(self, step: int) -> None:
+        for name, at_step in list(self.kills.items()):
+            if step >= at_step and name in self.tasks:
+                print(f"fault drill: killing {name} at step {step}", file=sys.stderr, flush=True)
+                self.tasks[name].signal(signal.SIGKILL)
+                del self.kills[name]
+
+    def _supervise(self) -> None:
+        """Restart workers that die, as Kubernetes restarts a pod."""
+        while not self._stopping and self.chief is not None and self.chief.poll() is None:
+            with self._lock:
+                for task in self.tasks.values():
+                    if task.name.startswith("worker-") and not task.alive() and not self._stopping:
+                        if self.restart_workers and task.restarts < WORKER_RESTARTS:
+                            task.restarts += 1
+                            print(f"restarting {task.name} (restart {task.restarts})", file=sys.stderr, flush=True)
+                            task.start()
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """Stop every process started, by process group: TERM, then KILL."""
+        self._stopping = True
+        with self._lock:
+            processes = [t for t in self.tasks.values()]
+            chief = self.chief
+            if chief is not None and chief.poll() is None:
+                try:
+                    os.killpg(chief.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            for task in processes:
+                task.signal(signal.SIGTERM)
+            deadline = time.monotonic() + STOP_GRACE
+            for process in [chief] + [t.process for t in processes]:
+                if process is None:
+                    continue
+                try:
+                    process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(process.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    process.wait()
+            for task in processes:
+                if task.log is not None:
+                    task.log.close()
+
+
+def _event(line: str) -> Optional[dict[str, Any]]:
+    if not line.startswith("{"):
+        return None
+    try:
+        parsed = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) and "event" in parsed else None
+
+
+def _cpu_delta(before: Optional[list[float]], after: list[float]) -> list[float]:
+    if before is None:
+        before = [0.0] * len(after)
+    return [round(b - a, 3) for a, b in zip(before, after)]
+
+
+def _last_lines(path: Path, count: int = 5) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    return " | ".join(lines[-count:])
+
+
+def parse_kill(text: str) -> tuple[str, int]:
+    try:
+        name, step = text.split("@")
+        task_type, index = name.rsplit("-", 1)
+        if task_type not in ("ps", "worker") or int(index) < 0:
+            raise ValueError
+        return name, int(step)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected TASK@STEP such as worker-1@100, got {text!r}") from None
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.local", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ps", type=int, help="parameter servers (default 2, or from --stack)")
+    parser.add_argument("--workers", type=int, help="workers (default 2, or from --stack)")
+    parser.add_argument("--stack", help="take trainer settings and the PS:worker ratio from this stack")
+    parser.add_argument("--workdir", help="checkpoints, metrics and logs (kept; default: a temporary folder, removed)")
+    parser.add_argument("--progress-every", type=int, default=50, help="steps between progress lines")
+    parser.add_argument("--kill", type=parse_kill, action="append", default=[], metavar="TASK@STEP",
+                        help="fault drill: SIGKILL a task once the chief reports this step")
+    parser.add_argument("--no-restart", action="store_true", help="do not restart workers that die")
+    add_setting_flags(parser)
+    args = parser.parse_args(argv)
+
+    try:
+        settings, ps, workers = resolve(args)
+    except Exception as error:  # SettingsError, LaunchError, YAML errors: one clear line
+        print(f"trainer.local: {error}", file=sys.stderr)
+        return 2
+    if ps < 1 or workers < 1:
+        print("trainer.local: --ps and --workers must be at least 1", file=sys.stderr)
+        return 2
+
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tfk8s-local-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = LocalCluster(
+        settings, ps, workers, workdir, progress_every=args.progress_every,
+        restart_workers=not args.no_restart, kills=dict(args.kill),
+    )
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    code = 0
+    try:
+        summary = cluster.run()
+        print(json.dumps(summary), flush=True)
+    except KeyboardInterrupt:
+        print("trainer.local: interrupted; stopping every task", file=sys.stderr)
+        code = 130
+    except LaunchError as error:
+        print(f"trainer.local: {error}", file=sys.stderr)
+        print(json.dumps({"error": str(error)}), flush=True)
+        code = 1
+    finally:
+        cluster.stop()
+        signal.signal(signal.SIGTERM, previous)
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

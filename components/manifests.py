@@ -231,6 +231,8 @@ def _container(experiment: Experiment, task: Task) -> Manifest:
         "name": CONTAINER_NAME,
         "image": experiment.config.cluster.image,
         "command": ["python", "-m", TRAINER_PACKAGE],
+        # Writable: a worker records its task index here for its input pipeline.
+        "workingDir": SCRATCH_DIR,
         "env": [{"name": "TF_CONFIG", "value": experiment.tf_config.render(task)}],
         "envFrom": [{"configMapRef": {"name": TRAINER_ENV_CONFIG_MAP}}],
         "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],

@@ -231,6 +231,8 @@ def main(task: TaskConfig, settings: TrainerSettings) -> int:
     try:
         run_chief(task, settings, options)
     except PsLostError as error:
-        print(f"chief: {error}; exiting so the cluster restarts from the last checkpoint", file=sys.stderr, flush=True)
+        message = f"{error}; exiting so the cluster restarts from the last checkpoint"
+        _emit(options.out, "failed", error=message)
+        print(f"chief: {message}", file=sys.stderr, flush=True)
         return EXIT_PS_LOST
     return 0

@@ -195,10 +195,13 @@ class LocalCluster:
         env[SETTINGS_ENV] = self.settings.to_json()
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
         env["PYTHONUNBUFFERED"] = "1"
+        # TensorFlow writes generated code to TMPDIR: keep it in the work folder.
+        env["TMPDIR"] = str(self.workdir / "tmp")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         return env
 
     def run(self, out=sys.stdout) -> dict[str, Any]:
+        (self.workdir / "tmp").mkdir(parents=True, exist_ok=True)
         cluster = self.topology()
         for task_type in ("ps", "worker"):
             for index in range(len(cluster[task_type])):
@@ -227,11 +230,14 @@ class LocalCluster:
         supervisor.start()
 
         summary: Optional[dict[str, Any]] = None
+        failure: Optional[str] = None
         cpu_at_start: Optional[list[float]] = None
         for line in self.chief.stdout:
             event = _event(line)
             if event is None:
                 print(line.rstrip(), file=out, flush=True)
+                if line.startswith("step "):
+                    self._drill(int(line.split()[1]))
                 continue
             if event["event"] == "start":
                 cpu_at_start = self._ps_cpu()
@@ -239,15 +245,15 @@ class LocalCluster:
             elif event["event"] == "summary":
                 summary = {key: value for key, value in event.items() if key != "event"}
                 summary["ps_cpu_seconds"] = _cpu_delta(cpu_at_start, self._ps_cpu())
+            elif event["event"] == "failed":
+                failure = event["error"]
             elif event["event"] in ("restored", "checkpoint"):
                 print(f"{event['event']} at step {event['step']}", file=out, flush=True)
             if "step" in event:
                 self._drill(int(event["step"]))
-            elif line.startswith("step "):
-                self._drill(int(line.split()[1]))
         code = self.chief.wait()
         if code != 0 or summary is None:
-            message = _last_lines(chief_dir / "task.log")
+            message = failure or _last_lines(chief_dir / "task.log")
             raise LaunchError(f"chief exited with code {code}: {message}")
         cpu = summary["ps_cpu_seconds"]
         mean = sum(cpu) / len(cpu) if cpu else 0.0

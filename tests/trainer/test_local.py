@@ -1,0 +1,131 @@
+"""The local launcher with real processes: training, faults, restarts, cleanup.
+
+Small sizes and hard timeouts; no assertion on throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.trainer.conftest import PROJECT_ROOT
+
+SMALL = ["--embedding-rows", "20000", "--batch-size", "128", "--progress-every", "10"]
+RUN_TIMEOUT = 240
+SUMMARY_KEYS = {"steps", "examples_per_sec", "loss_first", "loss_last", "ps_cpu_seconds", "ps_imbalance", "bytes_per_ps"}
+
+
+def processes_under(folder: Path) -> list[int]:
+    """PIDs whose working directory is inside `folder`: tasks the launcher started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)):
+            found.append(int(entry.name))
+    return found
+
+
+def launch(workdir: Path, *args: str) -> tuple[int, list[str], dict]:
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.local", "--workdir", str(workdir), *SMALL, *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    lines = result.stdout.strip().splitlines()
+    last = json.loads(lines[-1]) if lines else {}
+    assert processes_under(workdir) == [], "the launcher must stop every process it started"
+    return result.returncode, lines, last | {"_stderr": result.stderr}
+
+
+def test_two_ps_two_workers_train_and_clean_up(tmp_path):
+    code, lines, summary = launch(tmp_path, "--ps", "2", "--workers", "2", "--steps", "50")
+    assert code == 0, summary["_stderr"][-2000:]
+    assert SUMMARY_KEYS <= set(summary)
+    assert summary["steps"] == 50
+    assert summary["loss_last"] < summary["loss_first"]
+    assert len(summary["ps_cpu_seconds"]) == 2 and all(c > 0 for c in summary["ps_cpu_seconds"])
+    table_bytes = 20000 * 16 * 4 // 2
+    assert all(b >= table_bytes for b in summary["bytes_per_ps"]), "a table shard on each PS"
+    assert any(line.startswith("step ") for line in lines), "progress is shown"
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert metrics[-1]["step"] == 50
+
+
+@pytest.mark.slow
+def test_killed_worker_does_not_stop_training(tmp_path):
+    code, _, summary = launch(tmp_path, "--ps", "2", "--workers", "2", "--steps", "200", "--kill", "worker-1@40")
+    assert code == 0, summary["_stderr"][-2000:]
+    assert "fault drill: killing worker-1" in summary["_stderr"]
+    assert summary["steps"] == 200
+    assert summary["worker_restarts"] >= 1
+
+
+@pytest.mark.slow
+def test_lost_ps_stops_the_chief_naming_it(tmp_path):
+    started = time.monotonic()
+    code, _, result = launch(tmp_path, "--ps", "2", "--workers", "1", "--steps", "100000", "--kill", "ps-1@30")
+    assert code == 1
+    assert "chief exited with code 3: ps-1 (127.0.0.1:" in result["error"]
+    assert time.monotonic() - started < 120
+
+
+@pytest.mark.slow
+def test_restart_resumes_from_checkpoint_into_more_ps(tmp_path):
+    code, _, first = launch(tmp_path, "--ps", "2", "--workers", "1", "--steps", "60", "--checkpoint-every", "30")
+    assert code == 0, first["_stderr"][-2000:]
+    assert first["steps"] == 60
+    code, lines, second = launch(tmp_path, "--ps", "3", "--workers", "1", "--steps", "90", "--checkpoint-every", "30")
+    assert code == 0, second["_stderr"][-2000:]
+    assert "training: 3 PS, 1 workers, from step 60" in lines
+    assert second["steps"] == 90 and second["steps_this_run"] == 30 and second["resumed_from_step"] == 60
+    assert second["shards"] == 3
+    # The restored model carries on: no jump back to the untrained loss.
+    assert second["loss_first"] < first["loss_first"] - 0.02
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_process(tmp_path):
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "trainer.local", "--workdir", str(tmp_path), *SMALL, "--steps", "100000"],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT
+        for line in launcher.stdout:
+            if line.startswith("step "):
+                break
+            assert time.monotonic() < deadline
+        assert processes_under(tmp_path), "tasks are running"
+        launcher.send_signal(signal.SIGINT)
+        assert launcher.wait(timeout=60) == 130
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert processes_under(tmp_path) == []
+
+
+def test_stack_settings_and_ratio_scaled_down():
+    from trainer.local import read_stack, scaled_down
+
+    settings, ps, workers = read_stack("scene1-case3")
+    assert (ps, workers) == (10, 100)
+    assert scaled_down(ps, workers) == (1, 4)
+    assert scaled_down(*read_stack("gpu-p40")[1:]) == (1, 4)  # ratio "1:4"
+    assert read_stack("gpu-p40")[0]["embeddingRows"] == 20000000

@@ -1,0 +1,189 @@
+"""Fast, single-process trainer tests: ids, data, model, sharded optimizer, re-sharding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.distribute.sharded_variable import ShardedVariable
+
+from trainer.cluster import ClusterConfigError, ps_named_in, read_task_config
+from trainer.data import synthetic_examples, training_dataset, write_tfrecords
+from trainer.ids import IdHasher, zipf_ids
+from trainer.model import SparseModel, table_initializer, table_partitioner
+from trainer.settings import TrainerSettings
+
+SMALL = TrainerSettings(embedding_rows=2000, embedding_dim=8, batch_size=128, ids_per_example=4, hidden_units=(16,))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 997, 1000, 1024, 65536])
+def test_id_hash_is_a_bijection(rows):
+    hashed = IdHasher(rows)(tf.range(rows, dtype=tf.int64)).numpy()
+    assert sorted(hashed.tolist()) == list(range(rows))
+
+
+def test_id_hash_spreads_the_rows_a_batch_fetches_over_shards():
+    """Per batch each distinct id is fetched once; hashing spreads those rows evenly."""
+    rows, shards, batches = 100_000, 4, 10
+    contiguous, hashed = np.zeros(shards), np.zeros(shards)
+    for batch in range(batches):
+        ids = zipf_ids(tf.range(batch * 8192, (batch + 1) * 8192, dtype=tf.int64), rows, 1.2)
+        unique, _ = tf.unique(ids)
+        contiguous += np.bincount(unique.numpy() * shards // rows, minlength=shards)
+        hashed += np.bincount(IdHasher(rows)(unique).numpy() * shards // rows, minlength=shards)
+    assert contiguous.max() / contiguous.mean() > 2.0  # the seed's single hot PS
+    assert hashed.max() / hashed.mean() < 1.05
+
+
+def test_zipf_ids_stay_in_the_table_and_favour_small_ids():
+    ids = zipf_ids(tf.range(100_000, dtype=tf.int64), 5000, 1.2).numpy()
+    assert ids.min() >= 0 and ids.max() < 5000
+    counts = np.bincount(ids, minlength=5000)
+    assert counts[0] == counts.max() and counts[0] > 10 * counts[100]
+
+
+def test_synthetic_data_is_deterministic_and_learnable_labels_vary():
+    records = tf.range(512, dtype=tf.int64)
+    ids_a, labels_a = synthetic_examples(records, SMALL)
+    ids_b, labels_b = synthetic_examples(records, SMALL)
+    assert np.array_equal(ids_a, ids_b) and np.array_equal(labels_a, labels_b)
+    assert ids_a.shape == (512, SMALL.ids_per_example)
+    assert 0.2 < float(tf.reduce_mean(labels_a)) < 0.8
+
+
+def _records(dataset, batches):
+    return [tuple(map(tuple, ids.numpy())) for ids, _ in dataset.take(batches)]
+
+
+def test_synthetic_shards_split_records_between_workers():
+    first = set(r for batch in _records(training_dataset(SMALL, 2, 0), 4) for r in batch)
+    second = set(r for batch in _records(training_dataset(SMALL, 2, 1), 4) for r in batch)
+    assert len(first) > 400 and len(second) > 400
+    assert len(first & second) < 0.05 * len(first)  # different records (ids may repeat by chance)
+
+
+def test_tfrecords_are_sharded_by_record_and_reshuffled(tmp_path):
+    path = str(tmp_path / "part-0.tfrecord")
+    settings = TrainerSettings(**{**SMALL.__dict__, "data": path, "batch_size": 10})
+    write_tfrecords(path, settings, 60)  # one file, two workers: both still get data
+    shard_rows = []
+    for shard in (0, 1):
+        batches = _records(training_dataset(settings, 2, shard), 6)  # two passes of 30 records
+        epoch_one, epoch_two = batches[:3], batches[3:]
+        assert sorted(r for b in epoch_one for r in b) == sorted(r for b in epoch_two for r in b)
+        assert epoch_one != epoch_two, "each epoch is reshuffled"
+        shard_rows.append(set(r for b in epoch_one for r in b))
+    everything = set(map(tuple, synthetic_examples(tf.range(60, dtype=tf.int64), settings)[0].numpy()))
+    assert shard_rows[0] | shard_rows[1] == everything
+    assert len(shard_rows[0]) + len(shard_rows[1]) >= len(everything) - 1
+
+
+def test_table_initializer_does_not_depend_on_sharding():
+    init = table_initializer(SMALL)
+    whole = init().numpy()
+    part = init(partition_shape=(500, 8), partition_offset=(700, 0)).numpy()
+    assert np.array_equal(whole[700:1200], part)
+
+
+def test_checkpoint_reshards_two_shards_into_three_exactly(tmp_path):
+    init = table_initializer(SMALL)
+    rows = SMALL.embedding_rows
+
+    def sharded(sizes):
+        offsets = np.cumsum([0] + sizes[:-1])
+        return ShardedVariable([
+            tf.Variable(init(partition_shape=(size, 8), partition_offset=(int(offset), 0)))
+            for size, offset in zip(sizes, offsets)
+        ])
+
+    saved = sharded([1000, 1000])
+    saved.variables[1].assign(saved.variables[1] + 1.0)  # trained rows, not the initial ones
+    path = tf.train.Checkpoint(table=saved).save(str(tmp_path / "ckpt"))
+    restored = ShardedVariable([tf.Variable(tf.zeros([size, 8])) for size in (667, 667, 666)])
+    tf.train.Checkpoint(table=restored).restore(path).assert_consumed()
+    assert sum(v.shape[0] for v in restored.variables) == rows
+    assert np.array_equal(
+        tf.concat(restored.variables, 0).numpy(), tf.concat(saved.variables, 0).numpy()
+    )
+
+
+@pytest.fixture(scope="module")
+def strategy(in_process_cluster):
+    """Strategies by partition setting (the partitioner belongs to the strategy)."""
+    strategies = {}
+
+    def for_settings(settings: TrainerSettings):
+        if settings.partition not in strategies:
+            strategies[settings.partition] = tf.distribute.ParameterServerStrategy(
+                in_process_cluster.resolver, variable_partitioner=table_partitioner(settings, 2)
+            )
+        return strategies[settings.partition]
+
+    return for_settings
+
+
+def _model(strategy, **changes) -> SparseModel:
+    settings = TrainerSettings(**{**SMALL.__dict__, **changes})
+    chosen = strategy(settings)
+    with chosen.scope():
+        return SparseModel(settings, chosen.extended.colocate_vars_with)
+
+
+def test_table_is_sharded_over_every_ps_with_slots_beside_each_shard(strategy):
+    model = _model(strategy)
+    assert [v.device.split("/task:")[1][0] for v in model.table_shards] == ["0", "1"]
+    for slot in model.optimizer.slots("embedding").values():
+        assert [s.device for s in slot.variables] == [v.device for v in model.table_shards]
+    for layer, (kernel, _bias) in enumerate(model.dense):
+        for slot in model.optimizer.slots(f"kernel_{layer}").values():
+            assert slot.device == kernel.device
+
+
+def test_partition_none_keeps_one_shard(strategy):
+    model = _model(strategy, partition="none")
+    assert len(model.table_shards) == 1
+
+
+def _step(model, ids, labels):
+    return tf.function(model.train_step)(ids, labels)
+
+
+@pytest.mark.parametrize("optimizer", ["adagrad", "sgd", "adam"])
+def test_sparse_update_touches_only_the_looked_up_rows(strategy, optimizer):
+    model = _model(strategy, optimizer=optimizer, partition="range")
+    before = tf.concat([v.read_value() for v in model.table_shards], 0).numpy()
+    ids = tf.constant([[1, 2, 2, 1500]] * 4, dtype=tf.int64)
+    labels = tf.constant([1.0, 0.0, 1.0, 1.0])
+    _step(model, ids, labels)
+    after = tf.concat([v.read_value() for v in model.table_shards], 0).numpy()
+    changed = set(np.nonzero(np.any(before != after, axis=1))[0].tolist())
+    assert changed == {1, 2, 1500}
+    assert int(model.step.numpy()) == 1
+
+
+def test_dedup_fetches_each_distinct_row_once(strategy):
+    ids = tf.constant([[3, 3, 3, 9]] * 8, dtype=tf.int64)
+    labels = tf.ones([8])
+    _, rows_dedup = _step(_model(strategy, dedup=True, partition="range"), ids, labels)
+    _, rows_all = _step(_model(strategy, dedup=False, partition="range"), ids, labels)
+    assert int(tf.reduce_sum(rows_dedup)) == 2
+    assert int(tf.reduce_sum(rows_all)) == 32
+
+
+def test_loss_decreases_on_synthetic_data(strategy):
+    model = _model(strategy)
+    step = tf.function(model.train_step)
+    losses = []
+    for ids, labels in training_dataset(model.settings).take(60):
+        loss, _ = step(ids, labels)
+        losses.append(float(loss))
+    assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.02
+
+
+def test_task_config_errors_are_clear():
+    with pytest.raises(ClusterConfigError, match="TF_CONFIG is not set"):
+        read_task_config({})
+    with pytest.raises(ClusterConfigError, match="task worker-5 is not in the cluster"):
+        read_task_config({"TF_CONFIG": '{"cluster": {"ps": ["a:1"], "worker": ["b:1"]}, "task": {"type": "worker", "index": 5}}'})
+    assert ps_named_in("failed on /job:ps/replica:0/task:3/device:CPU:0") == 3
+    assert ps_named_in("a worker failed") is None

@@ -1,27 +1,52 @@
 # tfk8s: every target sets up what it needs on a fresh machine.
+# Two environments: the Pulumi program's (.venv, protobuf 5/6 as pulumi needs)
+# and the trainer's (.venv-trainer, TensorFlow with protobuf 6). They never mix.
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+TRAINER_VENV := .venv-trainer
+TRAINER_STAMP := $(TRAINER_VENV)/.installed
 STACK ?= scene1-case3
+STEPS ?= 200
 
-.PHONY: setup plan test bench clean
+.PHONY: setup demo plan local test test-program test-trainer bench bench-trainer clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(TRAINER_STAMP): trainer/requirements.txt
+	$(PYTHON) -m venv $(TRAINER_VENV)
+	$(TRAINER_VENV)/bin/pip install --quiet --disable-pip-version-check -r trainer/requirements.txt
+	touch $(TRAINER_STAMP)
+
+setup: $(STAMP) $(TRAINER_STAMP)
+
+# The embedded default: who runs where for a seed experiment, then its trainer
+# settings and PS:worker ratio run as local processes.
+demo: plan local
 
 # Who runs where, from the stack file alone: no cluster, no Pulumi CLI.
 plan: $(STAMP)
 	$(VENV)/bin/python -m components plan $(STACK)
 
-test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+local: $(TRAINER_STAMP)
+	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(STACK) --steps $(STEPS)
+
+test: test-program test-trainer
+
+test-program: $(STAMP)
+	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer
+
+test-trainer: $(TRAINER_STAMP)
+	$(TRAINER_VENV)/bin/python -m pytest tests/trainer --confcutdir=tests/trainer
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/program_under_mocks.py
 
+bench-trainer: $(TRAINER_STAMP)
+	$(TRAINER_VENV)/bin/python benchmarks/trainer_partitioning.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TRAINER_VENV) .pytest_cache .hypothesis

@@ -1,0 +1,136 @@
+"""Does every PS work? Partitioning, de-duplication and steps per call, measured side by side.
+
+One run, the same model and data throughout (synthetic Zipf ids, batch 1024),
+each configuration a local cluster of real processes (trainer.local):
+
+- partition auto / range / none on 2 and 4 PS: PS CPU imbalance (max/mean of
+  CPU seconds over the training phase) and examples/s;
+- dedup on / off: table rows fetched per step and examples/s;
+- steps per scheduled function 1 vs 4: examples/s;
+- the distributed lookup rate (rows fetched and updated per second) as a
+  fraction of a single-process gather + scatter of the same rows: the
+  machine's bound.
+
+Targets: `auto` imbalance at most 1.05; `none` at least 1.7 (the seed's single
+loaded PS, reproduced); dedup at least 3x fewer rows fetched.
+
+    .venv-trainer/bin/python benchmarks/trainer_partitioning.py [--steps 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_ROOT))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from trainer.local import LocalCluster  # noqa: E402
+from trainer.settings import TrainerSettings  # noqa: E402
+
+TARGET_AUTO_IMBALANCE = 1.05
+TARGET_NONE_IMBALANCE = 1.7
+TARGET_DEDUP_RATIO = 3.0
+
+
+class Quiet:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def run(settings: TrainerSettings, ps: int, workers: int) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="tfk8s-bench-"))
+    cluster = LocalCluster(settings, ps, workers, workdir, progress_every=10**9)
+    try:
+        return cluster.run(out=Quiet())
+    finally:
+        cluster.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def single_process_rows_per_sec(settings: TrainerSettings, rows_per_step: int, steps: int = 200) -> float:
+    """Gather then scatter-add `rows_per_step` rows of one local table: the machine's bound."""
+    import tensorflow as tf
+
+    table = tf.Variable(tf.zeros([settings.embedding_rows, settings.embedding_dim]))
+    ids = tf.random.stateless_uniform([steps, rows_per_step], seed=[1, 2], maxval=settings.embedding_rows, dtype=tf.int64)
+
+    @tf.function
+    def step(batch_ids):
+        rows = tf.gather(table, batch_ids)
+        table.scatter_add(tf.IndexedSlices(rows * 0.001, batch_ids))
+
+    step(ids[0])
+    started = time.perf_counter()
+    for i in range(steps):
+        step(ids[i])
+    return rows_per_step * steps / (time.perf_counter() - started)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    base = TrainerSettings(batch_size=1024, steps=args.steps, checkpoint_every=0)
+
+    print(f"trainer benchmark: {args.steps} steps, batch {base.batch_size}, {args.workers} workers, "
+          f"{base.embedding_rows} x {base.embedding_dim} table, Zipf {base.zipf_exponent}", flush=True)
+    partition_rows = []
+    for ps in (2, 4):
+        for partition in ("auto", "range", "none"):
+            result = run(dataclasses.replace(base, partition=partition), ps, args.workers)
+            partition_rows.append((ps, partition, result))
+            print(f"  measured partition={partition} ps={ps}", flush=True)
+    dedup = {flag: run(dataclasses.replace(base, dedup=flag), 2, args.workers) for flag in (True, False)}
+    print("  measured dedup on/off", flush=True)
+    per_call = {n: run(dataclasses.replace(base, steps_per_call=n), 2, args.workers) for n in (1, 4)}
+    print("  measured steps per call 1/4", flush=True)
+    bound = single_process_rows_per_sec(base, int(dedup[True]["rows_fetched_per_step"]))
+
+    print()
+    print(f"{'PS':>3} {'partition':<10}{'PS CPU s':>20}{'imbalance':>11}{'row imbal.':>11}{'examples/s':>12}")
+    for ps, partition, r in partition_rows:
+        cpu = ",".join(f"{c:.1f}" for c in r["ps_cpu_seconds"])
+        print(f"{ps:>3} {partition:<10}{cpu:>20}{r['ps_imbalance']:>11.3f}{r['row_imbalance']:>11.3f}{r['examples_per_sec']:>12.0f}")
+    print()
+    print(f"{'dedup':<8}{'rows fetched/step':>19}{'examples/s':>12}")
+    for flag, r in dedup.items():
+        print(f"{str(flag).lower():<8}{r['rows_fetched_per_step']:>19.0f}{r['examples_per_sec']:>12.0f}")
+    dedup_ratio = dedup[False]["rows_fetched_per_step"] / dedup[True]["rows_fetched_per_step"]
+    print()
+    print(f"{'steps/call':<11}{'examples/s':>12}")
+    for n, r in per_call.items():
+        print(f"{n:<11}{r['examples_per_sec']:>12.0f}")
+    call_ratio = per_call[4]["examples_per_sec"] / per_call[1]["examples_per_sec"]
+
+    distributed = dedup[True]["rows_fetched_per_step"] * dedup[True]["examples_per_sec"] / base.batch_size
+    print()
+    print(f"lookup rate: distributed {distributed:,.0f} rows/s, single-process gather+scatter {bound:,.0f} rows/s "
+          f"-> {distributed / bound:.2f} of the machine's bound")
+
+    auto = [r["ps_imbalance"] for _, p, r in partition_rows if p == "auto"]
+    none = [r["ps_imbalance"] for _, p, r in partition_rows if p == "none"]
+    checks = [
+        (f"auto PS imbalance <= {TARGET_AUTO_IMBALANCE}", max(auto) <= TARGET_AUTO_IMBALANCE, f"max {max(auto):.3f}"),
+        (f"none PS imbalance >= {TARGET_NONE_IMBALANCE}", min(none) >= TARGET_NONE_IMBALANCE, f"min {min(none):.3f}"),
+        (f"dedup fetches >= {TARGET_DEDUP_RATIO:.0f}x fewer rows", dedup_ratio >= TARGET_DEDUP_RATIO, f"{dedup_ratio:.2f}x"),
+    ]
+    print(f"steps per call 4 vs 1: x{call_ratio:.2f} examples/s")
+    for name, ok, figure in checks:
+        print(f"target {name}: {'met' if ok else 'MISSED'} ({figure})")
+    return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,9 @@
 """Does every PS work? Partitioning, de-duplication and steps per call, measured side by side.
 
-One run, the same model and data throughout (synthetic Zipf ids, batch 1024),
-each configuration a local cluster of real processes (trainer.local):
+One run, the same sparse-heavy model and data throughout (synthetic Zipf ids,
+batch 1024, 128 ids per example, 64-wide rows: the embedding, not the small
+dense tower, is the PS's work, as in the seeds' search and ads models), each
+configuration a local cluster of real processes (trainer.local):
 
 - partition auto / range / none on 2 and 4 PS: PS CPU imbalance (max/mean of
   CPU seconds over the training phase) and examples/s;
@@ -14,7 +16,7 @@ each configuration a local cluster of real processes (trainer.local):
 Targets: `auto` imbalance at most 1.05; `none` at least 1.7 (the seed's single
 loaded PS, reproduced); dedup at least 3x fewer rows fetched.
 
-    .venv-trainer/bin/python benchmarks/trainer_partitioning.py [--steps 300]
+    .venv-trainer/bin/python benchmarks/trainer_partitioning.py [--steps 200]
 """
 
 from __future__ import annotations
@@ -79,10 +81,12 @@ def single_process_rows_per_sec(settings: TrainerSettings, rows_per_step: int, s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    base = TrainerSettings(batch_size=1024, steps=args.steps, checkpoint_every=0)
+    base = TrainerSettings(
+        batch_size=1024, ids_per_example=128, embedding_dim=64, steps=args.steps, checkpoint_every=0
+    )
 
     print(f"trainer benchmark: {args.steps} steps, batch {base.batch_size}, {args.workers} workers, "
           f"{base.embedding_rows} x {base.embedding_dim} table, Zipf {base.zipf_exponent}", flush=True)

@@ -89,6 +89,7 @@ def make_train_function(model: SparseModel) -> Callable:
             loss, fetched = model.train_step(ids, labels)
             total_loss += loss
             rows += fetched
+        model.step.assign_add(tf.cast(steps, tf.int64))
         return total_loss / tf.cast(steps, tf.float32), rows
 
     return train_steps

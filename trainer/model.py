@@ -119,7 +119,11 @@ class SparseModel(tf.Module):
         return self.logits(pooled)
 
     def train_step(self, ids: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """One step; returns the loss and the rows fetched per shard."""
+        """One step; returns the loss and the rows fetched per shard.
+
+        The caller counts steps in `self.step` (once per scheduled call: one
+        PS round trip instead of one per step).
+        """
         dense_vars = [v for pair in self.dense for v in pair]
         with tf.GradientTape() as tape:
             pooled, fetched = self.pooled_embeddings(ids)
@@ -139,7 +143,6 @@ class SparseModel(tf.Module):
         for layer, (kernel, bias) in enumerate(self.dense):
             self.optimizer.apply_dense(f"kernel_{layer}", kernel, dense_gradients[2 * layer])
             self.optimizer.apply_dense(f"bias_{layer}", bias, dense_gradients[2 * layer + 1])
-        self.step.assign_add(1)
         return loss, self.rows_per_shard(fetched)
 
     def rows_per_shard(self, fetched: tf.Tensor) -> tf.Tensor:

@@ -43,7 +43,11 @@ class Optimizer(tf.Module):
     """Adagrad, SGD or lazy Adam over plain and sharded variables."""
 
     def __init__(self, kind: str, learning_rate: float, iterations: tf.Variable, name: str = "optimizer") -> None:
-        """`iterations`: the training step variable (Adam's bias correction reads it)."""
+        """`iterations`: the training step variable (Adam's bias correction reads it).
+
+        It advances once per scheduled call, so Adam's bias correction moves in
+        steps of `stepsPerCall`; it only matters for the first few hundred steps.
+        """
         super().__init__(name=name)
         self.kind = kind
         self.learning_rate = learning_rate

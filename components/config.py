@@ -137,6 +137,10 @@ class ClusterSpec(_Model):
         default=True,
         description="pinned tasks require their server (true) or only prefer it (false)",
     )
+    production: bool = Field(
+        default=False,
+        description="marks the experiment's namespace as production (the policy pack then advises against strict pinning)",
+    )
     ratio: Optional[str] = Field(
         default=None, description="'P:W', P parameter servers per W workers (instead of ps.replicas)"
     )

@@ -18,6 +18,7 @@ COMPONENT = "app.kubernetes.io/component"
 PART_OF_KEY = "app.kubernetes.io/part-of"
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 TASK_INDEX = "tfk8s.io/task-index"
+PRODUCTION = "tfk8s.io/production"  # on the namespace; read by the policy pack
 
 # Node labels written by a NodePool (they replace `kubectl label node`).
 NODE_POOL = "tfk8s.io/pool"

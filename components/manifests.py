@@ -34,17 +34,17 @@ SKIP_AWAIT = "pulumi.com/skipAwait"
 
 
 def namespace(experiment: Experiment) -> Manifest:
+    labels = {
+        **L.experiment_labels(experiment.stack),
+        # The pods meet the restricted Pod Security Standard; enforce it.
+        "pod-security.kubernetes.io/enforce": "restricted",
+    }
+    if experiment.config.cluster.production:
+        labels[L.PRODUCTION] = "true"
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {
-            "name": experiment.namespace,
-            "labels": {
-                **L.experiment_labels(experiment.stack),
-                # The pods meet the restricted Pod Security Standard; enforce it.
-                "pod-security.kubernetes.io/enforce": "restricted",
-            },
-        },
+        "metadata": {"name": experiment.namespace, "labels": labels},
     }
 
 

@@ -1,0 +1,696 @@
+"""The checks a TF-on-Kubernetes reviewer would make, as CrossGuard policies.
+
+Props arrive as the engine delivers them: read-only mappings, numbers as
+floats, camelCase Kubernetes fields. Helpers below read them defensively: a
+missing property is a violation where the rule requires it, never a crash.
+This module never imports TensorFlow (pulumi-policy pins protobuf 5.29).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Iterable, Iterator, Mapping, Optional
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+TF_PORT = 2222
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT = "nvidia.com/gpu.product"
+INSTANCE = "app.kubernetes.io/instance"
+COMPONENT = "app.kubernetes.io/component"
+SETTINGS_ENV = "TFK8S_TRAINER"
+PRODUCTION_LABEL = "tfk8s.io/production"
+REMOVED_API_VERSIONS = ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2")
+WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
+OPTIMIZER_SLOTS = {"sgd": 0, "adagrad": 1, "adam": 2}
+QUANTITY_SUFFIX = {
+    "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": 1e-3,
+}
+
+
+# -- reading engine props -----------------------------------------------------
+
+
+def kind_of(resource_type: str) -> str:
+    """'kubernetes:apps/v1:StatefulSet' -> 'StatefulSet'."""
+    return resource_type.rsplit(":", 1)[-1]
+
+
+def api_version_of(resource_type: str) -> str:
+    parts = resource_type.split(":")
+    if len(parts) != 3 or parts[0] != "kubernetes":
+        return ""
+    return parts[1][len("core/"):] if parts[1].startswith("core/") else parts[1]
+
+
+def get(value: Any, *path: Any, default: Any = None) -> Any:
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(value, (list, tuple)) or key >= len(value):
+                return default
+            value = value[key]
+        else:
+            if not isinstance(value, Mapping) or key not in value:
+                return default
+            value = value[key]
+    return value
+
+
+def as_list(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def pod_spec(kind: str, props: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    if kind == "Pod":
+        return get(props, "spec")
+    if kind == "CronJob":
+        return get(props, "spec", "jobTemplate", "spec", "template", "spec")
+    if kind in WORKLOAD_KINDS:
+        return get(props, "spec", "template", "spec")
+    return None
+
+
+def pod_labels(kind: str, props: Mapping[str, Any]) -> Mapping[str, str]:
+    if kind == "Pod":
+        return get(props, "metadata", "labels", default={}) or {}
+    if kind == "CronJob":
+        return get(props, "spec", "jobTemplate", "spec", "template", "metadata", "labels", default={}) or {}
+    return get(props, "spec", "template", "metadata", "labels", default={}) or {}
+
+
+def containers(spec: Optional[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return as_list(get(spec, "containers")) + as_list(get(spec, "initContainers"))
+
+
+def env_value(container: Mapping[str, Any], name: str) -> Optional[str]:
+    for item in as_list(get(container, "env")):
+        if get(item, "name") == name:
+            return get(item, "value")
+    return None
+
+
+def tf_config_of(spec: Optional[Mapping[str, Any]]) -> Optional[dict]:
+    for container in containers(spec):
+        raw = env_value(container, "TF_CONFIG")
+        if raw:
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                return {"_malformed": raw}
+            return parsed if isinstance(parsed, dict) else {"_malformed": raw}
+    return None
+
+
+def serves_tf(spec: Optional[Mapping[str, Any]]) -> bool:
+    if tf_config_of(spec) is not None:
+        return True
+    return any(
+        number(get(port, "containerPort")) == TF_PORT
+        for container in containers(spec)
+        for port in as_list(get(container, "ports"))
+    )
+
+
+def number(value: Any) -> Optional[float]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def quantity_bytes(value: Any) -> Optional[float]:
+    """A Kubernetes quantity ('4Gi', '512Mi', '1e9', 2.0) as a number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    match = re.fullmatch(r"([0-9.]+(?:[eE][0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?", value.strip())
+    if not match:
+        return None
+    return float(match.group(1)) * QUANTITY_SUFFIX[match.group(2) or ""]
+
+
+def labels_match(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A LabelSelector (matchLabels and matchExpressions) against labels."""
+    for key, value in (get(selector, "matchLabels", default={}) or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in as_list(get(selector, "matchExpressions")):
+        key, operator = get(expression, "key"), get(expression, "operator")
+        values = as_list(get(expression, "values"))
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def namespace_of(props: Mapping[str, Any]) -> Optional[str]:
+    return get(props, "metadata", "namespace")
+
+
+def name_of(props: Mapping[str, Any]) -> Optional[str]:
+    return get(props, "metadata", "name")
+
+
+class Workload:
+    """A resource that runs pods, as a stack validation sees it."""
+
+    def __init__(self, resource: Any) -> None:
+        self.resource = resource
+        self.kind = kind_of(resource.resource_type)
+        self.props = resource.props
+        self.spec = pod_spec(self.kind, self.props)
+        self.labels = pod_labels(self.kind, self.props)
+        self.namespace = namespace_of(self.props)
+        self.name = name_of(self.props)
+        self.tf_config = tf_config_of(self.spec)
+
+    @property
+    def task(self) -> Optional[tuple[str, int]]:
+        task = get(self.tf_config, "task")
+        kind, index = get(task, "type"), number(get(task, "index"))
+        return (kind, int(index)) if isinstance(kind, str) and index is not None else None
+
+
+def workloads(resources: Iterable[Any]) -> Iterator[Workload]:
+    for resource in resources:
+        if kind_of(resource.resource_type) in WORKLOAD_KINDS:
+            workload = Workload(resource)
+            if workload.spec is not None:
+                yield workload
+
+
+def of_kind(resources: Iterable[Any], kind: str) -> list[Any]:
+    return [r for r in resources if kind_of(r.resource_type) == kind and r.resource_type.startswith("kubernetes:")]
+
+
+def task_type_of(workload: Workload) -> Optional[str]:
+    task = workload.task
+    return task[0] if task else workload.labels.get(COMPONENT)
+
+
+def trainer_settings(resources: Iterable[Any], namespace: Optional[str], spec: Optional[Mapping[str, Any]]) -> Optional[dict]:
+    """The trainer settings the pods get: a literal env value or an envFrom ConfigMap."""
+    for container in containers(spec):
+        raw = env_value(container, SETTINGS_ENV)
+        if raw is None:
+            for source in as_list(get(container, "envFrom")):
+                config_map = get(source, "configMapRef", "name")
+                for candidate in of_kind(resources, "ConfigMap"):
+                    if name_of(candidate.props) == config_map and namespace_of(candidate.props) == namespace:
+                        raw = get(candidate.props, "data", SETTINGS_ENV) or raw
+        if raw:
+            try:
+                return json.loads(raw)
+            except ValueError:
+                return {"_malformed": raw}
+    return None
+
+
+def clusters(resources: list) -> dict[tuple, list[Workload]]:
+    """TF workloads grouped by (namespace, experiment instance)."""
+    groups: dict[tuple, list[Workload]] = {}
+    for workload in workloads(resources):
+        if workload.tf_config is not None:
+            key = (workload.namespace, workload.labels.get(INSTANCE))
+            groups.setdefault(key, []).append(workload)
+    return groups
+
+
+# -- mandatory ----------------------------------------------------------------
+
+
+def _validate_tf_grpc_isolation(args: StackValidationArgs, report: ReportViolation) -> None:
+    policies = of_kind(args.resources, "NetworkPolicy")
+    for workload in workloads(args.resources):
+        if not serves_tf(workload.spec):
+            continue
+        selecting = [
+            p for p in policies
+            if namespace_of(p.props) == workload.namespace
+            and labels_match(get(p.props, "spec", "podSelector", default={}) or {}, workload.labels)
+            and "Ingress" in (as_list(get(p.props, "spec", "policyTypes")) or ["Ingress"])
+        ]
+        if not selecting:
+            report(f"{workload.kind} {workload.name}: no NetworkPolicy selects its pods, so TensorFlow's "
+                   f"unauthenticated gRPC port {TF_PORT} is open to the whole cluster", workload.resource.urn)
+            continue
+        instance = workload.labels.get(INSTANCE)
+        for policy in selecting:
+            for rule in as_list(get(policy.props, "spec", "ingress")):
+                ports = as_list(get(rule, "ports"))
+                if ports and not any(number(get(p, "port")) in (TF_PORT, None) for p in ports):
+                    continue  # this rule does not open the TF port
+                peers = as_list(get(rule, "from"))
+                problem = None
+                if not peers:
+                    problem = "admits every source (empty 'from')"
+                for peer in peers:
+                    if get(peer, "ipBlock") is not None:
+                        problem = "admits an ipBlock"
+                    elif get(peer, "namespaceSelector") is not None:
+                        problem = "admits pods of other namespaces"
+                    elif get(peer, "podSelector") is None:
+                        problem = "has a peer without a podSelector"
+                    elif instance is None or get(peer, "podSelector", "matchLabels", INSTANCE) != instance:
+                        problem = f"admits pods beyond this experiment (podSelector must require {INSTANCE}={instance})"
+                if problem:
+                    report(f"NetworkPolicy {name_of(policy.props)} {problem} on port {TF_PORT} of "
+                           f"{workload.kind} {workload.name}", policy.urn)
+
+
+def _validate_headless_services(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if kind_of(args.resource_type) != "Service" or not args.resource_type.startswith("kubernetes:"):
+        return
+    spec = get(args.props, "spec", default={}) or {}
+    ports = [number(get(p, "port")) for p in as_list(get(spec, "ports"))]
+    targets = [number(get(p, "targetPort")) for p in as_list(get(spec, "ports"))]
+    selector = get(spec, "selector", default={}) or {}
+    if TF_PORT not in ports + targets and COMPONENT not in selector:
+        return
+    service_type = get(spec, "type", default="ClusterIP")
+    if service_type != "ClusterIP":
+        report(f"Service {name_of(args.props)} is {service_type}; a TF task Service must be a headless ClusterIP")
+    if get(spec, "clusterIP") != "None":
+        report(f"Service {name_of(args.props)} is not headless (clusterIP: None)")
+    if as_list(get(spec, "externalIPs")):
+        report(f"Service {name_of(args.props)} has externalIPs")
+
+
+ADDRESS = re.compile(r"^([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$")
+
+
+def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> None:
+    services = of_kind(args.resources, "Service")
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        where = f"experiment {instance or '?'} in {namespace}"
+        malformed = [w for w in group if "_malformed" in w.tf_config or w.task is None]
+        for workload in malformed:
+            report(f"{workload.kind} {workload.name}: TF_CONFIG is not valid JSON with cluster and task",
+                   workload.resource.urn)
+        group = [w for w in group if w not in malformed]
+        if not group:
+            continue
+        cluster_texts = {json.dumps(get(w.tf_config, "cluster"), sort_keys=True) for w in group}
+        if len(cluster_texts) > 1:
+            report(f"{where}: tasks disagree on the cluster in TF_CONFIG ({len(cluster_texts)} versions)")
+            continue
+        cluster = get(group[0].tf_config, "cluster", default={}) or {}
+        if not as_list(get(cluster, "ps")) or not as_list(get(cluster, "worker")):
+            report(f"{where}: the cluster needs at least one ps and one worker")
+        seen: dict[tuple, Workload] = {}
+        for workload in group:
+            task = workload.task
+            if task in seen:
+                report(f"{where}: {workload.name} and {seen[task].name} are both task {task[0]}-{task[1]}",
+                       workload.resource.urn)
+            seen[task] = workload
+            if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
+                report(f"{where}: task {task[0]}-{task[1]} of {workload.name} is outside the cluster",
+                       workload.resource.urn)
+        for task_type, addresses in cluster.items():
+            for index, address in enumerate(as_list(addresses)):
+                problem = _address_problem(str(address), namespace, services, group)
+                if problem:
+                    report(f"{where}: {task_type}-{index} address {address}: {problem}")
+
+
+def _address_problem(address: str, namespace: str, services: list, group: list[Workload]) -> Optional[str]:
+    match = ADDRESS.match(address)
+    if not match:
+        return "not of the form <service>.<namespace>.svc:<port>"
+    service_name, service_namespace, port = match.group(1), match.group(2), int(match.group(3))
+    if port != TF_PORT:
+        return f"port {port}, not {TF_PORT}"
+    if service_namespace != namespace:
+        return f"points to namespace {service_namespace}"
+    service = next((s for s in services if name_of(s.props) == service_name and namespace_of(s.props) == namespace), None)
+    if service is None:
+        return f"no Service {service_name} in {namespace}"
+    if TF_PORT not in [number(get(p, "port")) for p in as_list(get(service.props, "spec", "ports"))]:
+        return f"Service {service_name} does not serve port {TF_PORT}"
+    selector = get(service.props, "spec", "selector", default={}) or {}
+    selected = [w for w in group if selector and all(w.labels.get(k) == v for k, v in selector.items())]
+    if len(selected) != 1:
+        return f"Service {service_name} selects {len(selected)} tasks' pods, not exactly one"
+    return None
+
+
+def _gpu_selection_keys(spec: Mapping[str, Any]) -> list[str]:
+    keys = list((get(spec, "nodeSelector", default={}) or {}).keys())
+    terms = as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
+    for term in terms:
+        keys += [get(e, "key") for e in as_list(get(term, "matchExpressions"))]
+    return [k for k in keys if isinstance(k, str) and k.startswith("nvidia.com/gpu")]
+
+
+def _gpu_limits(spec: Optional[Mapping[str, Any]]) -> list[tuple[str, Any, Any]]:
+    found = []
+    for container in containers(spec):
+        limits = get(container, "resources", "limits", default={}) or {}
+        requests = get(container, "resources", "requests", default={}) or {}
+        if GPU_RESOURCE in limits or GPU_RESOURCE in requests:
+            found.append((get(container, "name"), limits.get(GPU_RESOURCE), requests.get(GPU_RESOURCE)))
+    return found
+
+
+def _validate_ps_without_gpu(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    kind = kind_of(args.resource_type)
+    spec = pod_spec(kind, args.props)
+    if spec is None:
+        return
+    workload_task = get(tf_config_of(spec), "task", "type")
+    if (workload_task or pod_labels(kind, args.props).get(COMPONENT)) != "ps":
+        return
+    if _gpu_limits(spec):
+        report(f"PS {name_of(args.props)} requests {GPU_RESOURCE}; PS do memory-bound lookups and updates")
+    if _gpu_selection_keys(spec):
+        report(f"PS {name_of(args.props)} selects GPU nodes ({', '.join(_gpu_selection_keys(spec))})")
+    for toleration in as_list(get(spec, "tolerations")):
+        if str(get(toleration, "key", default="")).startswith("nvidia.com/gpu"):
+            report(f"PS {name_of(args.props)} tolerates the GPU taint {get(toleration, 'key')}")
+
+
+def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    spec = pod_spec(kind_of(args.resource_type), args.props)
+    gpus = _gpu_limits(spec)
+    if not gpus:
+        return
+    for container, limit, _request in gpus:
+        count = number(limit)
+        if count is None or count <= 0 or not float(count).is_integer():
+            report(f"container {container} of {name_of(args.props)}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})")
+    if GPU_PRODUCT not in _gpu_selection_keys(spec):
+        report(f"{name_of(args.props)} asks for GPUs without selecting a GPU product ({GPU_PRODUCT})")
+
+
+def _gpu_product(spec: Mapping[str, Any]) -> Optional[str]:
+    selector = get(spec, "nodeSelector", GPU_PRODUCT)
+    if selector:
+        return selector
+    for term in as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")):
+        for expression in as_list(get(term, "matchExpressions")):
+            if get(expression, "key") == GPU_PRODUCT:
+                return ",".join(map(str, as_list(get(expression, "values"))))
+    return None
+
+
+def _validate_uniform_workers(args: StackValidationArgs, report: ReportViolation) -> None:
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        shapes = {}
+        for workload in group:
+            if task_type_of(workload) != "worker":
+                continue
+            count = sum(number(limit) or 0 for _, limit, _ in _gpu_limits(workload.spec))
+            shapes.setdefault((count, _gpu_product(workload.spec) if count else None), []).append(workload.name)
+        if len(shapes) > 1:
+            described = "; ".join(f"{c:g} x {p or 'no GPU'}: {len(n)} workers" for (c, p), n in shapes.items())
+            report(f"experiment {instance} in {namespace}: workers differ in GPUs ({described})")
+
+
+def _validate_embedding_shards(args: StackValidationArgs, report: ReportViolation) -> None:
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        cluster = get(group[0].tf_config, "cluster", default={}) or {}
+        ps_count = len(as_list(get(cluster, "ps")))
+        settings = trainer_settings(args.resources, namespace, group[0].spec)
+        where = f"experiment {instance} in {namespace}"
+        if settings is None or "_malformed" in settings:
+            report(f"{where}: the pods get no readable trainer settings ({SETTINGS_ENV}), so embedding sharding is unknown")
+            continue
+        partition = settings.get("partition")
+        if partition not in ("auto", "range", "none"):
+            report(f"{where}: partition must be set explicitly to auto, range or none (got {partition!r})")
+            continue
+        shards = settings.get("embeddingShards", ps_count if partition != "none" else 1)
+        if partition != "none" and shards != ps_count:
+            report(f"{where}: {shards} embedding shards for {ps_count} PS; shard over every PS or one PS carries the table")
+
+
+def _container_hygiene(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    kind = kind_of(args.resource_type)
+    spec = pod_spec(kind, args.props)
+    if spec is None:
+        return
+    name = name_of(args.props)
+    pod_security = get(spec, "securityContext", default={}) or {}
+    for container in containers(spec):
+        cname = get(container, "name")
+        requests = get(container, "resources", "requests", default={}) or {}
+        limits = get(container, "resources", "limits", default={}) or {}
+        if not requests.get("cpu") or not requests.get("memory"):
+            report(f"{name}/{cname}: set cpu and memory requests")
+        if not limits.get("memory"):
+            report(f"{name}/{cname}: set a memory limit")
+        image = str(get(container, "image", default=""))
+        tag = image.rsplit("/", 1)[-1]
+        if "@" not in image and (":" not in tag or tag.endswith(":latest")):
+            report(f"{name}/{cname}: image '{image}' is untagged or latest; pin a tag")
+        security = get(container, "securityContext", default={}) or {}
+        if get(security, "privileged") is True:
+            report(f"{name}/{cname}: privileged")
+        if get(security, "allowPrivilegeEscalation") is not False:
+            report(f"{name}/{cname}: set allowPrivilegeEscalation: false")
+        if "ALL" not in as_list(get(security, "capabilities", "drop")):
+            report(f"{name}/{cname}: drop all capabilities")
+        if as_list(get(security, "capabilities", "add")):
+            report(f"{name}/{cname}: adds capabilities")
+        if get(security, "runAsNonRoot", default=get(pod_security, "runAsNonRoot")) is not True:
+            report(f"{name}/{cname}: set runAsNonRoot: true")
+        if any(get(port, "hostPort") for port in as_list(get(container, "ports"))):
+            report(f"{name}/{cname}: uses a hostPort")
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if get(spec, flag) is True:
+            report(f"{name}: {flag} is on")
+    for volume in as_list(get(spec, "volumes")):
+        if get(volume, "hostPath") is not None:
+            report(f"{name}: volume {get(volume, 'name')} is a hostPath")
+
+
+def _not_default_namespace(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    kind = kind_of(args.resource_type)
+    if not args.resource_type.startswith("kubernetes:") or kind in ("Namespace", "NodePatch", "Node", "Provider"):
+        return
+    if kind.startswith("ClusterRole") or kind in ("PersistentVolume", "StorageClass", "CustomResourceDefinition"):
+        return
+    namespace = namespace_of(args.props)
+    if namespace in (None, "", "default"):
+        report(f"{kind} {name_of(args.props)} is in the default namespace; give each experiment its own")
+
+
+def _no_removed_apis(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    api_version = api_version_of(args.resource_type)
+    if api_version in REMOVED_API_VERSIONS:
+        report(f"{api_version} {kind_of(args.resource_type)} was removed from Kubernetes; use apps/v1 or batch/v1")
+
+
+# -- advisory -----------------------------------------------------------------
+
+
+def _validate_ratio(args: StackValidationArgs, report: ReportViolation) -> None:
+    config = args.get_config()
+    low, high = config.get("minWorkersPerPs", 1), config.get("maxWorkersPerPs", 10)
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        cluster = get(group[0].tf_config, "cluster", default={}) or {}
+        ps, workers = len(as_list(get(cluster, "ps"))), len(as_list(get(cluster, "worker")))
+        if ps and not low <= workers / ps <= high:
+            report(f"experiment {instance}: {ps} PS for {workers} workers is 1:{workers / ps:.1f}, outside "
+                   f"1:{low:g} to 1:{high:g} (sparse models do well at 1:3 to 1:5)")
+
+
+def shard_bytes(settings: Mapping[str, Any], ps_count: int) -> Optional[float]:
+    try:
+        rows, dim = float(settings["embeddingRows"]), float(settings["embeddingDim"])
+        slots = OPTIMIZER_SLOTS[settings.get("optimizer", "adagrad")]
+    except (KeyError, TypeError, ValueError):
+        return None
+    shards = 1 if settings.get("partition") == "none" else max(ps_count, 1)
+    return math.ceil(rows / shards) * dim * 4 * (1 + slots)
+
+
+def _validate_ps_memory(args: StackValidationArgs, report: ReportViolation) -> None:
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        cluster = get(group[0].tf_config, "cluster", default={}) or {}
+        settings = trainer_settings(args.resources, namespace, group[0].spec) or {}
+        needed = shard_bytes(settings, len(as_list(get(cluster, "ps"))))
+        if needed is None:
+            continue
+        for workload in group:
+            if task_type_of(workload) != "ps":
+                continue
+            for container in containers(workload.spec):
+                requested = quantity_bytes(get(container, "resources", "requests", "memory"))
+                if requested is None or requested < needed:
+                    report(f"PS {workload.name} requests {get(container, 'resources', 'requests', 'memory')} "
+                           f"but its embedding shard with optimizer slots needs {needed / 2**20:.0f}Mi",
+                           workload.resource.urn)
+
+
+def _is_production(args: StackValidationArgs) -> bool:
+    if str(args.stack_tags.get("production", "")).lower() in ("true", "yes", "1"):
+        return True
+    return any(
+        get(ns.props, "metadata", "labels", PRODUCTION_LABEL) == "true" for ns in of_kind(args.resources, "Namespace")
+    )
+
+
+def _validate_strict_in_production(args: StackValidationArgs, report: ReportViolation) -> None:
+    if not _is_production(args):
+        return
+    for workload in workloads(args.resources):
+        terms = as_list(get(workload.spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
+        if any(get(f, "key") == "metadata.name" for t in terms for f in as_list(get(t, "matchFields"))):
+            report(f"{workload.name} requires one named server; in production a lost server strands it "
+                   "(set cluster.strict: false)", workload.resource.urn)
+
+
+def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    kind = kind_of(args.resource_type)
+    spec = pod_spec(kind, args.props)
+    if spec is None or not serves_tf(spec):
+        return
+    name = name_of(args.props)
+    if get(spec, "automountServiceAccountToken") is not False:
+        report(f"{name}: mounts a service-account token it does not need")
+    for container in containers(spec):
+        if get(container, "securityContext", "readOnlyRootFilesystem") is not True:
+            report(f"{name}/{get(container, 'name')}: root filesystem is writable")
+    is_ps = (get(tf_config_of(spec), "task", "type") or pod_labels(kind, args.props).get(COMPONENT)) == "ps"
+    if is_ps and not any(get(c, "readinessProbe", "tcpSocket") is not None for c in containers(spec)):
+        report(f"PS {name}: no tcpSocket readiness probe on its gRPC port")
+
+
+def _report_unpartitioned(args: StackValidationArgs, report: ReportViolation) -> None:
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        settings = trainer_settings(args.resources, namespace, group[0].spec) or {}
+        if settings.get("partition") == "none":
+            report(f"experiment {instance}: partition: none keeps the whole embedding on one PS (the seed's "
+                   "single loaded PS); fine for reproducing it, not for training")
+
+
+# -- the policies -------------------------------------------------------------
+
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+
+POLICIES = [
+    StackValidationPolicy(
+        name="tfk8s-tf-grpc-isolation",
+        description="TF task pods are selected by a NetworkPolicy that admits port 2222 only from pods of the same experiment (TensorFlow's gRPC server is unauthenticated and runs any graph sent to it).",
+        validate=_validate_tf_grpc_isolation, enforcement_level=MANDATORY, severity=Severity.CRITICAL,
+        remediation_steps="Add a NetworkPolicy selecting the experiment's pods whose ingress on 2222 comes only from a podSelector requiring the experiment's instance label.",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-headless-task-services",
+        description="TF task Services are headless ClusterIP Services: no NodePort, LoadBalancer or externalIPs.",
+        validate=_validate_headless_services, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        remediation_steps="Set spec.clusterIP: None and drop type, nodePort and externalIPs.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-tf-config-consistent",
+        description="Every task has the same TF_CONFIG cluster, a unique in-range task, and each address is a Service on 2222 selecting exactly one task; at least one PS and one worker.",
+        validate=_validate_tf_config, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        remediation_steps="Render TF_CONFIG from one cluster spec and one headless Service per task.",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-ps-without-gpu",
+        description="Parameter servers request no GPUs and carry no GPU node selection or toleration.",
+        validate=_validate_ps_without_gpu, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        remediation_steps="Remove nvidia.com/gpu resources, GPU node selectors and GPU tolerations from PS pods.",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-gpu-containers",
+        description="GPU containers ask for a whole number of nvidia.com/gpu in limits and select a GPU product.",
+        validate=_validate_gpu_containers, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        remediation_steps="Put a whole nvidia.com/gpu count in limits and require nvidia.com/gpu.product in node affinity.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-uniform-gpu-workers",
+        description="All workers of one TF cluster have the same GPU count and product.",
+        validate=_validate_uniform_workers, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        remediation_steps="Give every worker of the experiment the same gpus and the same GPU pool.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-embedding-shards-match-ps",
+        description="When the trainer partitions the embedding, it has one shard per PS (the seed's single-loaded-PS failure); partition is always explicit.",
+        validate=_validate_embedding_shards, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        remediation_steps="Use partition: auto (or range) so the table is sharded over every PS.",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-container-hygiene",
+        description="Containers set requests and a memory limit, pin their image, run non-root without privilege or escalation, drop all capabilities, and use no host namespaces, ports or paths.",
+        validate=_container_hygiene, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        remediation_steps="Follow the restricted Pod Security Standard and set resources on every container.",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-not-default-namespace",
+        description="Namespaced objects never go to the default namespace.",
+        validate=_not_default_namespace, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        remediation_steps="Put each experiment in its own namespace (tfk8s: tf-<stack>).",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-no-removed-apis",
+        description="No API versions removed from Kubernetes (extensions/v1beta1, apps/v1beta1, apps/v1beta2).",
+        validate=_no_removed_apis, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        remediation_steps="Use apps/v1 for Deployments and StatefulSets, batch/v1 for Jobs.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-ps-worker-ratio",
+        description="PS:worker ratio within a configurable range (default 1:1 to 1:10; sparse models do well at 1:3 to 1:5).",
+        validate=_validate_ratio, enforcement_level=ADVISORY, severity=Severity.LOW,
+        config_schema=PolicyConfigSchema(properties={
+            "minWorkersPerPs": {"type": "number", "default": 1, "minimum": 0},
+            "maxWorkersPerPs": {"type": "number", "default": 10, "minimum": 1},
+        }),
+        remediation_steps="Change ps.replicas or cluster.ratio.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-ps-memory-fits-shard",
+        description="Each PS requests at least the memory of its embedding shard with optimizer slots.",
+        validate=_validate_ps_memory, enforcement_level=ADVISORY, severity=Severity.MEDIUM,
+        remediation_steps="Leave ps.memory unset (tfk8s derives it from the model) or raise it.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-strict-placement-in-production",
+        description="Production experiments do not require single named servers.",
+        validate=_validate_strict_in_production, enforcement_level=ADVISORY, severity=Severity.LOW,
+        remediation_steps="Set cluster.strict: false so tasks may move within their pool.",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-pod-defaults",
+        description="TF pods have a read-only root filesystem, no service-account token, and PS have tcpSocket readiness probes.",
+        validate=_pod_defaults, enforcement_level=ADVISORY, severity=Severity.LOW,
+        remediation_steps="Set readOnlyRootFilesystem, automountServiceAccountToken: false and a tcpSocket probe on 2222.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-unpartitioned-embedding",
+        description="partition: none keeps the embedding on one PS: flagged so it is a deliberate choice.",
+        validate=_report_unpartitioned, enforcement_level=ADVISORY, severity=Severity.LOW,
+        remediation_steps="Use partition: auto unless reproducing the single-loaded-PS bottleneck.",
+    ),
+]
+
+MANDATORY_POLICIES = [p.name for p in POLICIES if p.enforcement_level == MANDATORY]

@@ -1,0 +1,238 @@
+"""The policy pack: every stack passes; each deliberately broken program trips exactly its policy."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from components.stack_files import read_stack_values
+from tests.harness import run_program
+from tests.policy_harness import MANDATORY, POLICIES, Object, objects_of, tripped, violations
+from tests.runs import ALL_STACKS, program_run
+
+
+def find(objects: list[Object], kind: str, name: str) -> Object:
+    return next(o for o in objects if o.kind == kind and o.props["metadata"]["name"] == name)
+
+
+def pod_spec(obj: Object) -> dict:
+    return obj.props["spec"]["template"]["spec"]
+
+
+def container(obj: Object) -> dict:
+    return pod_spec(obj)["containers"][0]
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_every_stack_passes_every_policy(stack):
+    assert tripped(objects_of(program_run(stack)), POLICIES) == {}
+
+
+def test_every_policy_has_a_description_severity_and_remediation():
+    for policy in POLICIES.values():
+        assert policy.description and policy.severity and policy.remediation_steps
+        assert policy.enforcement_level is not None
+
+
+# -- one broken program per mandatory policy ------------------------------------
+
+
+def drop_network_policy(objects):
+    return [o for o in objects if o.kind != "NetworkPolicy"]
+
+
+def node_port_service(objects):
+    spec = find(objects, "Service", "worker-1").props["spec"]
+    spec.pop("clusterIP")
+    spec["type"] = "NodePort"
+    return objects
+
+
+def inconsistent_tf_config(objects):
+    worker = find(objects, "StatefulSet", "worker-3")
+    env = container(worker)["env"][0]
+    config = json.loads(env["value"])
+    config["cluster"]["worker"] = config["cluster"]["worker"][:-1]
+    env["value"] = json.dumps(config)
+    return objects
+
+
+def ps_tolerates_gpus(objects):
+    pod_spec(find(objects, "StatefulSet", "ps-0"))["tolerations"] = [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    return objects
+
+
+def fractional_gpus(objects):
+    for worker in (o for o in objects if o.kind == "StatefulSet" and o.props["metadata"]["name"].startswith("worker-")):
+        container(worker)["resources"]["limits"]["nvidia.com/gpu"] = "1.5"
+    return objects
+
+
+def one_worker_with_more_gpus(objects):
+    container(find(objects, "StatefulSet", "worker-0"))["resources"]["limits"]["nvidia.com/gpu"] = "2"
+    return objects
+
+
+def fewer_shards_than_ps(objects):
+    settings_map = find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]
+    settings = json.loads(settings_map["TFK8S_TRAINER"])
+    settings["embeddingShards"] = 1
+    settings_map["TFK8S_TRAINER"] = json.dumps(settings)
+    return objects
+
+
+def latest_image(objects):
+    container(find(objects, "StatefulSet", "worker-0"))["image"] = "tensorflow/tensorflow:latest"
+    return objects
+
+
+def stray_object_in_default_namespace(objects):
+    stray = Object("kubernetes:core/v1:ConfigMap", "stray", "urn:stray", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stray", "namespace": "default"}, "data": {},
+    })
+    return objects + [stray]
+
+
+def removed_api_version(objects):
+    find(objects, "StatefulSet", "worker-0").type = "kubernetes:apps/v1beta1:StatefulSet"
+    return objects
+
+
+BROKEN = {
+    "tfk8s-tf-grpc-isolation": ("scene1-case1", drop_network_policy, "no NetworkPolicy selects its pods"),
+    "tfk8s-headless-task-services": ("scene1-case1", node_port_service, "Service worker-1 is NodePort"),
+    "tfk8s-tf-config-consistent": ("scene1-case1", inconsistent_tf_config, "tasks disagree on the cluster"),
+    "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS ps-0 tolerates the GPU taint"),
+    "tfk8s-gpu-containers": ("gpu-p40", fractional_gpus, "must be a whole number in limits"),
+    "tfk8s-uniform-gpu-workers": ("gpu-p40", one_worker_with_more_gpus, "workers differ in GPUs"),
+    "tfk8s-embedding-shards-match-ps": ("scene1-case2", fewer_shards_than_ps, "1 embedding shards for 5 PS"),
+    "tfk8s-container-hygiene": ("scene1-case1", latest_image, "untagged or latest"),
+    "tfk8s-not-default-namespace": ("scene1-case1", stray_object_in_default_namespace, "in the default namespace"),
+    "tfk8s-no-removed-apis": ("scene1-case1", removed_api_version, "apps/v1beta1 StatefulSet was removed"),
+}
+
+
+def test_every_mandatory_policy_has_a_broken_program():
+    assert set(BROKEN) == set(MANDATORY)
+
+
+@pytest.mark.parametrize("policy", list(BROKEN))
+def test_broken_program_trips_exactly_its_policy(policy):
+    stack, breaks, message = BROKEN[policy]
+    found = tripped(breaks(objects_of(program_run(stack))))
+    assert list(found) == [policy], found
+    assert any(message in text for text in found[policy]), found[policy]
+
+
+# -- property-missing and hand-built cases ---------------------------------------
+
+
+def workload(name="w", component="worker", spec=None, labels=None, kind="StatefulSet", namespace="tf-x") -> Object:
+    template_labels = {"app.kubernetes.io/instance": "x", "app.kubernetes.io/component": component, **(labels or {})}
+    return Object(f"kubernetes:apps/v1:{kind}", name, f"urn:{name}", {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"template": {"metadata": {"labels": template_labels}, "spec": spec if spec is not None else {}}},
+    })
+
+
+def test_container_without_security_context_or_resources_is_reported_not_crashed():
+    bare = workload(spec={"containers": [{"name": "c", "image": "repo/img:1"}]})
+    found = violations("tfk8s-container-hygiene", [bare])
+    assert any("set cpu and memory requests" in m for m in found)
+    assert any("set a memory limit" in m for m in found)
+    assert any("allowPrivilegeEscalation" in m for m in found)
+    assert any("runAsNonRoot" in m for m in found)
+
+
+def test_host_access_is_reported():
+    spec = {"hostNetwork": True, "volumes": [{"name": "h", "hostPath": {"path": "/"}}], "containers": [
+        {"name": "c", "image": "i:1", "ports": [{"containerPort": 2222, "hostPort": 2222}]}]}
+    found = violations("tfk8s-container-hygiene", [workload(spec=spec)])
+    assert any("hostNetwork" in m for m in found) and any("hostPath" in m for m in found) and any("hostPort" in m for m in found)
+
+
+def test_pod_on_tf_port_without_any_network_policy_is_reported():
+    spec = {"containers": [{"name": "c", "image": "i:1", "ports": [{"containerPort": 2222}]}]}
+    assert violations("tfk8s-tf-grpc-isolation", [workload(spec=spec)])
+    plain = {"containers": [{"name": "c", "image": "i:1"}]}
+    assert violations("tfk8s-tf-grpc-isolation", [workload(spec=plain)]) == []
+
+
+@pytest.mark.parametrize("peer, problem", [
+    ({"ipBlock": {"cidr": "0.0.0.0/0"}}, "ipBlock"),
+    ({"namespaceSelector": {}}, "other namespaces"),
+    ({"podSelector": {}}, "beyond this experiment"),
+])
+def test_network_policy_peers_that_open_the_port_too_wide(peer, problem):
+    spec = {"containers": [{"name": "c", "image": "i:1", "ports": [{"containerPort": 2222}]}]}
+    policy = Object("kubernetes:networking.k8s.io/v1:NetworkPolicy", "np", "urn:np", {
+        "metadata": {"name": "np", "namespace": "tf-x"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [peer], "ports": [{"port": 2222}]}]},
+    })
+    found = violations("tfk8s-tf-grpc-isolation", [workload(spec=spec), policy])
+    assert any(problem in m for m in found), found
+
+
+def test_service_without_spec_is_not_a_crash():
+    service = Object("kubernetes:core/v1:Service", "s", "urn:s", {"metadata": {"name": "s", "namespace": "tf-x"}})
+    assert violations("tfk8s-headless-task-services", [service]) == []
+
+
+def test_missing_trainer_settings_is_a_violation():
+    objects = [o for o in objects_of(program_run("scene1-case1")) if o.props["metadata"]["name"] != "tfk8s-trainer-env"]
+    found = violations("tfk8s-embedding-shards-match-ps", objects)
+    assert found and "no readable trainer settings" in found[0]
+
+
+def test_ratio_thresholds_come_from_the_pack_config():
+    objects = objects_of(program_run("scene1-case1"))  # 1 PS : 10 workers
+    assert violations("tfk8s-ps-worker-ratio", objects) == []
+    found = violations("tfk8s-ps-worker-ratio", objects, config={"minWorkersPerPs": 3, "maxWorkersPerPs": 5})
+    assert found and "1:10.0, outside 1:3 to 1:5" in found[0]
+
+
+def test_ps_memory_below_its_shard_is_flagged():
+    objects = objects_of(program_run("gpu-p40"))
+    container(find(objects, "StatefulSet", "ps-0"))["resources"]["requests"]["memory"] = "1Gi"
+    found = violations("tfk8s-ps-memory-fits-shard", objects)
+    assert len(found) == 1 and "PS ps-0 requests 1Gi" in found[0]
+
+
+def test_strict_placement_is_flagged_only_in_production():
+    objects = objects_of(program_run("scene1-case1"))
+    assert violations("tfk8s-strict-placement-in-production", objects) == []
+    found = violations("tfk8s-strict-placement-in-production", objects, stack_tags={"production": "true"})
+    assert len(found) == 11  # 1 PS and 10 workers pinned; the chief is not
+
+
+def test_a_production_stack_is_advised_against_strict_pinning():
+    name, values = read_stack_values("scene1-case1")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"]["production"] = True
+    objects = objects_of(run_program(name, values))
+    assert len(violations("tfk8s-strict-placement-in-production", objects)) == 11
+    values["tfk8s:cluster"]["strict"] = False
+    assert violations("tfk8s-strict-placement-in-production", objects_of(run_program(name, values))) == []
+
+
+def test_unpartitioned_embedding_is_advisory_flagged():
+    objects = objects_of(program_run("scene1-case1"))
+    settings_map = find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]
+    settings = json.loads(settings_map["TFK8S_TRAINER"]) | {"partition": "none"}
+    settings_map["TFK8S_TRAINER"] = json.dumps(settings)
+    assert tripped(objects) == {}, "partition: none is allowed"
+    assert violations("tfk8s-unpartitioned-embedding", objects)
+
+
+def test_pod_defaults_advise_on_writable_root_and_tokens():
+    objects = objects_of(program_run("scene1-case1"))
+    ps = find(objects, "StatefulSet", "ps-0")
+    container(ps)["securityContext"]["readOnlyRootFilesystem"] = False
+    del container(ps)["readinessProbe"]
+    pod_spec(ps)["automountServiceAccountToken"] = True
+    found = violations("tfk8s-pod-defaults", objects)
+    assert len(found) == 3

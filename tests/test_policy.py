@@ -236,3 +236,27 @@ def test_pod_defaults_advise_on_writable_root_and_tokens():
     pod_spec(ps)["automountServiceAccountToken"] = True
     found = violations("tfk8s-pod-defaults", objects)
     assert len(found) == 3
+
+
+SPARSE_OBJECTS = [
+    Object("kubernetes:core/v1:Service", "s", "urn:s", {}),
+    Object("kubernetes:apps/v1:StatefulSet", "w", "urn:w", {"metadata": {"name": "w"}}),
+    workload(spec={}),
+    workload(spec={"containers": [{}]}),
+    workload(component="ps", spec={"containers": [{"env": [{"name": "TF_CONFIG", "value": "not json"}]}]}),
+    Object("kubernetes:networking.k8s.io/v1:NetworkPolicy", "np", "urn:np", {"metadata": {"name": "np"}}),
+    Object("kubernetes:core/v1:ConfigMap", "cm", "urn:cm", {"metadata": {"name": "cm", "namespace": "tf-x"}}),
+]
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_every_policy_copes_with_missing_properties(policy):
+    violations(policy, SPARSE_OBJECTS)  # reports or passes; never raises
+
+
+def test_missing_properties_that_a_rule_needs_are_violations():
+    assert any("default namespace" in m for m in violations("tfk8s-not-default-namespace", SPARSE_OBJECTS))
+    found = violations("tfk8s-tf-config-consistent", SPARSE_OBJECTS)
+    assert any("TF_CONFIG is not valid JSON" in m for m in found)
+    gpu_without_product = workload(spec={"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]})
+    assert any("without selecting a GPU product" in m for m in violations("tfk8s-gpu-containers", [gpu_without_product]))

@@ -97,25 +97,22 @@ def make_train_function(model: SparseModel) -> Callable:
 
 def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -> dict[str, Any]:
     """Train to `settings.steps`; return the summary (also printed as the last line)."""
-    out = options.out
     strategy, coordinator = build_cluster(task, settings)
     with strategy.scope():
         model = SparseModel(settings, strategy.extended.colocate_vars_with)
-    checkpoint = tf.train.Checkpoint(model=model)
-    manager = tf.train.CheckpointManager(checkpoint, options.checkpoint_dir, max_to_keep=CHECKPOINTS_KEPT)
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), options.checkpoint_dir, max_to_keep=CHECKPOINTS_KEPT
+    )
     restored_from = manager.restore_or_initialize()
     progress = Progress(steps_done=int(model.step.numpy()))
     if restored_from:
-        _emit(out, "restored", checkpoint=restored_from, step=progress.steps_done)
+        _emit(options.out, "restored", checkpoint=restored_from, step=progress.steps_done)
 
     iterator = iter(coordinator.create_per_worker_dataset(worker_dataset_fn(settings, task.worker_count)))
-    train_steps = make_train_function(model)
-    metrics = open(options.metrics_file, "a", encoding="utf-8") if options.metrics_file else None
-    started = time.perf_counter()
-    _emit(out, "start", step=progress.steps_done, ps=task.ps_count, workers=task.worker_count)
-
+    loop = TrainingLoop(settings, options, model, manager, coordinator, iterator, progress)
+    _emit(options.out, "start", step=progress.steps_done, ps=task.ps_count, workers=task.worker_count)
     try:
-        _train(task, settings, options, model, manager, coordinator, iterator, train_steps, progress, metrics, started)
+        loop.run()
     except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as error:
         index = ps_named_in(str(error))
         if index is None and not _is_ps_failure(error):
@@ -123,50 +120,98 @@ def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions
         address = task.cluster["ps"][index] if index is not None else None
         raise PsLostError(index, address, error) from None
     finally:
-        if metrics:
-            metrics.close()
+        loop.close()
 
-    elapsed = time.perf_counter() - started
-    summary = _summary(task, settings, model, progress, elapsed, restored_from)
-    _emit(out, "summary", **summary)
+    summary = _summary(task, settings, model, progress, loop.elapsed, restored_from)
+    _emit(options.out, "summary", **summary)
     return summary
 
 
-def _train(task, settings, options, model, manager, coordinator, iterator, train_steps, progress, metrics, started):
-    in_flight: collections.deque = collections.deque()
-    scheduled = progress.steps_done
-    next_checkpoint = _next_multiple(progress.steps_done, settings.checkpoint_every)
-    next_report = progress.steps_done + options.progress_every
+class TrainingLoop:
+    """Schedules calls of `stepsPerCall` steps, collects their results, checkpoints, reports."""
 
-    def collect_oldest() -> None:
-        nonlocal next_report
-        steps, remote = in_flight.popleft()
+    def __init__(self, settings, options, model, manager, coordinator, iterator, progress: Progress) -> None:
+        self.settings = settings
+        self.options = options
+        self.model = model
+        self.manager = manager
+        self.coordinator = coordinator
+        self.iterator = iterator
+        self.progress = progress
+        self.train_steps = make_train_function(model)
+        self.in_flight: collections.deque = collections.deque()
+        self.metrics = open(options.metrics_file, "a", encoding="utf-8") if options.metrics_file else None
+        self.started = time.perf_counter()
+        self.next_report = progress.steps_done + options.progress_every
+        self.saved_step = progress.steps_done
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def run(self) -> None:
+        settings = self.settings
+        scheduled = self.progress.steps_done
+        next_checkpoint = _next_multiple(scheduled, settings.checkpoint_every)
+        while scheduled < settings.steps:
+            steps = min(settings.steps_per_call, settings.steps - scheduled)
+            if next_checkpoint is not None and scheduled < next_checkpoint < scheduled + steps:
+                steps = next_checkpoint - scheduled  # end a call exactly on the checkpoint step
+            remote = self.coordinator.schedule(self.train_steps, args=(self.iterator, tf.constant(steps)))
+            self.in_flight.append((steps, remote))
+            scheduled += steps
+            while len(self.in_flight) > settings.max_in_flight:
+                self._collect_oldest()
+            if next_checkpoint is not None and scheduled >= next_checkpoint:
+                self._drain()
+                self._checkpoint()
+                next_checkpoint = _next_multiple(scheduled, settings.checkpoint_every)
+        self._drain()
+        if settings.checkpoint_every:
+            self._checkpoint()
+
+    def close(self) -> None:
+        if self.metrics:
+            self.metrics.close()
+
+    def _drain(self) -> None:
+        self.coordinator.join()  # every scheduled step has landed on the PS
+        while self.in_flight:
+            self._collect_oldest()
+
+    def _checkpoint(self) -> None:
+        step = int(self.model.step.numpy())
+        if step != self.saved_step:
+            self.manager.save(checkpoint_number=step)
+            self.saved_step = step
+            _emit(self.options.out, "checkpoint", step=step)
+
+    def _collect_oldest(self) -> None:
+        steps, remote = self.in_flight.popleft()
         loss, rows = remote.fetch()
-        progress.add(steps, float(loss), [int(r) for r in rows], settings.batch_size)
-        if progress.steps_done >= next_report or progress.steps_done >= settings.steps:
-            _report(options, metrics, progress, started)
-            next_report = progress.steps_done + options.progress_every
+        progress = self.progress
+        progress.add(steps, float(loss), [int(r) for r in rows], self.settings.batch_size)
+        if progress.steps_done >= self.next_report or progress.steps_done >= self.settings.steps:
+            self._report()
+            self.next_report = progress.steps_done + self.options.progress_every
 
-    while scheduled < settings.steps:
-        steps = min(settings.steps_per_call, settings.steps - scheduled)
-        if next_checkpoint is not None and scheduled < next_checkpoint < scheduled + steps:
-            steps = next_checkpoint - scheduled  # end a call exactly on the checkpoint step
-        in_flight.append((steps, coordinator.schedule(train_steps, args=(iterator, tf.constant(steps)))))
-        scheduled += steps
-        while len(in_flight) > settings.max_in_flight:
-            collect_oldest()
-        if next_checkpoint is not None and scheduled >= next_checkpoint:
-            coordinator.join()  # every step before the checkpoint has landed on the PS
-            while in_flight:
-                collect_oldest()
-            manager.save(checkpoint_number=int(model.step.numpy()))
-            _emit(options.out, "checkpoint", step=int(model.step.numpy()))
-            next_checkpoint = _next_multiple(scheduled, settings.checkpoint_every)
-    coordinator.join()
-    while in_flight:
-        collect_oldest()
-    if settings.checkpoint_every:
-        manager.save(checkpoint_number=int(model.step.numpy()))
+    def _report(self) -> None:
+        elapsed = max(self.elapsed, 1e-9)
+        progress = self.progress
+        record = {
+            "step": progress.steps_done,
+            "loss": round(progress.losses[-1], 6),
+            "examples_per_sec": round(progress.examples / elapsed, 1),
+            "elapsed_sec": round(elapsed, 3),
+        }
+        print(
+            f"step {record['step']:>7}  loss {record['loss']:.4f}  {record['examples_per_sec']:>10.1f} examples/s",
+            file=self.options.out,
+            flush=True,
+        )
+        if self.metrics:
+            self.metrics.write(json.dumps(record) + "\n")
+            self.metrics.flush()
 
 
 def _next_multiple(step: int, every: int) -> Optional[int]:
@@ -175,24 +220,6 @@ def _next_multiple(step: int, every: int) -> Optional[int]:
 
 def _is_ps_failure(error: Exception) -> bool:
     return "/job:ps" in str(error)
-
-
-def _report(options: ChiefOptions, metrics, progress: Progress, started: float) -> None:
-    elapsed = max(time.perf_counter() - started, 1e-9)
-    record = {
-        "step": progress.steps_done,
-        "loss": round(progress.losses[-1], 6),
-        "examples_per_sec": round(progress.examples / elapsed, 1),
-        "elapsed_sec": round(elapsed, 3),
-    }
-    print(
-        f"step {record['step']:>7}  loss {record['loss']:.4f}  {record['examples_per_sec']:>10.1f} examples/s",
-        file=options.out,
-        flush=True,
-    )
-    if metrics:
-        metrics.write(json.dumps(record) + "\n")
-        metrics.flush()
 
 
 def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[str, Any]:

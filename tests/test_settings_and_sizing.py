@@ -20,7 +20,7 @@ def test_settings_round_trip_through_the_stack_form():
     assert set(settings.to_config()) == {
         "embeddingRows", "embeddingDim", "idsPerExample", "hiddenUnits", "batchSize", "steps",
         "stepsPerCall", "maxInFlight", "partition", "dedup", "optimizer", "learningRate",
-        "zipfExponent", "data", "checkpointEvery", "seed",
+        "zipfExponent", "data", "checkpointEvery", "checkpointDir", "seed",
     }
 
 

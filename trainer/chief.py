@@ -251,8 +251,11 @@ def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[st
 
 def main(task: TaskConfig, settings: TrainerSettings) -> int:
     scratch = os.environ.get("TMPDIR", ".")
+    checkpoint_dir = settings.checkpoint_dir
+    if checkpoint_dir == "default":
+        checkpoint_dir = os.environ.get("TFK8S_CHECKPOINT_DIR", os.path.join(scratch, "checkpoints"))
     options = ChiefOptions(
-        checkpoint_dir=os.environ.get("TFK8S_CHECKPOINT_DIR", os.path.join(scratch, "checkpoints")),
+        checkpoint_dir=checkpoint_dir,
         metrics_file=os.environ.get("TFK8S_METRICS_FILE", os.path.join(scratch, "metrics.jsonl")),
         progress_every=int(os.environ.get("TFK8S_PROGRESS_EVERY", "50")),
     )

@@ -95,6 +95,13 @@ class TrainerSettings:
     checkpoint_every: int = field(
         default=500, metadata=_describe("steps between checkpoints; 0 disables", minimum=0)
     )
+    checkpoint_dir: str = field(
+        default="default",
+        metadata=_describe(
+            "where the chief writes checkpoints, any tf.io.gfile path (gs://, hdfs://, a mounted "
+            "volume); 'default': the pod's scratch folder, which survives chief restarts in place"
+        ),
+    )
     seed: int = field(default=0, metadata=_describe("seed of data and initial weights", minimum=0))
 
     def __post_init__(self) -> None:

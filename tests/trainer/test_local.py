@@ -129,3 +129,20 @@ def test_stack_settings_and_ratio_scaled_down():
     assert scaled_down(ps, workers) == (1, 4)
     assert scaled_down(*read_stack("gpu-p40")[1:]) == (1, 4)  # ratio "1:4"
     assert read_stack("gpu-p40")[0]["embeddingRows"] == 20000000
+
+
+@pytest.mark.slow
+def test_trains_from_tfrecord_files(tmp_path):
+    from trainer.data import write_tfrecords
+    from trainer.settings import TrainerSettings
+
+    data = tmp_path / "data"
+    data.mkdir()
+    settings = TrainerSettings(embedding_rows=20000, ids_per_example=8)
+    for part in range(3):  # fewer files than records per worker: sharding is by record
+        write_tfrecords(str(data / f"part-{part}.tfrecord"), settings, 200)
+    code, _, summary = launch(
+        tmp_path / "run", "--ps", "2", "--workers", "2", "--steps", "30", "--data", str(data / "part-*.tfrecord")
+    )
+    assert code == 0, summary["_stderr"][-2000:]
+    assert summary["steps"] == 30

@@ -13,7 +13,7 @@ from functools import cached_property
 from .config import NodePoolSpec, StackConfig
 from .labels import node_role
 from .planner import Plan, plan_stack
-from .sizing import ps_memory_quantity
+from .sizing import ps_memory_request
 from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
 
@@ -52,8 +52,7 @@ class Experiment:
 
     @property
     def ps_memory(self) -> str:
-        explicit = self.config.cluster.ps.memory
-        return explicit or ps_memory_quantity(self.config.trainer, self.config.cluster.ps_count)
+        return ps_memory_request(self.config)
 
     @property
     def ps_pool(self) -> NodePoolSpec:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from .config import StackConfig
 from .planner import Plan, compress_names
-from .sizing import ps_memory_quantity
+from .sizing import ps_memory_request
 
 
 def plan_table(config: StackConfig, plan: Plan) -> str:
     cluster = config.cluster
-    ps_memory = cluster.ps.memory or ps_memory_quantity(config.trainer, cluster.ps_count)
+    ps_memory = ps_memory_request(config)
     if plan.strategy == "spread":
         mode = "nothing pinned"
     else:

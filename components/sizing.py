@@ -8,8 +8,12 @@ headroom for the TensorFlow runtime, gRPC buffers and the dense tower.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from trainer.settings import TrainerSettings
+
+if TYPE_CHECKING:
+    from .config import StackConfig
 
 BYTES_PER_FLOAT = 4
 MIB = 1024 * 1024
@@ -29,6 +33,12 @@ def embedding_shard_bytes(settings: TrainerSettings, ps_count: int) -> int:
 def ps_memory_bytes(settings: TrainerSettings, ps_count: int) -> int:
     shard = embedding_shard_bytes(settings, ps_count)
     return shard + math.ceil(shard * SHARD_HEADROOM_FRACTION) + RUNTIME_HEADROOM_BYTES
+
+
+def ps_memory_request(config: "StackConfig") -> str:
+    """The PS memory request of a stack: `cluster.ps.memory`, else derived from the model."""
+    explicit = config.cluster.ps.memory
+    return explicit or ps_memory_quantity(config.trainer, config.cluster.ps_count)
 
 
 def ps_memory_quantity(settings: TrainerSettings, ps_count: int) -> str:

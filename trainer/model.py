@@ -12,7 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from .ids import IdHasher, unit_uniform
-from .optimizers import Optimizer, aggregate
+from .optimizers import Optimizer, aggregate, shards_of
 from .settings import TrainerSettings
 
 TABLE = "embedding"
@@ -78,7 +78,7 @@ class SparseModel(tf.Module):
 
     @property
     def table_shards(self) -> list[tf.Variable]:
-        return list(getattr(self.table, "variables", [self.table]))
+        return shards_of(self.table)
 
     def shard_boundaries(self) -> tf.Tensor:
         """First row of each shard after the first (shards hold contiguous row ranges)."""
@@ -158,7 +158,7 @@ class SparseModel(tf.Module):
         """Bytes of table, slots and dense variables on each device (PS task)."""
         totals: dict[str, int] = {}
         for variable in self.trainable_and_slot_variables():
-            for shard in getattr(variable, "variables", [variable]):
+            for shard in shards_of(variable):
                 size = shard.shape.num_elements() * shard.dtype.size
                 totals[shard.device] = totals.get(shard.device, 0) + size
         return totals

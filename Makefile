@@ -9,7 +9,8 @@ TRAINER_STAMP := $(TRAINER_VENV)/.installed
 STACK ?= scene1-case3
 STEPS ?= 200
 
-.PHONY: setup demo plan local test test-program test-trainer bench bench-trainer clean
+.PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
+	toolchain render cluster-up cluster-down apply delete status clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,10 +35,14 @@ plan: $(STAMP)
 local: $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(STACK) --steps $(STEPS)
 
-test: test-program test-trainer
+test: test-program test-trainer test-cluster
 
 test-program: $(STAMP)
-	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer
+	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster
+
+# Real admission and scheduling: the objects against a local control plane.
+test-cluster: $(STAMP) toolchain
+	$(VENV)/bin/python -m pytest tests/cluster
 
 test-trainer: $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m pytest tests/trainer --confcutdir=tests/trainer
@@ -45,8 +50,36 @@ test-trainer: $(TRAINER_STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/program_under_mocks.py
 
+bench-cluster: $(STAMP) toolchain
+	$(VENV)/bin/python benchmarks/cluster_apply.py
+
 bench-trainer: $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python benchmarks/trainer_partitioning.py
 
+# -- the objects on a real control plane (local, 127.0.0.1 only) ----------------
+# Kubernetes, etcd and kwok built from the Go module proxy into .tools/bin
+# (versions in tools/toolchain/versions.env); a no-op once built.
+toolchain:
+	bash tools/toolchain/build.sh
+
+# Every object the program registers, one YAML file each, into out/$(STACK)/.
+render: $(STAMP)
+	$(VENV)/bin/python -m components render $(STACK)
+
+cluster-up: $(STAMP) toolchain
+	$(VENV)/bin/python -m tools.localcluster up --stack $(STACK)
+
+cluster-down: $(STAMP)
+	$(VENV)/bin/python -m tools.localcluster down
+
+apply: $(STAMP)
+	$(VENV)/bin/python -m tools.localcluster apply $(STACK)
+
+delete: $(STAMP)
+	$(VENV)/bin/python -m tools.localcluster delete $(STACK)
+
+status: $(STAMP)
+	$(VENV)/bin/python -m components status $(STACK) --kubeconfig .cluster/kubeconfig
+
 clean:
-	rm -rf $(VENV) $(TRAINER_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TRAINER_VENV) .pytest_cache .hypothesis out

@@ -1,6 +1,9 @@
-"""Command line: `python -m components plan <stack>` prints who runs where.
+"""Command line, from the stack files alone (no Pulumi CLI):
 
-Reads the stack file directly: no cluster and no Pulumi CLI needed.
+  python -m components plan <stack>      who runs where
+  python -m components render <stack>    the objects as YAML files, for kubectl or GitOps
+  python -m components status <stack>    the plan against what a cluster did
+  python -m components stacks            the stacks in stacks/
 """
 
 from __future__ import annotations
@@ -8,39 +11,86 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .config import StackConfigError
 from .plan_view import plan_table
-from .planner import plan_stack
-from .stack_files import load_stack_file, stack_names
+from .render import render
+from .stack_files import PROJECT_ROOT, load_experiment, stack_names
+
+DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m components", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
+    stack_help = "stack name (stacks/Pulumi.<stack>.yaml) or a stack file path"
+
     plan = commands.add_parser("plan", help="print the server-by-task table of a stack")
-    plan.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml) or a stack file path")
+    plan.add_argument("stack", help=stack_help)
     plan.add_argument(
         "--json", action="store_true", help="print the placement output (server -> tasks) as JSON"
     )
+
+    render_cmd = commands.add_parser(
+        "render", help="write every object the program registers, one YAML file each, in apply order"
+    )
+    render_cmd.add_argument("stack", help=stack_help)
+    render_cmd.add_argument("--out", type=Path, help="folder to write (default: out/<stack>/)")
+
+    status = commands.add_parser(
+        "status", help="each task's planned server against its pod's node and phase in a cluster"
+    )
+    status.add_argument("stack", help=stack_help)
+    status.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    status.add_argument("--context", help="kubeconfig context (default: the current one)")
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object")
+
     commands.add_parser("stacks", help="list the stacks in stacks/")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     if args.command == "stacks":
         print("\n".join(stack_names()))
         return 0
 
     try:
-        config = load_stack_file(args.stack)
+        experiment = load_experiment(args.stack)
     except StackConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    placement = plan_stack(config)
-    if args.json:
-        print(json.dumps({"placement": placement.by_server(), "unpinned": placement.unpinned()}, indent=2))
-    else:
-        print(plan_table(config, placement))
-    return 0
+
+    if args.command == "plan":
+        plan = experiment.plan
+        if args.json:
+            print(json.dumps({"placement": plan.by_server(), "unpinned": plan.unpinned()}, indent=2))
+        else:
+            print(plan_table(experiment.config, plan))
+        return 0
+
+    if args.command == "render":
+        out_dir = args.out or DEFAULT_RENDER_ROOT / experiment.stack
+        kinds = render(experiment, out_dir)
+        for kind, count in kinds.items():
+            print(f"{count:6d}  {kind}")
+        print(f"{sum(kinds.values()):6d}  objects of stack {experiment.stack} in {_shown(out_dir)}")
+        return 0
+
+    from .status import cluster_status  # needs the Kubernetes client; only status does
+
+    return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":

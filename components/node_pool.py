@@ -12,9 +12,10 @@ from typing import Optional
 
 import pulumi
 
-from . import kube, manifests
+from . import kube
 from .config import NodePoolSpec
 from .experiment import Experiment
+from .objects import node_pool_objects
 
 
 @dataclass(frozen=True)
@@ -24,19 +25,15 @@ class NodePoolArgs:
 
 
 class NodePool(pulumi.ComponentResource):
-    patches: dict[str, pulumi.CustomResource]
+    patches: dict[str, pulumi.CustomResource]  # node name -> its label patch
 
     def __init__(
         self, name: str, args: NodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:
         super().__init__("tfk8s:node_pool:NodePool", name, None, opts)
-        if args.pool.nodes is None:
-            raise ValueError(f"pool '{args.pool.name}' is given by a selector; tfk8s labels no nodes")
         child = pulumi.ResourceOptions(parent=self)
         self.patches = {
-            node: kube.create(
-                f"{name}-{node}", manifests.node_patch(args.experiment, node, args.pool), child
-            )
-            for node in args.pool.nodes
+            patch.suffix: kube.create(f"{name}-{patch.suffix}", patch.manifest, child)
+            for patch in node_pool_objects(args.experiment, args.pool)
         }
         self.register_outputs({"nodes": list(self.patches)})

@@ -12,6 +12,7 @@ from pulumi.runtime import config as runtime_config
 from .config import CONFIG_NAMESPACE, StackConfigError, load_stack_config
 from .experiment import Experiment
 from .node_pool import NodePool, NodePoolArgs
+from .objects import labelled_pools
 from .tf_cluster import TFCluster, TFClusterArgs
 from .stack_files import PROJECT_ROOT
 from .trainer_bundle import load_trainer_bundle
@@ -47,8 +48,7 @@ def build(stack: str, values: Mapping[str, Any]) -> Experiment:
 
     node_pools = {
         pool.name: NodePool(f"{stack}-pool-{pool.name}", NodePoolArgs(experiment, pool))
-        for pool in experiment.used_pools()
-        if pool.pinnable
+        for pool in labelled_pools(experiment)
     }
     cluster = TFCluster(
         stack,

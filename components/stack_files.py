@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 
 from .config import StackConfig, StackConfigError, load_stack_config
+from .experiment import Experiment
+from .trainer_bundle import load_trainer_bundle
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STACKS_DIR = PROJECT_ROOT / "stacks"
@@ -51,3 +53,8 @@ def read_stack_values(stack_or_path: str) -> tuple[str, dict[str, Any]]:
 def load_stack_file(stack_or_path: str) -> StackConfig:
     stack, values = read_stack_values(stack_or_path)
     return load_stack_config(stack, values)
+
+
+def load_experiment(stack_or_path: str) -> Experiment:
+    """The stack's experiment, derived as the Pulumi program derives it."""
+    return Experiment(load_stack_file(stack_or_path), load_trainer_bundle(PROJECT_ROOT))

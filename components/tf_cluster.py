@@ -11,8 +11,9 @@ from typing import Mapping, Optional
 
 import pulumi
 
-from . import kube, manifests
+from . import kube
 from .experiment import Experiment
+from .objects import namespace_object, shared_objects, task_objects
 from .planner import TaskPlacement
 
 
@@ -34,33 +35,29 @@ class TFCluster(pulumi.ComponentResource):
         super().__init__("tfk8s:tf_cluster:TFCluster", name, None, opts)
         experiment = args.experiment
 
+        namespace_obj = namespace_object(experiment)
         namespace = kube.create(
-            f"{name}-namespace", manifests.namespace(experiment), pulumi.ResourceOptions(parent=self)
+            f"{name}-{namespace_obj.suffix}",
+            namespace_obj.manifest,
+            pulumi.ResourceOptions(parent=self),
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
-        kube.create(f"{name}-network-policy", manifests.network_policy(experiment), in_namespace)
-        trainer = [
-            kube.create(f"{name}-trainer", manifests.trainer_config_map(experiment), in_namespace),
-            kube.create(
-                f"{name}-trainer-env", manifests.trainer_env_config_map(experiment), in_namespace
-            ),
-        ]
+        # The ConfigMaps (trainer code and settings) must exist before any pod starts.
+        config_maps = []
+        for obj in shared_objects(experiment):
+            resource = kube.create(f"{name}-{obj.suffix}", obj.manifest, in_namespace)
+            if obj.kind == "ConfigMap":
+                config_maps.append(resource)
 
         for placement in experiment.plan.placements:
-            task = placement.task
-            kube.create(
-                f"{name}-{task.name}-service",
-                manifests.task_service(experiment, task),
-                in_namespace,
-            )
-            kube.create(
-                f"{name}-{task.name}",
-                manifests.task_workload(experiment, placement),
-                pulumi.ResourceOptions(
-                    parent=self,
-                    depends_on=[namespace, *trainer, *self._labels_needed(args, placement)],
-                ),
-            )
+            for obj in task_objects(experiment, placement):
+                opts = in_namespace
+                if obj.is_workload:
+                    opts = pulumi.ResourceOptions(
+                        parent=self,
+                        depends_on=[namespace, *config_maps, *self._labels_needed(args, placement)],
+                    )
+                kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
 
         self.namespace = namespace.urn.apply(lambda _: experiment.namespace)
         self.register_outputs({"namespace": self.namespace})

@@ -1,0 +1,79 @@
+"""Every Kubernetes object of an experiment, in apply order (no Pulumi here).
+
+The one list both consumers read: the Pulumi components register these objects
+under these resource names, and `python -m components render` writes them as
+YAML for `kubectl apply --server-side` or a GitOps tool. They cannot drift,
+because neither builds an object of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from . import manifests
+from .config import NodePoolSpec
+from .experiment import Experiment
+from .manifests import Manifest
+from .planner import TaskPlacement
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    # The Pulumi resource is `<component name>-<suffix>`: a task name, a node name, ...
+    suffix: str
+    manifest: Manifest
+    # The task whose Service or workload this is; None for shared objects.
+    placement: Optional[TaskPlacement] = None
+
+    @property
+    def kind(self) -> str:
+        return self.manifest["kind"]
+
+    @property
+    def is_workload(self) -> bool:
+        return self.placement is not None and self.kind != "Service"
+
+
+def labelled_pools(experiment: Experiment) -> list[NodePoolSpec]:
+    """Pools whose nodes tfk8s labels: the used pools that list their nodes."""
+    return [pool for pool in experiment.used_pools() if pool.pinnable]
+
+
+def node_pool_objects(experiment: Experiment, pool: NodePoolSpec) -> list[KubeObject]:
+    """One label patch per node of `pool`."""
+    if pool.nodes is None:
+        raise ValueError(f"pool '{pool.name}' is given by a selector; tfk8s labels no nodes")
+    return [KubeObject(node, manifests.node_patch(experiment, node, pool)) for node in pool.nodes]
+
+
+def namespace_object(experiment: Experiment) -> KubeObject:
+    return KubeObject("namespace", manifests.namespace(experiment))
+
+
+def shared_objects(experiment: Experiment) -> list[KubeObject]:
+    """What every task needs in the namespace before it starts."""
+    return [
+        KubeObject("network-policy", manifests.network_policy(experiment)),
+        KubeObject("trainer", manifests.trainer_config_map(experiment)),
+        KubeObject("trainer-env", manifests.trainer_env_config_map(experiment)),
+    ]
+
+
+def task_objects(experiment: Experiment, placement: TaskPlacement) -> list[KubeObject]:
+    """A task's headless Service, then its one-pod workload."""
+    task = placement.task
+    return [
+        KubeObject(f"{task.name}-service", manifests.task_service(experiment, task), placement),
+        KubeObject(task.name, manifests.task_workload(experiment, placement), placement),
+    ]
+
+
+def experiment_objects(experiment: Experiment) -> list[KubeObject]:
+    """All objects in the order they can be applied: node labels, namespace, shared, tasks."""
+    objects = [obj for pool in labelled_pools(experiment) for obj in node_pool_objects(experiment, pool)]
+    objects.append(namespace_object(experiment))
+    objects.extend(shared_objects(experiment))
+    for placement in experiment.plan.placements:
+        objects.extend(task_objects(experiment, placement))
+    return objects

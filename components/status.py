@@ -1,0 +1,182 @@
+"""`python -m components status <stack>`: the plan against what the cluster did.
+
+For every task: the server the plan gave it, the node its pod is on, the pod's
+phase, and for a pod that is not where the plan put it or not running, why
+(the scheduler's own message, a missing server, or the controller's event).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from . import labels as L
+from .experiment import Experiment
+from .planner import TaskPlacement
+
+HEALTHY_PHASES = ("Running", "Succeeded")
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    task: str
+    pool: str
+    planned: Optional[str]  # None: the scheduler picks within the pool
+    node: Optional[str]
+    phase: str  # the pod's phase, or "Missing" when there is no pod
+    as_planned: bool
+    reason: str = ""
+
+
+def _pod_task(pod: Any) -> Optional[str]:
+    labels = pod.metadata.labels or {}
+    if L.COMPONENT not in labels or L.TASK_INDEX not in labels:
+        return None
+    return f"{labels[L.COMPONENT]}-{labels[L.TASK_INDEX]}"
+
+
+def _newest_pods_by_task(pods: list[Any]) -> dict[str, Any]:
+    """A task's current pod: the newest one not being deleted (a Job may keep failed ones)."""
+    current: dict[str, Any] = {}
+    for pod in sorted(pods, key=lambda p: p.metadata.creation_timestamp):
+        task = _pod_task(pod)
+        if task is not None and pod.metadata.deletion_timestamp is None:
+            current[task] = pod
+    return current
+
+
+def _scheduling_message(pod: Any) -> str:
+    for condition in pod.status.conditions or ():
+        if condition.type == "PodScheduled" and condition.status == "False":
+            return condition.message or condition.reason or "not scheduled"
+    return ""
+
+
+def task_status(
+    placement: TaskPlacement, pod: Any, nodes: dict[str, Any], strict: bool, controller_event: str
+) -> TaskStatus:
+    task, server = placement.task, placement.server
+    node = pod.spec.node_name if pod is not None else None
+    phase = pod.status.phase if pod is not None else "Missing"
+    on_plan = node is not None and (server is None or node == server)
+    reasons = []
+    if server is not None and server not in nodes:
+        reasons.append(f"server {server} is not in the cluster")
+    if node is not None and server is not None and node != server:
+        reasons.append(f"moved from {server} to {node}" if not strict else f"on {node}, not on {server}")
+    if pod is None:
+        reasons.append(controller_event or "no pod yet")
+    elif node is None:
+        reasons.append(_scheduling_message(pod) or "not scheduled yet")
+    return TaskStatus(
+        task=task.name,
+        pool=placement.pool,
+        planned=server,
+        node=node,
+        phase=phase,
+        as_planned=on_plan and phase in HEALTHY_PHASES,
+        reason="; ".join(reasons),
+    )
+
+
+def _last_failed_create(events: list[Any]) -> dict[str, str]:
+    """Workload name -> its controller's latest FailedCreate message (e.g. a Pod Security refusal)."""
+    messages: dict[str, tuple[Any, str]] = {}
+    for event in events:
+        if event.reason != "FailedCreate" or event.involved_object is None:
+            continue
+        when = event.last_timestamp or event.event_time or event.metadata.creation_timestamp
+        name = event.involved_object.name
+        if name not in messages or (when and messages[name][0] and when > messages[name][0]):
+            messages[name] = (when, event.message)
+    return {name: message for name, (_, message) in messages.items()}
+
+
+def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    selector = ",".join(f"{k}={v}" for k, v in L.experiment_selector(experiment.stack).items())
+    pods = _newest_pods_by_task(core.list_namespaced_pod(experiment.namespace, label_selector=selector).items)
+    nodes = {node.metadata.name: node for node in core.list_node().items}
+    failed_creates = _last_failed_create(core.list_namespaced_event(experiment.namespace).items)
+    return [
+        task_status(
+            placement,
+            pods.get(placement.task.name),
+            nodes,
+            experiment.plan.strict,
+            failed_creates.get(placement.task.name, ""),
+        )
+        for placement in experiment.plan.placements
+    ]
+
+
+def status_table(experiment: Experiment, statuses: list[TaskStatus]) -> str:
+    off_plan = [s for s in statuses if not s.as_planned]
+    pending = sum(1 for s in statuses if s.phase == "Pending")
+    lines = [
+        f"stack {experiment.stack} · namespace {experiment.namespace} · "
+        f"{len(statuses) - len(off_plan)}/{len(statuses)} tasks running as planned · {pending} pending",
+        "",
+    ]
+    rows = [("", "TASK", "PLANNED", "NODE", "PHASE", "WHY")]
+    for status in statuses:
+        rows.append(
+            (
+                "!" if not status.as_planned else "",
+                status.task,
+                status.planned or f"({status.pool})",
+                status.node or "-",
+                status.phase,
+                status.reason,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def status_json(experiment: Experiment, statuses: list[TaskStatus]) -> str:
+    return json.dumps(
+        {
+            "stack": experiment.stack,
+            "namespace": experiment.namespace,
+            "asPlanned": all(s.as_planned for s in statuses),
+            "tasks": [
+                {
+                    "task": s.task,
+                    "pool": s.pool,
+                    "planned": s.planned,
+                    "node": s.node,
+                    "phase": s.phase,
+                    "asPlanned": s.as_planned,
+                    "reason": s.reason,
+                }
+                for s in statuses
+            ],
+        },
+        indent=2,
+    )
+
+
+def cluster_status(
+    experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool
+) -> int:
+    """Print the status; 0 when every task runs as planned, 1 when not, 2 when the cluster cannot be read."""
+    from kubernetes import config
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+        statuses = read_status(api, experiment)
+    except (config.ConfigException, ApiException, HTTPError, OSError) as error:
+        print(f"stack '{experiment.stack}': cannot read the cluster: {error}", file=sys.stderr)
+        return 2
+    print(status_json(experiment, statuses) if as_json else status_table(experiment, statuses))
+    return 0 if all(s.as_planned for s in statuses) else 1

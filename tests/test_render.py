@@ -1,0 +1,56 @@
+"""`python -m components render`: the objects the program registers, as files kubectl can apply."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.__main__ import main
+from components.render import read_rendered
+from tests.runs import ALL_STACKS, program_run
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_rendered_objects_equal_the_registered_ones(stack, tmp_path):
+    assert main(["render", stack, "--out", str(tmp_path)]) == 0
+    rendered = read_rendered(tmp_path)
+    # The engine registers resources as their dependencies resolve, not in
+    # program order: compare the objects, each keyed by what identifies it.
+    assert _keyed(rendered) == _keyed(program_run(stack).manifests())
+    assert len(rendered) == len(program_run(stack).manifests())
+
+
+def _keyed(manifests):
+    return {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in manifests}
+
+
+def test_render_writes_one_numbered_file_per_object_in_apply_order(tmp_path, capsys):
+    assert main(["render", "scene1-case2", "--out", str(tmp_path)]) == 0
+    names = sorted(path.name for path in tmp_path.iterdir())
+    assert len(names) == 5 + 1 + 1 + 2 + 2 * 56
+    assert names[:6] == [f"000{i}-node-srv-0{i}.yaml" for i in range(5)] + ["0005-namespace-tf-scene1-case2.yaml"]
+    # Everything a task needs comes before the task.
+    kinds = [yaml.safe_load((tmp_path / name).read_text())["kind"] for name in names]
+    first_task = kinds.index("Service")
+    assert set(kinds[first_task:]) == {"Service", "StatefulSet", "Job"}
+    printed = capsys.readouterr().out.splitlines()
+    assert "     5  Node" in printed and "    55  StatefulSet" in printed
+    assert printed[-1].startswith("   121  objects of stack scene1-case2 in ")
+
+
+def test_render_replaces_an_earlier_rendering(tmp_path):
+    assert main(["render", "scene1-case3", "--out", str(tmp_path)]) == 0
+    assert main(["render", "scene1-case1", "--out", str(tmp_path)]) == 0
+    assert len(list(tmp_path.glob("*.yaml"))) == 1 + 1 + 1 + 2 + 2 * 12
+
+
+def test_render_keeps_the_trainer_source_readable(tmp_path):
+    assert main(["render", "scene1-case1", "--out", str(tmp_path)]) == 0
+    text = next(tmp_path.glob("*-configmap-tfk8s-trainer.yaml")).read_text()
+    assert "  __main__.py: |" in text
+
+
+def test_render_of_a_bad_stack_writes_nothing(tmp_path, capsys):
+    assert main(["render", "no-such-stack", "--out", str(tmp_path / "out")]) == 2
+    assert "stack 'no-such-stack': no file" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

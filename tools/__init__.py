@@ -1,0 +1,1 @@
+"""Developer tools of tfk8s: the local control plane and its toolchain."""

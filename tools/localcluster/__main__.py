@@ -1,0 +1,102 @@
+"""The local cluster from the command line (the Makefile's cluster-up, apply, delete, cluster-down).
+
+  python -m tools.localcluster up --stack S [--stack T ...]   start it, one fake node per server of S, T
+  python -m tools.localcluster nodes --stack S                add the servers of another stack
+  python -m tools.localcluster apply S                        render S, apply it, wait until its pods run
+  python -m tools.localcluster delete S                       delete S's objects and exactly its node labels
+  python -m tools.localcluster down                           stop every process it started
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kubernetes.dynamic import DynamicClient
+
+from components.config import StackConfigError
+from components.render import read_rendered, render
+from components.stack_files import PROJECT_ROOT, load_experiment
+
+from . import control_plane, paths
+from .client import api_client
+from .experiments import ApplyError, apply_manifest, apply_manifests, delete_manifests, wait_for_pods
+from .nodes import NODE_FIELD_MANAGER, fake_nodes
+
+DEFAULT_WAIT_S = 300.0
+
+
+def _say(message: str) -> None:
+    print(f"[cluster] {message}", flush=True)
+
+
+def add_nodes(stacks: list[str], kubeconfig: Path = paths.KUBECONFIG) -> int:
+    """Create the fake servers of `stacks`; how many."""
+    nodes = fake_nodes(load_experiment(stack).config for stack in stacks)
+    dynamic = DynamicClient(api_client(kubeconfig))
+    for node in nodes:
+        apply_manifest(dynamic, node, NODE_FIELD_MANAGER)
+    return len(nodes)
+
+
+def rendered_dir(stack: str) -> Path:
+    return PROJECT_ROOT / "out" / stack
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.localcluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("up", help="start the local control plane with the stacks' servers")
+    up.add_argument("--stack", action="append", default=[], help="create a fake node per server of this stack")
+    nodes = commands.add_parser("nodes", help="add the fake servers of more stacks")
+    nodes.add_argument("--stack", action="append", required=True)
+    for name, text in (("apply", "render and apply a stack, wait until its pods run"), ("delete", "delete a stack's objects and node labels")):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("stack")
+        command.add_argument("--kubeconfig", type=Path, default=paths.KUBECONFIG)
+    commands.choices["apply"].add_argument("--timeout", type=float, default=DEFAULT_WAIT_S, help="seconds to wait for the pods")
+    commands.add_parser("down", help="stop the local control plane")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "up":
+            started = time.monotonic()
+            plane = control_plane.up()
+            _say(f"control plane ready in {time.monotonic() - started:.1f} s at {plane.server}")
+            if args.stack:
+                _say(f"{add_nodes(args.stack)} fake servers for {', '.join(args.stack)}")
+            _say(f"kubeconfig: {paths.KUBECONFIG.relative_to(PROJECT_ROOT)}; stop it with `make cluster-down`")
+        elif args.command == "nodes":
+            _say(f"{add_nodes(args.stack)} fake servers for {', '.join(args.stack)}")
+        elif args.command == "down":
+            stopped = control_plane.down()
+            _say(f"stopped {', '.join(stopped)}" if stopped else "nothing was running")
+        elif args.command == "apply":
+            experiment = load_experiment(args.stack)
+            out_dir = rendered_dir(experiment.stack)
+            render(experiment, out_dir)
+            api = api_client(args.kubeconfig)
+            started = time.monotonic()
+            apply_manifests(api, experiment.stack, read_rendered(out_dir), _say)
+            bound_s, running_s = wait_for_pods(api, experiment, args.timeout, _say, started)
+            _say(f"every PS and worker pod bound after {bound_s:.1f} s, running after {running_s:.1f} s")
+        elif args.command == "delete":
+            experiment = load_experiment(args.stack)
+            out_dir = rendered_dir(experiment.stack)
+            render(experiment, out_dir)
+            delete_manifests(api_client(args.kubeconfig), experiment.stack, read_rendered(out_dir), _say)
+    except StackConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    except (control_plane.ClusterError, ApplyError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

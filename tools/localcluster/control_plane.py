@@ -1,0 +1,364 @@
+"""Starts and stops the local control plane: etcd, kube-apiserver, controller-manager, scheduler, kwok.
+
+Every process runs in its own process group and is recorded in
+`.cluster/state.json`, so `down` stops exactly what `up` started, by group.
+A start that fails stops what it had started before raising. A process
+started with `tie_to_parent` also dies with the Python process that started it
+(the tests' case: an interrupted test leaves nothing behind).
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
+
+from . import paths
+from .pki import Pki, create_pki
+
+READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0
+# Pod IPs for kwok: a /16, because its default /24 runs out at 254 pods.
+POD_CIDR = "10.244.0.1/16"
+SERVICE_CIDR = "10.96.0.0/16"
+# The annotation that hands a node to kwok (see nodes.py).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_NODE_VALUE = "fake"
+# Client rate limits of the controllers. The defaults (20 to 50 requests/s) are
+# sized for shared production API servers; on a private loopback API server
+# they would make the StatefulSet controller, not Kubernetes, the bottleneck of
+# a 2,000-pod experiment.
+CLIENT_QPS = "500"
+CLIENT_BURST = "1000"
+
+_PR_SET_PDEATHSIG = 1
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+@dataclass
+class ControlPlane:
+    """A running local cluster: its processes (name -> PID = process group) and ports."""
+
+    processes: dict[str, int] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    def save(self) -> None:
+        paths.STATE_FILE.write_text(json.dumps({"processes": self.processes, "ports": self.ports}, indent=2))
+
+    @classmethod
+    def load(cls) -> Optional["ControlPlane"]:
+        if not paths.STATE_FILE.exists():
+            return None
+        state = json.loads(paths.STATE_FILE.read_text())
+        return cls(processes=state["processes"], ports=state["ports"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _is_ours(pid: int) -> bool:
+    """The PID still runs one of our binaries (not a reused PID)."""
+    try:
+        executable = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    return executable.startswith(str(paths.TOOLS_BIN))
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def stop_processes(processes: dict[str, int]) -> list[str]:
+    """SIGTERM each process group, SIGKILL what is left after a grace period; names stopped."""
+    stopped = []
+    # Reverse start order: nodes and controllers first, etcd last.
+    for name, pgid in reversed(list(processes.items())):
+        if not _group_alive(pgid):
+            continue
+        if not _is_ours(pgid) and not _group_has_our_process(pgid):
+            continue
+        os.killpg(pgid, signal.SIGTERM)
+        stopped.append(name)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for name, pgid in processes.items():
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            _reap(pgid)
+            time.sleep(0.1)
+        if _group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+        _reap(pgid)
+    return stopped
+
+
+def _group_has_our_process(pgid: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid and _is_ours(int(entry.name)):
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def _reap(pid: int) -> None:
+    """Collect our own exited child, so it does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
+    ca = base64.b64encode(pki.serving_cert.read_bytes()).decode()
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "tfk8s-local", "cluster": {"server": server, "certificate-authority-data": ca}}],
+        "users": [{"name": "tfk8s-admin", "user": {"token": pki.admin_token}}],
+        "contexts": [{"name": "tfk8s-local", "context": {"cluster": "tfk8s-local", "user": "tfk8s-admin"}}],
+        "current-context": "tfk8s-local",
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+
+
+def _wait_until(check: Callable[[], bool], what: str, processes: dict[str, int]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        for name, pid in processes.items():
+            if not _group_alive(pid) or _exited(pid):
+                raise ClusterError(f"{name} exited during start-up; see {paths.LOG_DIR / (name + '.log')}")
+        if check():
+            return
+        time.sleep(0.25)
+    raise ClusterError(f"{what} not ready after {READY_TIMEOUT_S:.0f} s; logs in {paths.LOG_DIR}")
+
+
+def _exited(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:
+        return False
+
+
+def _https_ok(url: str, token: str, cafile: Path) -> bool:
+    context = ssl.create_default_context(cafile=str(cafile))
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class _Launcher:
+    """Starts processes of the control plane and remembers them for cleanup."""
+
+    def __init__(self, tie_to_parent: bool) -> None:
+        self.tie_to_parent = tie_to_parent
+        self.processes: dict[str, int] = {}
+
+    def start(self, name: str, args: list[str]) -> None:
+        log = open(paths.LOG_DIR / f"{name}.log", "wb")
+        try:
+            process = subprocess.Popen(
+                [str(paths.binary(name)), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=paths.CLUSTER_DIR,
+                start_new_session=True,  # its own process group: stopped by group
+                preexec_fn=_die_with_parent if self.tie_to_parent else None,
+            )
+        finally:
+            log.close()
+        self.processes[name] = process.pid
+
+
+def up(tie_to_parent: bool = False) -> ControlPlane:
+    """Start a fresh cluster under .cluster/ and wait until it serves; raise ClusterError if not."""
+    existing = ControlPlane.load()
+    if existing is not None and any(_group_alive(pid) and _is_ours(pid) for pid in existing.processes.values()):
+        raise ClusterError("a local cluster is already running: `make cluster-down` first")
+    for name in paths.BINARIES:
+        paths.binary(name)
+    if paths.CLUSTER_DIR.exists():
+        shutil.rmtree(paths.CLUSTER_DIR)
+    paths.LOG_DIR.mkdir(parents=True)
+    pki = create_pki(paths.PKI_DIR)
+    ports = {
+        name: _free_port()
+        for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
+    }
+    plane = ControlPlane(ports=ports)
+    launcher = _Launcher(tie_to_parent)
+    try:
+        _start_all(launcher, plane, pki)
+    except BaseException:
+        stop_processes(launcher.processes)
+        raise
+    finally:
+        plane.processes = launcher.processes
+        plane.save()
+    return plane
+
+
+def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
+    ports = plane.ports
+    etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+    peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+    launcher.start(
+        "etcd",
+        [
+            "--name=local",
+            f"--data-dir={paths.CLUSTER_DIR / 'etcd'}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=local={peer_url}",
+            "--listen-metrics-urls=",
+            # A throw-away cluster: an fsync per write would only slow the tests.
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ],
+    )
+    _wait_until(lambda: _http_ok(f"{etcd_url}/health"), "etcd", launcher.processes)
+
+    launcher.start(
+        "kube-apiserver",
+        [
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports['apiserver']}",
+            # No other API server endpoints to reconcile on loopback.
+            "--endpoint-reconciler-type=none",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--cert-dir={paths.PKI_DIR}",
+            f"--token-auth-file={pki.token_file}",
+            "--authorization-mode=RBAC",
+            f"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.service_account_public_key}",
+            f"--service-account-signing-key-file={pki.service_account_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # Like a real cluster, whose kubelets allow privileged pods: what
+            # refuses them in tfk8s's namespaces is Pod Security admission.
+            "--allow-privileged=true",
+            "--max-requests-inflight=1000",
+            "--max-mutating-requests-inflight=500",
+        ],
+    )
+    write_kubeconfig(paths.KUBECONFIG, plane.server, pki)
+    _wait_until(
+        lambda: _https_ok(f"{plane.server}/readyz", pki.admin_token, pki.serving_cert),
+        "kube-apiserver",
+        launcher.processes,
+    )
+
+    kubeconfig = str(paths.KUBECONFIG)
+    delegated = [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        "--leader-elect=false",
+        f"--kube-api-qps={CLIENT_QPS}",
+        f"--kube-api-burst={CLIENT_BURST}",
+    ]
+    launcher.start(
+        "kube-controller-manager",
+        [
+            *delegated,
+            f"--secure-port={ports['controller-manager']}",
+            f"--cert-dir={paths.PKI_DIR / 'controller-manager'}",
+            f"--service-account-private-key-file={pki.service_account_key}",
+            f"--root-ca-file={pki.serving_cert}",
+            f"--flex-volume-plugin-dir={paths.CLUSTER_DIR / 'flexvolume'}",
+            "--controllers=*",
+            # Statefulset and Job pods are created in bursts of thousands.
+            "--concurrent-statefulset-syncs=20",
+        ],
+    )
+    launcher.start(
+        "kube-scheduler",
+        [
+            *delegated,
+            f"--secure-port={ports['scheduler']}",
+            f"--cert-dir={paths.PKI_DIR / 'scheduler'}",
+        ],
+    )
+    launcher.start(
+        "kwok",
+        [
+            f"--kubeconfig={kubeconfig}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}={KWOK_NODE_VALUE}",
+            f"--cidr={POD_CIDR}",
+            "--node-ip=10.244.0.1",
+            f"--server-address=127.0.0.1:{ports['kwok']}",
+        ],
+    )
+    _wait_until(
+        lambda: _https_ok(f"{plane.server}/api/v1/namespaces/default/serviceaccounts/default", pki.admin_token, pki.serving_cert),
+        "the controllers (default service account)",
+        launcher.processes,
+    )
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def down() -> list[str]:
+    """Stop every process of the cluster; the names of those that were running."""
+    plane = ControlPlane.load()
+    if plane is None:
+        return []
+    stopped = stop_processes(plane.processes)
+    plane.processes = {}
+    plane.save()
+    return stopped

@@ -1,0 +1,191 @@
+"""Apply and delete an experiment's rendered objects, as `pulumi up` and `pulumi destroy` would.
+
+Every object goes in by server-side apply under the experiment's own field
+manager (the one the program gives its NodePatches). Deleting releases the
+node labels the way the provider deletes a NodePatch: it applies the bare node
+under that field manager, which takes exactly its fields back, and leaves any
+label that another manager set.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Optional
+
+from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ApiException
+
+from components import labels as L
+from components.experiment import Experiment
+from components.manifests import Manifest
+
+from .client import PARALLEL_REQUESTS, is_not_found, server_message
+
+Progress = Callable[[str], None]
+WAIT_POLL_S = 0.5
+
+
+class ApplyError(RuntimeError):
+    pass
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _resource(dynamic: DynamicClient, manifest: Manifest):
+    return dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+
+
+def _describe(manifest: Manifest) -> str:
+    metadata = manifest["metadata"]
+    where = f" in namespace {metadata['namespace']}" if metadata.get("namespace") else ""
+    return f"{manifest['kind']} {metadata['name']}{where}"
+
+
+def apply_manifest(dynamic: DynamicClient, manifest: Manifest, field_manager: str) -> None:
+    try:
+        dynamic.server_side_apply(_resource(dynamic, manifest), body=manifest, field_manager=field_manager)
+    except ApiException as error:
+        raise ApplyError(f"the API server refused {_describe(manifest)}: {server_message(error)}") from None
+
+
+def _apply_all(dynamic: DynamicClient, manifests: list[Manifest], field_manager: str) -> None:
+    with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
+        for _ in pool.map(lambda m: apply_manifest(dynamic, m, field_manager), manifests):
+            pass
+
+
+def missing_nodes(core: client.CoreV1Api, names: Iterable[str]) -> list[str]:
+    existing = {node.metadata.name for node in core.list_node().items}
+    return [name for name in names if name not in existing]
+
+
+def apply_manifests(
+    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = _quiet
+) -> None:
+    """Apply a rendered experiment (`manifests` in render order) under the stack's field manager.
+
+    Node labels first (a label patch never creates a node: servers missing
+    from the cluster are an error), then the namespace, what every task
+    shares, and the tasks in parallel.
+    """
+    dynamic = DynamicClient(api)
+    field_manager = L.field_manager(stack)
+    nodes = [m for m in manifests if m["kind"] == "Node"]
+    absent = missing_nodes(client.CoreV1Api(api), [m["metadata"]["name"] for m in nodes])
+    if absent:
+        raise ApplyError(f"stack '{stack}' names servers the cluster does not have: {', '.join(absent)}")
+    rest = [m for m in manifests if m["kind"] != "Node"]
+    namespace, shared = rest[0], [m for m in rest[1:] if m["kind"] in ("NetworkPolicy", "ConfigMap")]
+    tasks = [m for m in rest[1:] if m not in shared]
+    done = 0
+    for stage, batch in (("node labels", nodes), ("namespace", [namespace]), ("shared", shared), ("tasks", tasks)):
+        _apply_all(dynamic, batch, field_manager)
+        done += len(batch)
+        progress(f"applied {done}/{len(manifests)} objects ({stage})")
+
+
+def task_pods(core: client.CoreV1Api, experiment: Experiment) -> list[Any]:
+    """The pods of the experiment's PS and workers."""
+    pods = core.list_namespaced_pod(
+        experiment.namespace, label_selector=",".join(f"{k}={v}" for k, v in L.experiment_selector(experiment.stack).items())
+    ).items
+    return [pod for pod in pods if pod.metadata.labels.get(L.COMPONENT) in ("ps", "worker")]
+
+
+def wait_for_pods(
+    api: client.ApiClient,
+    experiment: Experiment,
+    timeout_s: float,
+    progress: Progress = _quiet,
+    started: Optional[float] = None,
+) -> tuple[float, float]:
+    """Wait until every PS and worker pod is bound, then Running; seconds from `started` to each."""
+    core = client.CoreV1Api(api)
+    started = time.monotonic() if started is None else started
+    expected = experiment.plan.count("ps") + experiment.plan.count("worker")
+    bound_at: Optional[float] = None
+    last_report = ""
+    while True:
+        pods = [p for p in task_pods(core, experiment) if p.metadata.deletion_timestamp is None]
+        bound = sum(1 for pod in pods if pod.spec.node_name)
+        running = sum(1 for pod in pods if pod.status.phase == "Running")
+        now = time.monotonic()
+        if bound_at is None and bound >= expected:
+            bound_at = now
+        if running >= expected:
+            return bound_at - started, now - started
+        report = f"{bound}/{expected} pods bound, {running} running"
+        if report != last_report:
+            progress(report)
+            last_report = report
+        if now - started > timeout_s:
+            raise ApplyError(
+                f"stack '{experiment.stack}': after {timeout_s:.0f} s only {report}; "
+                f"`python -m components status {experiment.stack}` shows why"
+            )
+        time.sleep(WAIT_POLL_S)
+
+
+def delete_manifests(
+    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = _quiet
+) -> None:
+    """Delete a rendered experiment's objects, newest first, and release exactly its node labels."""
+    dynamic = DynamicClient(api)
+    core = client.CoreV1Api(api)
+    namespaced = [m for m in manifests if m["kind"] not in ("Node", "Namespace")]
+
+    def delete(manifest: Manifest) -> None:
+        metadata = manifest["metadata"]
+        try:
+            dynamic.delete(
+                _resource(dynamic, manifest),
+                name=metadata["name"],
+                namespace=metadata.get("namespace"),
+                body={"propagationPolicy": "Background"},
+            )
+        except ApiException as error:
+            if not is_not_found(error):
+                raise ApplyError(f"could not delete {_describe(manifest)}: {server_message(error)}") from None
+
+    with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
+        list(pool.map(delete, reversed(namespaced)))
+    namespace = next(m for m in manifests if m["kind"] == "Namespace")
+    namespace_name = namespace["metadata"]["name"]
+    progress(f"deleted {len(namespaced)} objects in namespace {namespace_name}")
+    delete(namespace)
+    _wait_gone(core, namespace_name)
+    progress(f"deleted namespace {namespace_name}")
+
+    field_manager = L.field_manager(stack)
+    node_names = [m["metadata"]["name"] for m in manifests if m["kind"] == "Node"]
+    absent = set(missing_nodes(core, node_names))
+    for name in node_names:
+        if name in absent:  # applying to a missing node would create it
+            continue
+        # The bare object under the same manager: the manager's labels go, nothing else.
+        bare = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+        try:
+            dynamic.server_side_apply(_resource(dynamic, bare), body=bare, field_manager=field_manager)
+        except ApiException as error:
+            raise ApplyError(f"could not release the labels of node {name}: {server_message(error)}") from None
+    progress(f"released tfk8s's labels on {len(node_names) - len(absent)} nodes")
+
+
+NAMESPACE_GONE_TIMEOUT_S = 120.0
+
+
+def _wait_gone(core: client.CoreV1Api, namespace: str) -> None:
+    deadline = time.monotonic() + NAMESPACE_GONE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespace(namespace)
+        except ApiException as error:
+            if is_not_found(error):
+                return
+            raise
+        time.sleep(WAIT_POLL_S)
+    raise ApplyError(f"namespace {namespace} still terminating after {NAMESPACE_GONE_TIMEOUT_S:.0f} s")

@@ -1,0 +1,76 @@
+"""Fake nodes (kwok) standing in for the servers a stack names.
+
+One node per server in the stack's pools, with a real server's CPU, memory and
+pod capacity and, for GPU pools, `nvidia.com/gpu` capacity. Nodes carry labels
+of their own before tfk8s labels them (rack, zone), as a real cluster's do, so
+that tests can check tfk8s removes only what it added.
+
+Nodes are created by server-side apply under their own field manager: a
+client-side create followed by tfk8s's server-side label patch would move
+ownership of the node's fields and drop the kwok annotation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from components.config import StackConfig
+
+from .control_plane import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE
+
+NODE_FIELD_MANAGER = "tfk8s-local-nodes"
+SERVER_CPU = "64"
+SERVER_MEMORY = "256Gi"
+SERVER_PODS = "250"
+RACK_LABEL = "topology.tfk8s.local/rack"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+SERVERS_PER_RACK = 4
+
+
+def stack_servers(config: StackConfig) -> dict[str, int]:
+    """Server name -> GPUs per server, for every pool of the stack that lists its nodes."""
+    servers: dict[str, int] = {}
+    for pool in config.node_pools:
+        for node in pool.nodes or ():
+            servers[node] = pool.gpu.per_node if pool.gpu else 0
+    return servers
+
+
+def own_labels(name: str, index: int) -> dict[str, str]:
+    """Labels the server had before tfk8s: its rack and zone."""
+    return {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        RACK_LABEL: f"rack-{index // SERVERS_PER_RACK}",
+        ZONE_LABEL: "local-a",
+    }
+
+
+def fake_node(name: str, index: int, gpus: int) -> dict[str, Any]:
+    capacity = {"cpu": SERVER_CPU, "memory": SERVER_MEMORY, "pods": SERVER_PODS}
+    if gpus:
+        capacity["nvidia.com/gpu"] = str(gpus)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE},
+            "labels": own_labels(name, index),
+        },
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake"},
+        },
+    }
+
+
+def fake_nodes(configs: Iterable[StackConfig]) -> list[dict[str, Any]]:
+    """The nodes for every server of the given stacks, each once."""
+    servers: dict[str, int] = {}
+    for config in configs:
+        for name, gpus in stack_servers(config).items():
+            servers[name] = max(gpus, servers.get(name, 0))
+    return [fake_node(name, index, gpus) for index, (name, gpus) in enumerate(servers.items())]

@@ -1,0 +1,89 @@
+"""Keys and certificates of the local control plane, and its admin credentials.
+
+One self-signed serving certificate for 127.0.0.1, the service-account signing
+key pair, and a random bearer token for the admin (a static token file is the
+simplest authentication the API server offers; the cluster lives on loopback
+for the length of a test run).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+ADMIN_USER = "tfk8s-admin"
+ADMIN_GROUP = "system:masters"
+
+
+@dataclass(frozen=True)
+class Pki:
+    serving_cert: Path
+    serving_key: Path
+    service_account_key: Path
+    service_account_public_key: Path
+    token_file: Path
+    admin_token: str
+
+
+def _write_private_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(0o600)
+
+
+def create_pki(directory: Path) -> Pki:
+    directory.mkdir(parents=True, exist_ok=True)
+    serving_key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tfk8s-local-apiserver")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(serving_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(serving_key, hashes.SHA256())
+    )
+    pki = Pki(
+        serving_cert=directory / "apiserver.crt",
+        serving_key=directory / "apiserver.key",
+        service_account_key=directory / "service-account.key",
+        service_account_public_key=directory / "service-account.pub",
+        token_file=directory / "tokens.csv",
+        admin_token=secrets.token_hex(24),
+    )
+    pki.serving_cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    _write_private_key(serving_key, pki.serving_key)
+    account_key = ec.generate_private_key(ec.SECP256R1())
+    _write_private_key(account_key, pki.service_account_key)
+    pki.service_account_public_key.write_bytes(
+        account_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    # token,user,uid,"group"
+    pki.token_file.write_text(f'{pki.admin_token},{ADMIN_USER},{ADMIN_USER},"{ADMIN_GROUP}"\n')
+    pki.token_file.chmod(0o600)
+    return pki

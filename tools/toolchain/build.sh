@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds the local control plane into .tools/bin from the Go module proxy only:
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes),
+# etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok).
+# A binary already built at the recorded version is kept; the script says what it built.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+tools="$root/.tools"
+bin="$tools/bin"
+src="$tools/src"
+mkdir -p "$bin" "$src"
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+export GOBIN="$bin"
+
+built=()
+kept=()
+
+# up_to_date NAME VERSION: the binary exists and was built at VERSION.
+up_to_date() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.version" 2>/dev/null)" = "$2" ]; }
+stamp() { echo "$2" > "$bin/.$1.version"; }
+
+kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+need_kube=0
+for name in "${kube_binaries[@]}"; do
+  up_to_date "$name" "$KUBERNETES_VERSION" || need_kube=1
+done
+
+if [ "$need_kube" = 1 ]; then
+  echo "toolchain: building Kubernetes $KUBERNETES_VERSION (cold: about 10 minutes on 2 cores)"
+  module="$src/kubernetes"
+  rm -rf "$module" && mkdir -p "$module"
+  # k8s.io/kubernetes replaces its staging modules with local paths that a
+  # module download does not have; map each to its published release instead
+  # (Kubernetes v1.X.Y publishes them as v0.X.Y).
+  staging_version="v0.${KUBERNETES_VERSION#v1.}"
+  upstream_mod="$(cd "$module" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" \
+    | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  {
+    echo "module tfk8s.local/kubernetes-toolchain"
+    echo
+    grep -E '^go [0-9.]+$' "$upstream_mod"
+    echo
+    echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+    echo
+    echo "replace ("
+    sed -n '/^replace (/,/^)/p' "$upstream_mod" \
+      | sed -n "s#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 $staging_version#p"
+    echo ")"
+  } > "$module/go.mod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "package tools"
+    echo
+    echo "import ("
+    for name in "${kube_binaries[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$name\""; done
+    echo ")"
+  } > "$module/tools.go"
+  (cd "$module" && go mod tidy)
+  minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+  ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean"
+  done
+  packages=()
+  for name in "${kube_binaries[@]}"; do packages+=("k8s.io/kubernetes/cmd/$name"); done
+  (cd "$module" && go build -trimpath -ldflags "$ldflags" -o "$bin/" "${packages[@]}")
+  for name in "${kube_binaries[@]}"; do stamp "$name" "$KUBERNETES_VERSION"; built+=("$name $KUBERNETES_VERSION"); done
+else
+  for name in "${kube_binaries[@]}"; do kept+=("$name $KUBERNETES_VERSION"); done
+fi
+
+if ! up_to_date etcd "$ETCD_VERSION"; then
+  echo "toolchain: building etcd $ETCD_VERSION"
+  module="$src/etcd"
+  rm -rf "$module" && mkdir -p "$module"
+  cat > "$module/go.mod" <<MOD
+module tfk8s.local/etcd
+
+go 1.23
+
+require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+MOD
+  cat > "$module/main.go" <<'GO'
+// etcd's own server entry point, built from its published module.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/etcd" .)
+  stamp etcd "$ETCD_VERSION"; built+=("etcd $ETCD_VERSION")
+else
+  kept+=("etcd $ETCD_VERSION")
+fi
+
+if ! up_to_date kwok "$KWOK_VERSION"; then
+  echo "toolchain: building kwok $KWOK_VERSION"
+  go install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  stamp kwok "$KWOK_VERSION"; built+=("kwok $KWOK_VERSION")
+else
+  kept+=("kwok $KWOK_VERSION")
+fi
+
+for line in "${built[@]+"${built[@]}"}"; do echo "toolchain: built $line -> .tools/bin/${line%% *}"; done
+if [ "${#built[@]}" = 0 ]; then
+  echo "toolchain: up to date in .tools/bin (${kept[*]})"
+fi

@@ -14,16 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from kubernetes.dynamic import DynamicClient
-
 from components.config import StackConfigError
 from components.render import read_rendered, render
 from components.stack_files import PROJECT_ROOT, load_experiment
 
 from . import control_plane, paths
 from .client import api_client
-from .experiments import ApplyError, apply_manifest, apply_manifests, delete_manifests, wait_for_pods
-from .nodes import NODE_FIELD_MANAGER, fake_nodes
+from .experiments import ApplyError, apply_manifests, delete_manifests, wait_for_pods
+from .nodes import create_fake_nodes
 
 DEFAULT_WAIT_S = 300.0
 
@@ -34,11 +32,8 @@ def _say(message: str) -> None:
 
 def add_nodes(stacks: list[str], kubeconfig: Path = paths.KUBECONFIG) -> int:
     """Create the fake servers of `stacks`; how many."""
-    nodes = fake_nodes(load_experiment(stack).config for stack in stacks)
-    dynamic = DynamicClient(api_client(kubeconfig))
-    for node in nodes:
-        apply_manifest(dynamic, node, NODE_FIELD_MANAGER)
-    return len(nodes)
+    configs = [load_experiment(stack).config for stack in stacks]
+    return len(create_fake_nodes(api_client(kubeconfig), configs))
 
 
 def rendered_dir(stack: str) -> Path:

@@ -63,14 +63,14 @@ class ControlPlane:
     def server(self) -> str:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
 
-    def save(self) -> None:
-        paths.STATE_FILE.write_text(json.dumps({"processes": self.processes, "ports": self.ports}, indent=2))
+    def save(self, where: paths.ClusterDir) -> None:
+        where.state_file.write_text(json.dumps({"processes": self.processes, "ports": self.ports}, indent=2))
 
     @classmethod
-    def load(cls) -> Optional["ControlPlane"]:
-        if not paths.STATE_FILE.exists():
+    def load(cls, where: paths.ClusterDir) -> Optional["ControlPlane"]:
+        if not where.state_file.exists():
             return None
-        state = json.loads(paths.STATE_FILE.read_text())
+        state = json.loads(where.state_file.read_text())
         return cls(processes=state["processes"], ports=state["ports"])
 
 
@@ -159,16 +159,16 @@ def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
     path.chmod(0o600)
 
 
-def _wait_until(check: Callable[[], bool], what: str, processes: dict[str, int]) -> None:
+def _wait_until(check: Callable[[], bool], what: str, launcher: "_Launcher") -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        for name, pid in processes.items():
+        for name, pid in launcher.processes.items():
             if not _group_alive(pid) or _exited(pid):
-                raise ClusterError(f"{name} exited during start-up; see {paths.LOG_DIR / (name + '.log')}")
+                raise ClusterError(f"{name} exited during start-up; see {launcher.where.log_dir / (name + '.log')}")
         if check():
             return
         time.sleep(0.25)
-    raise ClusterError(f"{what} not ready after {READY_TIMEOUT_S:.0f} s; logs in {paths.LOG_DIR}")
+    raise ClusterError(f"{what} not ready after {READY_TIMEOUT_S:.0f} s; logs in {launcher.where.log_dir}")
 
 
 def _exited(pid: int) -> bool:
@@ -192,19 +192,20 @@ def _https_ok(url: str, token: str, cafile: Path) -> bool:
 class _Launcher:
     """Starts processes of the control plane and remembers them for cleanup."""
 
-    def __init__(self, tie_to_parent: bool) -> None:
+    def __init__(self, where: paths.ClusterDir, tie_to_parent: bool) -> None:
+        self.where = where
         self.tie_to_parent = tie_to_parent
         self.processes: dict[str, int] = {}
 
     def start(self, name: str, args: list[str]) -> None:
-        log = open(paths.LOG_DIR / f"{name}.log", "wb")
+        log = open(self.where.log_dir / f"{name}.log", "wb")
         try:
             process = subprocess.Popen(
                 [str(paths.binary(name)), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=paths.CLUSTER_DIR,
+                cwd=self.where.root,
                 start_new_session=True,  # its own process group: stopped by group
                 preexec_fn=_die_with_parent if self.tie_to_parent else None,
             )
@@ -213,23 +214,26 @@ class _Launcher:
         self.processes[name] = process.pid
 
 
-def up(tie_to_parent: bool = False) -> ControlPlane:
-    """Start a fresh cluster under .cluster/ and wait until it serves; raise ClusterError if not."""
-    existing = ControlPlane.load()
+def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = False) -> ControlPlane:
+    """Start a fresh cluster in `where` and wait until it serves; raise ClusterError if not."""
+    existing = ControlPlane.load(where)
     if existing is not None and any(_group_alive(pid) and _is_ours(pid) for pid in existing.processes.values()):
         raise ClusterError("a local cluster is already running: `make cluster-down` first")
     for name in paths.BINARIES:
         paths.binary(name)
-    if paths.CLUSTER_DIR.exists():
-        shutil.rmtree(paths.CLUSTER_DIR)
-    paths.LOG_DIR.mkdir(parents=True)
-    pki = create_pki(paths.PKI_DIR)
+    for old in where.owned_paths():
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
+    where.log_dir.mkdir(parents=True)
+    pki = create_pki(where.pki_dir)
     ports = {
         name: _free_port()
         for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
     }
     plane = ControlPlane(ports=ports)
-    launcher = _Launcher(tie_to_parent)
+    launcher = _Launcher(where, tie_to_parent)
     try:
         _start_all(launcher, plane, pki)
     except BaseException:
@@ -237,11 +241,12 @@ def up(tie_to_parent: bool = False) -> ControlPlane:
         raise
     finally:
         plane.processes = launcher.processes
-        plane.save()
+        plane.save(where)
     return plane
 
 
 def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
+    where = launcher.where
     ports = plane.ports
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
     peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
@@ -249,7 +254,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
         "etcd",
         [
             "--name=local",
-            f"--data-dir={paths.CLUSTER_DIR / 'etcd'}",
+            f"--data-dir={where.etcd_dir}",
             f"--listen-client-urls={etcd_url}",
             f"--advertise-client-urls={etcd_url}",
             f"--listen-peer-urls={peer_url}",
@@ -261,7 +266,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
             "--log-level=warn",
         ],
     )
-    _wait_until(lambda: _http_ok(f"{etcd_url}/health"), "etcd", launcher.processes)
+    _wait_until(lambda: _http_ok(f"{etcd_url}/health"), "etcd", launcher)
 
     launcher.start(
         "kube-apiserver",
@@ -274,7 +279,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
             "--endpoint-reconciler-type=none",
             f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}",
-            f"--cert-dir={paths.PKI_DIR}",
+            f"--cert-dir={where.pki_dir}",
             f"--token-auth-file={pki.token_file}",
             "--authorization-mode=RBAC",
             f"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -288,14 +293,14 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
             "--max-mutating-requests-inflight=500",
         ],
     )
-    write_kubeconfig(paths.KUBECONFIG, plane.server, pki)
+    write_kubeconfig(where.kubeconfig, plane.server, pki)
     _wait_until(
         lambda: _https_ok(f"{plane.server}/readyz", pki.admin_token, pki.serving_cert),
         "kube-apiserver",
-        launcher.processes,
+        launcher,
     )
 
-    kubeconfig = str(paths.KUBECONFIG)
+    kubeconfig = str(where.kubeconfig)
     delegated = [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
@@ -310,10 +315,10 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
         [
             *delegated,
             f"--secure-port={ports['controller-manager']}",
-            f"--cert-dir={paths.PKI_DIR / 'controller-manager'}",
+            f"--cert-dir={where.pki_dir / 'controller-manager'}",
             f"--service-account-private-key-file={pki.service_account_key}",
             f"--root-ca-file={pki.serving_cert}",
-            f"--flex-volume-plugin-dir={paths.CLUSTER_DIR / 'flexvolume'}",
+            f"--flex-volume-plugin-dir={where.root / 'flexvolume'}",
             "--controllers=*",
             # Statefulset and Job pods are created in bursts of thousands.
             "--concurrent-statefulset-syncs=20",
@@ -324,7 +329,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
         [
             *delegated,
             f"--secure-port={ports['scheduler']}",
-            f"--cert-dir={paths.PKI_DIR / 'scheduler'}",
+            f"--cert-dir={where.pki_dir / 'scheduler'}",
         ],
     )
     launcher.start(
@@ -341,7 +346,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
     _wait_until(
         lambda: _https_ok(f"{plane.server}/api/v1/namespaces/default/serviceaccounts/default", pki.admin_token, pki.serving_cert),
         "the controllers (default service account)",
-        launcher.processes,
+        launcher,
     )
 
 
@@ -353,12 +358,12 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def down() -> list[str]:
+def down(where: paths.ClusterDir = paths.DEFAULT_CLUSTER) -> list[str]:
     """Stop every process of the cluster; the names of those that were running."""
-    plane = ControlPlane.load()
+    plane = ControlPlane.load(where)
     if plane is None:
         return []
     stopped = stop_processes(plane.processes)
     plane.processes = {}
-    plane.save()
+    plane.save(where)
     return stopped

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+
 from components.config import StackConfig
 
 from .control_plane import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE
+from .experiments import apply_manifest
 
 NODE_FIELD_MANAGER = "tfk8s-local-nodes"
 SERVER_CPU = "64"
@@ -74,3 +78,12 @@ def fake_nodes(configs: Iterable[StackConfig]) -> list[dict[str, Any]]:
         for name, gpus in stack_servers(config).items():
             servers[name] = max(gpus, servers.get(name, 0))
     return [fake_node(name, index, gpus) for index, (name, gpus) in enumerate(servers.items())]
+
+
+def create_fake_nodes(api: client.ApiClient, configs: Iterable[StackConfig]) -> list[str]:
+    """Create (or restore) the fake servers of the given stacks; their names."""
+    dynamic = DynamicClient(api)
+    nodes = fake_nodes(configs)
+    for node in nodes:
+        apply_manifest(dynamic, node, NODE_FIELD_MANAGER)
+    return [node["metadata"]["name"] for node in nodes]

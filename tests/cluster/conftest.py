@@ -1,0 +1,102 @@
+"""One local control plane for the whole session: real admission, scheduling and controllers.
+
+It needs the toolchain (`make toolchain`); without it every test here fails
+with that instruction rather than being skipped, so CI cannot pass without
+having checked the objects. The processes die with the test process, even
+when it is killed, and are stopped by process group at the end.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.render import read_rendered, render
+from components.stack_files import load_experiment, read_stack_values
+from tests.harness import reset_pulumi
+from tools.localcluster import control_plane, paths
+from tools.localcluster.client import api_client
+from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods
+from tools.localcluster.nodes import create_fake_nodes
+
+TEST_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "tests")
+# Every stack the tests run; the cluster gets a fake node per server of each.
+SEED_STACKS = ("scene1-case2", "scene2-case2", "gpu-p40")
+POD_WAIT_S = 120.0
+
+
+@pytest.fixture(autouse=True)
+def _reset_pulumi_runtime():
+    yield
+    reset_pulumi()
+
+
+def write_variant(directory: Path, base: str, name: str, edit) -> str:
+    """A stack file derived from `base`, changed by `edit(values)`; its path."""
+    _, values = read_stack_values(base)
+    values = copy.deepcopy(values)
+    edit(values)
+    path = directory / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": values}, sort_keys=False))
+    return str(path)
+
+
+def _loose(values: dict[str, Any]) -> None:
+    """scene1-case2 on its own servers, with servers preferred instead of required."""
+    values["tfk8s:cluster"]["strict"] = False
+    for pool in values["tfk8s:nodePools"]:
+        pool["nodes"] = [node.replace("srv-", "loose-srv-") for node in pool["nodes"]]
+
+
+@dataclass
+class LocalCluster:
+    kubeconfig: Path
+    stacks_dir: Path
+
+    @property
+    def api(self):
+        return api_client(self.kubeconfig)
+
+    def render(self, stack: str, out: Path) -> list[dict]:
+        render(load_experiment(stack), out)
+        return read_rendered(out)
+
+    def apply(self, stack: str, out: Path, wait: bool = True) -> list[dict]:
+        """Render and apply `stack` as `make apply` does; the applied manifests."""
+        experiment = load_experiment(stack)
+        manifests = self.render(stack, out)
+        api = self.api
+        apply_manifests(api, experiment.stack, manifests)
+        if wait:
+            wait_for_pods(api, experiment, POD_WAIT_S)
+        return manifests
+
+    def delete(self, stack: str, out: Path) -> None:
+        experiment = load_experiment(stack)
+        delete_manifests(self.api, experiment.stack, self.render(stack, out))
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory) -> LocalCluster:
+    missing = [name for name in paths.BINARIES if not (paths.TOOLS_BIN / name).is_file()]
+    if missing:
+        pytest.fail(f"the local control plane needs {', '.join(missing)}: run `make toolchain`")
+    stacks_dir = tmp_path_factory.mktemp("stacks")
+    loose = write_variant(stacks_dir, "scene1-case2", "scene1-loose", _loose)
+    control_plane.up(TEST_CLUSTER, tie_to_parent=True)
+    try:
+        configs = [load_experiment(stack).config for stack in (*SEED_STACKS, loose)]
+        create_fake_nodes(api_client(TEST_CLUSTER.kubeconfig), configs)
+        yield LocalCluster(TEST_CLUSTER.kubeconfig, stacks_dir)
+    finally:
+        control_plane.down(TEST_CLUSTER)
+
+
+@pytest.fixture(scope="session")
+def loose_stack(local_cluster) -> str:
+    return str(local_cluster.stacks_dir / "Pulumi.scene1-loose.yaml")

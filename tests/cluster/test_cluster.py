@@ -1,0 +1,245 @@
+"""tfk8s's objects on a real control plane: admission, scheduling, controllers, label cleanup.
+
+The nodes are kwok's (no kubelet, no containers); everything else is the real
+kube-apiserver, kube-scheduler and kube-controller-manager.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import Counter, defaultdict
+
+import pytest
+from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+
+from components import labels as L
+from components.__main__ import main as components_main
+from components.stack_files import load_experiment
+from tools.localcluster import paths
+from tools.localcluster.experiments import ApplyError, apply_manifest, task_pods
+from tools.localcluster.nodes import create_fake_nodes
+
+NODE_GONE_WAIT_S = 150.0
+
+
+def core(cluster) -> client.CoreV1Api:
+    return client.CoreV1Api(cluster.api)
+
+
+def pods_by_node(cluster, stack: str) -> dict[str, Counter]:
+    """Node -> count of PS and workers of the stack, read back from the API server."""
+    table: dict[str, Counter] = defaultdict(Counter)
+    for pod in task_pods(core(cluster), load_experiment(stack)):
+        table[pod.spec.node_name][pod.metadata.labels[L.COMPONENT]] += 1
+    return table
+
+
+def node_labels(cluster, names) -> dict[str, dict[str, str]]:
+    nodes = {n.metadata.name: n for n in core(cluster).list_node().items}
+    return {name: dict(nodes[name].metadata.labels) for name in names}
+
+
+def read_back(cluster, manifest):
+    dynamic = DynamicClient(cluster.api)
+    resource = dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+    metadata = manifest["metadata"]
+    return dynamic.get(resource, name=metadata["name"], namespace=metadata.get("namespace"))
+
+
+def status_of(stack: str, cluster, capsys) -> tuple[int, str]:
+    code = components_main(["status", stack, "--kubeconfig", str(cluster.kubeconfig)])
+    return code, capsys.readouterr().out
+
+
+def test_scene1_case2_admitted_placed_and_removed(local_cluster, tmp_path, capsys):
+    servers = [f"srv-0{i}" for i in range(5)]
+    labels_before = node_labels(local_cluster, servers)
+    manifests = local_cluster.apply("scene1-case2", tmp_path)
+
+    # Every object was admitted and reads back, the namespace enforcing `restricted`.
+    for manifest in manifests:
+        assert read_back(local_cluster, manifest).metadata.name == manifest["metadata"]["name"]
+    namespace = core(local_cluster).read_namespace("tf-scene1-case2")
+    assert namespace.metadata.labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+    # The real scheduler put exactly 10 workers and 1 PS on each server.
+    assert pods_by_node(local_cluster, "scene1-case2") == {
+        server: Counter({"worker": 10, "ps": 1}) for server in servers
+    }
+    chief = core(local_cluster).list_namespaced_pod(
+        "tf-scene1-case2", label_selector=f"{L.COMPONENT}=chief"
+    ).items
+    assert len(chief) == 1 and chief[0].spec.node_name in servers
+
+    # tfk8s's labels went on under the experiment's field manager.
+    for name, labels in node_labels(local_cluster, servers).items():
+        assert labels[L.NODE_EXPERIMENT] == "scene1-case2" and labels[L.NODE_ROLE] == "mixed"
+        assert {k: v for k, v in labels.items() if k in labels_before[name]} == labels_before[name]
+
+    code, table = status_of("scene1-case2", local_cluster, capsys)
+    assert code == 0, table
+    assert "56/56 tasks running as planned · 0 pending" in table.splitlines()[0]
+
+    local_cluster.delete("scene1-case2", tmp_path)
+    with pytest.raises(client.ApiException) as gone:
+        core(local_cluster).read_namespace("tf-scene1-case2")
+    assert gone.value.status == 404
+    # Exactly tfk8s's labels are gone; the servers' own labels stay.
+    assert node_labels(local_cluster, servers) == labels_before
+
+
+def test_scene2_case2_ps_and_worker_servers_are_disjoint(local_cluster, tmp_path):
+    local_cluster.apply("scene2-case2", tmp_path)
+    try:
+        table = pods_by_node(local_cluster, "scene2-case2")
+        ps_servers = {node for node, count in table.items() if count["ps"]}
+        worker_servers = {node for node, count in table.items() if count["worker"]}
+        assert ps_servers == {f"ps-srv-0{i}" for i in range(5)}
+        assert worker_servers == {f"wk-srv-0{i}" for i in range(5)}
+        assert all(table[node] == Counter({"worker": 10}) for node in worker_servers)
+        assert all(table[node] == Counter({"ps": 1}) for node in ps_servers)
+    finally:
+        local_cluster.delete("scene2-case2", tmp_path)
+
+
+def test_gpu_workers_land_on_gpu_servers_within_capacity(local_cluster, tmp_path):
+    local_cluster.apply("gpu-p40", tmp_path)
+    try:
+        nodes = {n.metadata.name: n for n in core(local_cluster).list_node().items}
+        gpus_used: Counter = Counter()
+        for pod in task_pods(core(local_cluster), load_experiment("gpu-p40")):
+            role = pod.metadata.labels[L.COMPONENT]
+            (container,) = pod.spec.containers
+            gpus = int((container.resources.limits or {}).get(L.GPU_RESOURCE, 0))
+            node = nodes[pod.spec.node_name]
+            if role == "worker":
+                assert node.metadata.name.startswith("gpu-srv-")
+                assert node.metadata.labels[L.GPU_PRODUCT] == "Tesla-P40"
+                assert gpus == 1
+                gpus_used[node.metadata.name] += gpus
+            else:
+                assert node.metadata.name.startswith("cpu-srv-") and gpus == 0
+        assert sum(gpus_used.values()) == 8
+        for name, used in gpus_used.items():
+            assert used <= int(nodes[name].status.allocatable[L.GPU_RESOURCE])
+    finally:
+        local_cluster.delete("gpu-p40", tmp_path)
+
+
+def test_applying_twice_changes_nothing(local_cluster, tmp_path):
+    manifests = local_cluster.apply("scene2-case2", tmp_path)
+    try:
+        versions = {m["metadata"]["name"] + m["kind"]: read_back(local_cluster, m).metadata.resourceVersion for m in manifests}
+        local_cluster.apply("scene2-case2", tmp_path)
+        again = {m["metadata"]["name"] + m["kind"]: read_back(local_cluster, m).metadata.resourceVersion for m in manifests}
+        assert again == versions
+        # What a user hands to kubectl: the rendered folder shows no difference either.
+        diff = subprocess.run(
+            [
+                str(paths.binary("kubectl")),
+                f"--kubeconfig={local_cluster.kubeconfig}",
+                f"--cache-dir={paths.CLUSTER_ROOT / 'tests' / 'kubectl-cache'}",
+                "diff",
+                "--server-side",
+                f"--field-manager={L.field_manager('scene2-case2')}",
+                "-f",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (diff.returncode, diff.stdout) == (0, ""), diff.stderr
+    finally:
+        local_cluster.delete("scene2-case2", tmp_path)
+
+
+def test_two_experiments_keep_to_their_own_namespace_and_labels(local_cluster, tmp_path):
+    scene1 = [f"srv-0{i}" for i in range(5)]
+    local_cluster.apply("scene1-case2", tmp_path / "a")
+    scene1_labels = node_labels(local_cluster, scene1)
+    local_cluster.apply("scene2-case2", tmp_path / "b")
+    try:
+        assert node_labels(local_cluster, scene1) == scene1_labels
+        for name, labels in node_labels(local_cluster, ["ps-srv-00", "wk-srv-00"]).items():
+            assert labels[L.NODE_EXPERIMENT] == "scene2-case2"
+        assert {p.metadata.namespace for p in task_pods(core(local_cluster), load_experiment("scene1-case2"))} == {"tf-scene1-case2"}
+        local_cluster.delete("scene2-case2", tmp_path / "b")
+        assert node_labels(local_cluster, scene1) == scene1_labels
+        assert pods_by_node(local_cluster, "scene1-case2") == {s: Counter({"worker": 10, "ps": 1}) for s in scene1}
+    finally:
+        local_cluster.delete("scene1-case2", tmp_path / "a")
+
+
+def test_the_api_server_refuses_a_privileged_pod_in_the_namespace(local_cluster, tmp_path):
+    local_cluster.apply("scene2-case2", tmp_path, wait=False)
+    try:
+        privileged = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "privileged", "namespace": "tf-scene2-case2"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "tensorflow/tensorflow:2.21.0", "securityContext": {"privileged": True}}
+                ]
+            },
+        }
+        with pytest.raises(ApplyError) as refused:
+            apply_manifest(DynamicClient(local_cluster.api), privileged, L.field_manager("scene2-case2"))
+        message = str(refused.value)
+        assert 'violates PodSecurity "restricted:latest"' in message
+        assert "privileged" in message
+        print(message)
+    finally:
+        local_cluster.delete("scene2-case2", tmp_path)
+
+
+def _wait_for(check, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(1.0)
+    raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
+
+
+def test_losing_a_server_strands_strict_tasks_and_moves_preferred_ones(
+    local_cluster, loose_stack, tmp_path, capsys
+):
+    strict, loose = "scene1-case2", loose_stack
+    local_cluster.apply(strict, tmp_path / "strict")
+    local_cluster.apply(loose, tmp_path / "loose")
+    lost = ["srv-03", "loose-srv-03"]
+    try:
+        for name in lost:
+            core(local_cluster).delete_node(name)
+        strict_tasks = load_experiment(strict).plan.by_server()["srv-03"]
+
+        def strict_stranded():
+            code, table = status_of(strict, local_cluster, capsys)
+            rows = [line for line in table.splitlines() if any(f" {t} " in line for t in strict_tasks)]
+            pending = [r for r in rows if "Pending" in r and "server srv-03 is not in the cluster" in r]
+            return (code, table) if len(pending) == len(strict_tasks) else None
+
+        def loose_moved():
+            table = pods_by_node(local_cluster, "scene1-loose")
+            running = sum(1 for p in task_pods(core(local_cluster), load_experiment(loose)) if p.status.phase == "Running")
+            return table if "loose-srv-03" not in table and running == 55 else None
+
+        code, table = _wait_for(strict_stranded, NODE_GONE_WAIT_S, "srv-03's tasks Pending")
+        assert code == 1
+        stranded = [line for line in table.splitlines() if line.startswith("!")]
+        assert len(stranded) == len(strict_tasks)
+        assert all("didn't satisfy plugin(s) [NodeAffinity]" in line for line in stranded), table
+        print(table)
+
+        moved = _wait_for(loose_moved, NODE_GONE_WAIT_S, "loose-srv-03's tasks rescheduled")
+        assert set(moved) == {f"loose-srv-0{i}" for i in (0, 1, 2, 4)}
+        assert sum(c["worker"] for c in moved.values()) == 50 and sum(c["ps"] for c in moved.values()) == 5
+    finally:
+        create_fake_nodes(local_cluster.api, [load_experiment(strict).config, load_experiment(loose).config])
+        local_cluster.delete(strict, tmp_path / "strict")
+        local_cluster.delete(loose, tmp_path / "loose")

@@ -12,7 +12,7 @@ from . import labels as L
 from .config import NodePoolSpec
 from .experiment import Experiment
 from .planner import Task, TaskPlacement
-from .tf_config import TF_PORT
+from .tf_config import CLUSTER_ENV, TF_PORT
 from .trainer_bundle import TRAINER_PACKAGE
 from trainer.settings import SETTINGS_ENV
 
@@ -87,9 +87,10 @@ def trainer_env_config_map(experiment: Experiment) -> Manifest:
 
 
 def trainer_env(experiment: Experiment) -> dict[str, str]:
-    """Environment of every task but TF_CONFIG; the trainer reads its settings here."""
+    """Environment of every task but TF_CONFIG: trainer settings and the TF cluster it refers to."""
     return {
         SETTINGS_ENV: experiment.trainer_settings_json,
+        CLUSTER_ENV: experiment.tf_config.cluster_json,
         "PYTHONPATH": CODE_ROOT,
         "PYTHONDONTWRITEBYTECODE": "1",  # the code mount is read-only
         "PYTHONUNBUFFERED": "1",
@@ -233,6 +234,7 @@ def _container(experiment: Experiment, task: Task) -> Manifest:
         "command": ["python", "-m", TRAINER_PACKAGE],
         # Writable: a worker records its task index here for its input pipeline.
         "workingDir": SCRATCH_DIR,
+        # envFrom is read first, so TF_CONFIG's $(TFK8S_CLUSTER) expands to the shared cluster.
         "env": [{"name": "TF_CONFIG", "value": experiment.tf_config.render(task)}],
         "envFrom": [{"configMapRef": {"name": TRAINER_ENV_CONFIG_MAP}}],
         "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],

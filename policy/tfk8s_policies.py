@@ -101,15 +101,78 @@ def env_value(container: Mapping[str, Any], name: str) -> Optional[str]:
     return None
 
 
-def tf_config_of(spec: Optional[Mapping[str, Any]]) -> Optional[dict]:
+# `$(NAME)` in an env value is replaced by the variable NAME defined before it
+# (envFrom first, then earlier env entries); `$$` is a literal `$`; a
+# reference to an undefined variable stays as written (kubelet's rules).
+ENV_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+ConfigMaps = Mapping[tuple, Mapping[str, Any]]  # (namespace, name) -> data
+
+
+def config_map_data(resources: Iterable[Any]) -> dict[tuple, Mapping[str, Any]]:
+    return {
+        (namespace_of(r.props), name_of(r.props)): get(r.props, "data", default={}) or {}
+        for r in of_kind(resources, "ConfigMap")
+    }
+
+
+def expand_env(value: str, variables: Mapping[str, str]) -> tuple[str, list[str]]:
+    """`value` with references expanded as kubelet does; the names it could not resolve."""
+    unresolved: list[str] = []
+
+    def replace(match: re.Match) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        if name in variables:
+            return variables[name]
+        unresolved.append(name)
+        return match.group(0)
+
+    return ENV_REFERENCE.sub(replace, value), unresolved
+
+
+def container_env(
+    container: Mapping[str, Any], namespace: Optional[str], config_maps: ConfigMaps
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The environment kubelet would give the container; per variable, the references left unresolved."""
+    variables: dict[str, str] = {}
+    for source in as_list(get(container, "envFrom")):
+        data = config_maps.get((namespace, get(source, "configMapRef", "name")), {})
+        prefix = get(source, "prefix", default="") or ""
+        variables.update({f"{prefix}{key}": str(value) for key, value in data.items()})
+    unresolved: dict[str, list[str]] = {}
+    for item in as_list(get(container, "env")):
+        name, value = get(item, "name"), get(item, "value")
+        if isinstance(name, str) and isinstance(value, str):
+            variables[name], missing = expand_env(value, variables)
+            if missing:
+                unresolved[name] = missing
+    return variables, unresolved
+
+
+def tf_config_of(
+    spec: Optional[Mapping[str, Any]], namespace: Optional[str] = None, config_maps: Optional[ConfigMaps] = None
+) -> Optional[dict]:
+    """A task's TF_CONFIG as its process sees it.
+
+    tfk8s writes the shared cluster once, in a ConfigMap, and each task's
+    TF_CONFIG refers to it. A stack check passes the stack's ConfigMaps; a
+    check of one resource has none, and reads the cluster as unknown (null).
+    """
     for container in containers(spec):
-        raw = env_value(container, "TF_CONFIG")
-        if raw:
-            try:
-                parsed = json.loads(raw)
-            except ValueError:
-                return {"_malformed": raw}
-            return parsed if isinstance(parsed, dict) else {"_malformed": raw}
+        if env_value(container, "TF_CONFIG") is None:
+            continue
+        variables, unresolved = container_env(container, namespace, config_maps or {})
+        raw = variables["TF_CONFIG"]
+        if unresolved.get("TF_CONFIG"):
+            if config_maps is not None:
+                return {"_malformed": raw, "_unresolved": unresolved["TF_CONFIG"]}
+            raw = ENV_REFERENCE.sub(lambda m: "$" if m.group(0) == "$$" else "null", raw)
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return {"_malformed": raw}
+        return parsed if isinstance(parsed, dict) else {"_malformed": raw}
     return None
 
 
@@ -179,7 +242,7 @@ def name_of(props: Mapping[str, Any]) -> Optional[str]:
 class Workload:
     """A resource that runs pods, as a stack validation sees it."""
 
-    def __init__(self, resource: Any) -> None:
+    def __init__(self, resource: Any, config_maps: ConfigMaps) -> None:
         self.resource = resource
         self.kind = kind_of(resource.resource_type)
         self.props = resource.props
@@ -187,7 +250,7 @@ class Workload:
         self.labels = pod_labels(self.kind, self.props)
         self.namespace = namespace_of(self.props)
         self.name = name_of(self.props)
-        self.tf_config = tf_config_of(self.spec)
+        self.tf_config = tf_config_of(self.spec, self.namespace, config_maps)
 
     @property
     def task(self) -> Optional[tuple[str, int]]:
@@ -197,9 +260,11 @@ class Workload:
 
 
 def workloads(resources: Iterable[Any]) -> Iterator[Workload]:
+    resources = list(resources)
+    config_maps = config_map_data(resources)
     for resource in resources:
         if kind_of(resource.resource_type) in WORKLOAD_KINDS:
-            workload = Workload(resource)
+            workload = Workload(resource, config_maps)
             if workload.spec is not None:
                 yield workload
 
@@ -215,14 +280,9 @@ def task_type_of(workload: Workload) -> Optional[str]:
 
 def trainer_settings(resources: Iterable[Any], namespace: Optional[str], spec: Optional[Mapping[str, Any]]) -> Optional[dict]:
     """The trainer settings the pods get: a literal env value or an envFrom ConfigMap."""
+    config_maps = config_map_data(resources)
     for container in containers(spec):
-        raw = env_value(container, SETTINGS_ENV)
-        if raw is None:
-            for source in as_list(get(container, "envFrom")):
-                config_map = get(source, "configMapRef", "name")
-                for candidate in of_kind(resources, "ConfigMap"):
-                    if name_of(candidate.props) == config_map and namespace_of(candidate.props) == namespace:
-                        raw = get(candidate.props, "data", SETTINGS_ENV) or raw
+        raw = container_env(container, namespace, config_maps)[0].get(SETTINGS_ENV)
         if raw:
             try:
                 return json.loads(raw)
@@ -310,8 +370,13 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
         where = f"experiment {instance or '?'} in {namespace}"
         malformed = [w for w in group if "_malformed" in w.tf_config or w.task is None]
         for workload in malformed:
-            report(f"{workload.kind} {workload.name}: TF_CONFIG is not valid JSON with cluster and task",
-                   workload.resource.urn)
+            missing = workload.tf_config.get("_unresolved")
+            if missing:
+                report(f"{workload.kind} {workload.name}: TF_CONFIG refers to {', '.join(missing)}, which no "
+                       "env or envFrom ConfigMap of the stack defines", workload.resource.urn)
+            else:
+                report(f"{workload.kind} {workload.name}: TF_CONFIG is not valid JSON with cluster and task",
+                       workload.resource.urn)
         group = [w for w in group if w not in malformed]
         if not group:
             continue

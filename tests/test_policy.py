@@ -51,11 +51,13 @@ def node_port_service(objects):
 
 
 def inconsistent_tf_config(objects):
+    # A hand-written TF_CONFIG on one worker, its cluster one worker short.
     worker = find(objects, "StatefulSet", "worker-3")
+    cluster = json.loads(find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]["TFK8S_CLUSTER"])
+    cluster["worker"] = cluster["worker"][:-1]
     env = container(worker)["env"][0]
-    config = json.loads(env["value"])
-    config["cluster"]["worker"] = config["cluster"]["worker"][:-1]
-    env["value"] = json.dumps(config)
+    assert env["name"] == "TF_CONFIG"
+    env["value"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 3}})
     return objects
 
 
@@ -118,6 +120,14 @@ BROKEN = {
 
 def test_every_mandatory_policy_has_a_broken_program():
     assert set(BROKEN) == set(MANDATORY)
+
+
+def test_tf_config_referring_to_an_undefined_variable_is_reported():
+    objects = objects_of(program_run("scene1-case1"))
+    del find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]["TFK8S_CLUSTER"]
+    found = tripped(objects)
+    assert list(found) == ["tfk8s-tf-config-consistent"], found
+    assert any("TF_CONFIG refers to TFK8S_CLUSTER, which no env or envFrom ConfigMap" in m for m in found["tfk8s-tf-config-consistent"])
 
 
 @pytest.mark.parametrize("policy", list(BROKEN))

@@ -37,8 +37,20 @@ def env(workload) -> dict[str, str]:
     return {item["name"]: item["value"] for item in container(workload).get("env", [])}
 
 
-def tf_config(workload) -> dict:
-    return json.loads(env(workload)["TF_CONFIG"])
+def pod_env(run, workload) -> dict[str, str]:
+    """The container's environment as kubelet builds it: envFrom ConfigMaps, then env with $(VAR) expanded."""
+    config_maps = {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}
+    variables: dict[str, str] = {}
+    for source in container(workload).get("envFrom", []):
+        variables.update(config_maps[source["configMapRef"]["name"]])
+    for item in container(workload).get("env", []):
+        # A reference the kubelet could not resolve would stay literal: fail on it here.
+        variables[item["name"]] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: variables[m.group(1)], item["value"])
+    return variables
+
+
+def tf_config(run, workload) -> dict:
+    return json.loads(pod_env(run, workload)["TF_CONFIG"])
 
 
 def task_name(workload) -> str:
@@ -81,7 +93,7 @@ def test_tf_config_is_one_cluster_of_task_services(stack_run):
     clusters = set()
     seen_tasks = set()
     for workload in workloads(stack_run):
-        config = tf_config(workload)
+        config = tf_config(stack_run, workload)
         clusters.add(json.dumps(config["cluster"], sort_keys=True))
         task = config["task"]
         assert f"{task['type']}-{task['index']}" == task_name(workload)

@@ -225,7 +225,7 @@ def test_losing_a_server_strands_strict_tasks_and_moves_preferred_ones(
             return (code, table) if len(pending) == len(strict_tasks) else None
 
         def loose_moved():
-            table = pods_by_node(local_cluster, "scene1-loose")
+            table = pods_by_node(local_cluster, loose)
             running = sum(1 for p in task_pods(core(local_cluster), load_experiment(loose)) if p.status.phase == "Running")
             return table if "loose-srv-03" not in table and running == 55 else None
 

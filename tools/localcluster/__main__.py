@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             api = api_client(args.kubeconfig)
             started = time.monotonic()
             apply_manifests(api, experiment.stack, read_rendered(out_dir), _say)
-            bound_s, running_s = wait_for_pods(api, experiment, args.timeout, _say, started)
-            _say(f"every PS and worker pod bound after {bound_s:.1f} s, running after {running_s:.1f} s")
+            times = wait_for_pods(api, experiment, args.timeout, _say, started)
+            _say(f"every PS and worker pod bound after {times.bound_s:.1f} s, running after {times.running_s:.1f} s")
         elif args.command == "delete":
             experiment = load_experiment(args.stack)
             out_dir = rendered_dir(experiment.stack)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from kubernetes import client
@@ -90,10 +91,61 @@ def apply_manifests(
 
 def task_pods(core: client.CoreV1Api, experiment: Experiment) -> list[Any]:
     """The pods of the experiment's PS and workers."""
-    pods = core.list_namespaced_pod(
-        experiment.namespace, label_selector=",".join(f"{k}={v}" for k, v in L.experiment_selector(experiment.stack).items())
-    ).items
+    pods = core.list_namespaced_pod(experiment.namespace, label_selector=_selector(experiment)).items
     return [pod for pod in pods if pod.metadata.labels.get(L.COMPONENT) in ("ps", "worker")]
+
+
+def _selector(experiment: Experiment, roles: tuple[str, ...] = ()) -> str:
+    terms = [f"{k}={v}" for k, v in L.experiment_selector(experiment.stack).items()]
+    if roles:
+        terms.append(f"{L.COMPONENT} in ({','.join(roles)})")
+    return ",".join(terms)
+
+
+@dataclass(frozen=True)
+class PodRow:
+    name: str
+    node: Optional[str]
+    status: str  # as `kubectl get pods` shows it: Running, Pending, ...
+    terminating: bool
+
+
+def pod_rows(dynamic: DynamicClient, experiment: Experiment) -> list[PodRow]:
+    """The PS and worker pods as `kubectl get pods -o wide` rows.
+
+    A pod carries its task's TF_CONFIG, which lists every task: a 2,000-worker
+    experiment's pods are about 100 KB each. The server-side table format sends
+    only the columns, so polling stays cheap for the client.
+    """
+    table = dynamic.request(
+        "get",
+        f"/api/v1/namespaces/{experiment.namespace}/pods",
+        label_selector=_selector(experiment, ("ps", "worker")),
+        header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+    ).to_dict()
+    columns = [column["name"] for column in table["columnDefinitions"]]
+    name, node, status = columns.index("Name"), columns.index("Node"), columns.index("Status")
+    rows = []
+    for row in table.get("rows", []):
+        cells = row["cells"]
+        rows.append(
+            PodRow(
+                name=cells[name],
+                node=None if cells[node] in ("<none>", "") else cells[node],
+                status=cells[status],
+                terminating=cells[status] == "Terminating",
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class PodTimes:
+    """Seconds from the start of an apply until every PS and worker pod was ..."""
+
+    created_s: float  # ... created by its controller
+    bound_s: float  # ... bound to a node by the scheduler
+    running_s: float  # ... Running (kwok's part)
 
 
 def wait_for_pods(
@@ -102,29 +154,32 @@ def wait_for_pods(
     timeout_s: float,
     progress: Progress = _quiet,
     started: Optional[float] = None,
-) -> tuple[float, float]:
-    """Wait until every PS and worker pod is bound, then Running; seconds from `started` to each."""
-    core = client.CoreV1Api(api)
+) -> PodTimes:
+    """Wait until every PS and worker pod is bound, then Running."""
     started = time.monotonic() if started is None else started
+    dynamic = DynamicClient(api)
     expected = experiment.plan.count("ps") + experiment.plan.count("worker")
+    created_at: Optional[float] = None
     bound_at: Optional[float] = None
     last_report = ""
     while True:
-        pods = [p for p in task_pods(core, experiment) if p.metadata.deletion_timestamp is None]
-        bound = sum(1 for pod in pods if pod.spec.node_name)
-        running = sum(1 for pod in pods if pod.status.phase == "Running")
-        now = time.monotonic()
+        rows = [row for row in pod_rows(dynamic, experiment) if not row.terminating]
+        bound = sum(1 for row in rows if row.node)
+        running = sum(1 for row in rows if row.status == "Running")
+        now = time.monotonic() - started
+        if created_at is None and len(rows) >= expected:
+            created_at = now
         if bound_at is None and bound >= expected:
             bound_at = now
         if running >= expected:
-            return bound_at - started, now - started
-        report = f"{bound}/{expected} pods bound, {running} running"
+            return PodTimes(created_at or now, bound_at or now, now)
+        report = f"{len(rows)}/{expected} pods created, {bound} bound, {running} running"
         if report != last_report:
             progress(report)
             last_report = report
-        if now - started > timeout_s:
+        if now > timeout_s:
             raise ApplyError(
-                f"stack '{experiment.stack}': after {timeout_s:.0f} s only {report}; "
+                f"stack '{experiment.stack}': after {timeout_s:.0f} s {report}; "
                 f"`python -m components status {experiment.stack}` shows why"
             )
         time.sleep(WAIT_POLL_S)

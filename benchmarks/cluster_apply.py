@@ -1,0 +1,130 @@
+"""How fast a real control plane admits and schedules an experiment, and how that scales.
+
+Starts a private local control plane (tools/localcluster: kube-apiserver,
+etcd, controller-manager, scheduler, kwok nodes) and, for the seed's largest
+experiment scene1-case4 (20 servers, 20 PS, 200 workers) and the same layout
+ten times larger (200 servers, 2,000 workers), times from the start of the
+server-side apply until every PS and worker pod is bound and Running. It
+splits that time into stages (objects admitted, pods created by the
+StatefulSet controller, bound by the scheduler, Running by kwok) and counts the
+CPU seconds each process spent, which says where the time goes.
+
+Targets: scene1-case4 within 30 s; ten times the pods within twelve times the time.
+
+    .venv/bin/python benchmarks/cluster_apply.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_ROOT))
+
+from components.render import read_rendered, render  # noqa: E402
+from components.stack_files import load_experiment, read_stack_values  # noqa: E402
+from program_under_mocks import SCALE, SEED_STACK, scaled_values  # noqa: E402
+from tools.localcluster import control_plane, paths  # noqa: E402
+from tools.localcluster.client import api_client  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods  # noqa: E402
+from tools.localcluster.nodes import create_fake_nodes  # noqa: E402
+
+TARGET_SECONDS = 30.0
+TARGET_RATIO = 12.0
+POD_TIMEOUT_S = 600.0
+BENCH_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "bench")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def process_cpu(processes: dict[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in processes.items()} | {"client": time.process_time()}
+
+
+def scaled_stack_file(directory: Path) -> str:
+    stack, values = read_stack_values(SEED_STACK)
+    path = directory / f"Pulumi.{stack}-x{SCALE}.yaml"
+    path.write_text(yaml.safe_dump({"config": scaled_values(values, SCALE)}, sort_keys=False))
+    return str(path)
+
+
+def measure(api, plane, stack_or_path: str, delete_after: bool) -> dict:
+    experiment = load_experiment(stack_or_path)
+    out_dir = BENCH_CLUSTER.root / "out" / experiment.stack
+    render(experiment, out_dir)
+    manifests = read_rendered(out_dir)
+    print(f"  {experiment.stack}: applying {len(manifests)} objects", flush=True)
+    before = process_cpu(plane.processes)
+    started = time.monotonic()
+    apply_manifests(api, experiment.stack, manifests)
+    applied_s = time.monotonic() - started
+    times = wait_for_pods(api, experiment, POD_TIMEOUT_S, started=started)
+    after = process_cpu(plane.processes)
+    if delete_after:
+        delete_manifests(api, experiment.stack, manifests)
+    pods = experiment.plan.count("ps") + experiment.plan.count("worker")
+    return {
+        "stack": experiment.stack,
+        "objects": len(manifests),
+        "pods": pods,
+        "applied_s": applied_s,
+        "created_s": times.created_s,
+        "bound_s": times.bound_s,
+        "running_s": times.running_s,
+        "cpu": {name: after[name] - before[name] for name in after},
+    }
+
+
+def main() -> int:
+    print("starting a private local control plane ...", flush=True)
+    plane = control_plane.up(BENCH_CLUSTER, tie_to_parent=True)
+    try:
+        big = scaled_stack_file(BENCH_CLUSTER.root)
+        api = api_client(BENCH_CLUSTER.kubeconfig)
+        nodes = create_fake_nodes(api, [load_experiment(s).config for s in (SEED_STACK, big)])
+        print(f"  {len(nodes)} fake servers", flush=True)
+        base = measure(api, plane, SEED_STACK, delete_after=True)
+        scaled = measure(api, plane, big, delete_after=False)
+    finally:
+        control_plane.down(BENCH_CLUSTER)
+
+    print()
+    print("seconds from the start of the apply until every ... (cumulative)")
+    print(f"{'stack':<18}{'objects':>8}{'pods':>6}{'admitted':>10}{'created':>9}{'bound':>8}{'running':>9}"
+          f"{'objects/s':>11}{'pods/s':>8}")
+    for row in (base, scaled):
+        print(
+            f"{row['stack']:<18}{row['objects']:>8}{row['pods']:>6}{row['applied_s']:>10.1f}"
+            f"{row['created_s']:>9.1f}{row['bound_s']:>8.1f}{row['running_s']:>9.1f}"
+            f"{row['objects'] / row['applied_s']:>11.0f}{row['pods'] / row['running_s']:>8.0f}"
+        )
+    print()
+    print("CPU seconds per process during the run (2 cores shared by all)")
+    names = list(base["cpu"])
+    print(f"{'stack':<18}" + "".join(f"{name.replace('kube-', ''):>20}" for name in names))
+    for row in (base, scaled):
+        print(f"{row['stack']:<18}" + "".join(f"{row['cpu'][name]:>20.1f}" for name in names))
+
+    ratio = scaled["running_s"] / base["running_s"]
+    print()
+    print(f"pods x{scaled['pods'] / base['pods']:.1f}, objects x{scaled['objects'] / base['objects']:.2f}, "
+          f"time to Running x{ratio:.2f}")
+    time_ok = base["running_s"] <= TARGET_SECONDS
+    ratio_ok = ratio <= TARGET_RATIO
+    print(f"target {SEED_STACK} within {TARGET_SECONDS:.0f} s: {'met' if time_ok else 'MISSED'} ({base['running_s']:.1f} s)")
+    print(f"target time ratio <= {TARGET_RATIO:.0f}: {'met' if ratio_ok else 'MISSED'} (x{ratio:.2f})")
+    return 0 if time_ok and ratio_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

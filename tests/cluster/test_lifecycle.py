@@ -1,0 +1,90 @@
+"""The local cluster leaves no process behind: after `down`, a failed start, or a killed parent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tools.localcluster import control_plane, paths
+from tools.localcluster.control_plane import ClusterError, ControlPlane
+
+LIFECYCLE = paths.ClusterDir(paths.CLUSTER_ROOT / "tests-lifecycle")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited: it only waits for its parent to collect it.
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_dead(pids, timeout_s: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.2)
+    return [pid for pid in pids if alive(pid)]
+
+
+def test_down_stops_every_process_it_started():
+    plane = control_plane.up(LIFECYCLE)
+    pids = list(plane.processes.values())
+    try:
+        assert len(pids) == 5 and all(alive(pid) for pid in pids)
+        stopped = control_plane.down(LIFECYCLE)
+        assert sorted(stopped) == sorted(plane.processes)
+        assert wait_dead(pids) == []
+        assert control_plane.down(LIFECYCLE) == []  # a second down has nothing to stop
+    finally:
+        control_plane.down(LIFECYCLE)
+
+
+def test_a_failed_start_stops_what_it_started(monkeypatch):
+    # The API server's port is taken: it exits, and etcd, already running, must go too.
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    real_free_port = control_plane._free_port
+    ports = iter([real_free_port(), real_free_port(), taken.getsockname()[1]])
+    monkeypatch.setattr(control_plane, "_free_port", lambda: next(ports, None) or real_free_port())
+    try:
+        with pytest.raises(ClusterError, match="kube-apiserver exited during start-up"):
+            control_plane.up(LIFECYCLE)
+        state = ControlPlane.load(LIFECYCLE)
+        assert set(state.processes) == {"etcd", "kube-apiserver"}
+        assert wait_dead(state.processes.values()) == []
+    finally:
+        taken.close()
+        control_plane.down(LIFECYCLE)
+
+
+def test_a_killed_parent_takes_its_cluster_with_it(tmp_path):
+    # What an interrupted test run does: the Python process that started the cluster dies at once.
+    script = (
+        "import json, sys, time\n"
+        "from tools.localcluster import control_plane, paths\n"
+        "plane = control_plane.up(paths.ClusterDir(paths.CLUSTER_ROOT / 'tests-orphan'), tie_to_parent=True)\n"
+        "print(json.dumps(list(plane.processes.values())), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=paths.PROJECT_ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = parent.stdout.readline()
+        pids = [int(pid) for pid in line.strip("[]\n").split(",")]
+        assert all(alive(pid) for pid in pids)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        assert wait_dead(pids) == []
+    finally:
+        parent.kill()
+        control_plane.down(paths.ClusterDir(paths.CLUSTER_ROOT / "tests-orphan"))

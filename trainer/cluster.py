@@ -13,6 +13,7 @@ from .settings import SETTINGS_ENV, TrainerSettings
 TF_CONFIG_ENV = "TF_CONFIG"
 SETTINGS_FILE_ENV = "TFK8S_TRAINER_FILE"
 ROLES = ("chief", "ps", "worker")
+UNEXPANDED_REFERENCE = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")
 
 
 class ClusterConfigError(ValueError):
@@ -42,6 +43,13 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
     raw = environ.get(TF_CONFIG_ENV)
     if not raw:
         raise ClusterConfigError(f"{TF_CONFIG_ENV} is not set; tfk8s sets it on every task")
+    unexpanded = UNEXPANDED_REFERENCE.search(raw)
+    if unexpanded:
+        # In a pod the kubelet expands $(TFK8S_CLUSTER) from the shared ConfigMap.
+        raise ClusterConfigError(
+            f"{TF_CONFIG_ENV} still holds an unexpanded reference ({unexpanded.group(0)}): "
+            "outside Kubernetes, set it in full"
+        )
     try:
         parsed = json.loads(raw)
         cluster = {role: list(addresses) for role, addresses in parsed["cluster"].items()}

@@ -9,6 +9,7 @@ label that another manager set.
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +27,13 @@ from .client import PARALLEL_REQUESTS, is_not_found, server_message
 
 Progress = Callable[[str], None]
 WAIT_POLL_S = 0.5
+
+
+def pod_poll_interval(pods: int) -> float:
+    """Seconds between pod listings while waiting: each listing costs the API server
+    work per pod, and a bigger experiment takes longer, so polling as often for
+    2,000 pods as for 200 would make the wait itself quadratic."""
+    return min(2.0, max(0.25, pods / 2000))
 
 
 class ApplyError(RuntimeError):
@@ -48,7 +56,10 @@ def _describe(manifest: Manifest) -> str:
 
 def apply_manifest(dynamic: DynamicClient, manifest: Manifest, field_manager: str) -> None:
     try:
-        dynamic.server_side_apply(_resource(dynamic, manifest), body=manifest, field_manager=field_manager)
+        # serialize=False: the applied object comes back, but wrapping it is costly and unused.
+        dynamic.server_side_apply(
+            _resource(dynamic, manifest), body=manifest, field_manager=field_manager, serialize=False
+        )
     except ApiException as error:
         raise ApplyError(f"the API server refused {_describe(manifest)}: {server_message(error)}") from None
 
@@ -117,12 +128,14 @@ def pod_rows(dynamic: DynamicClient, experiment: Experiment) -> list[PodRow]:
     experiment's pods are about 100 KB each. The server-side table format sends
     only the columns, so polling stays cheap for the client.
     """
-    table = dynamic.request(
+    response = dynamic.request(
         "get",
         f"/api/v1/namespaces/{experiment.namespace}/pods",
         label_selector=_selector(experiment, ("ps", "worker")),
         header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
-    ).to_dict()
+        serialize=False,
+    )
+    table = json.loads(response.data)
     columns = [column["name"] for column in table["columnDefinitions"]]
     name, node, status = columns.index("Name"), columns.index("Node"), columns.index("Status")
     rows = []
@@ -182,7 +195,7 @@ def wait_for_pods(
                 f"stack '{experiment.stack}': after {timeout_s:.0f} s {report}; "
                 f"`python -m components status {experiment.stack}` shows why"
             )
-        time.sleep(WAIT_POLL_S)
+        time.sleep(pod_poll_interval(expected))
 
 
 def delete_manifests(

@@ -555,15 +555,40 @@ def _container_hygiene(args: ResourceValidationArgs, report: ReportViolation) ->
             report(f"{name}: volume {get(volume, 'name')} is a hostPath")
 
 
+# Kinds that have no namespace (the API's own scope). The provider's `...Patch`
+# and `...List` tokens share their kind's scope.
+CLUSTER_SCOPED_KINDS = frozenset({
+    "Namespace", "Node", "PersistentVolume", "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment",
+    "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "APIService", "PriorityClass",
+    "RuntimeClass", "IngressClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding", "CertificateSigningRequest", "ClusterTrustBundle", "FlowSchema",
+    "PriorityLevelConfiguration", "ComponentStatus", "DeviceClass", "ResourceSlice", "IPAddress",
+    "ServiceCIDR", "StorageVersionMigration", "VolumeAttributesClass", "SelfSubjectReview",
+    "TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview", "SelfSubjectRulesReview",
+})
+# Provider resources that are not API objects, or that say their namespace at the top level.
+NOT_API_OBJECTS = frozenset({"Provider", "ConfigFile", "ConfigGroup", "Directory"})
+TOP_LEVEL_NAMESPACE_KINDS = frozenset({"Release", "Chart"})  # kubernetes:helm.sh/v3|v4
+
+
+def _base_kind(kind: str) -> str:
+    for suffix in ("Patch", "List"):
+        if kind.endswith(suffix) and kind != suffix:
+            return kind[: -len(suffix)]
+    return kind
+
+
 def _not_default_namespace(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    kind = kind_of(args.resource_type)
-    if not args.resource_type.startswith("kubernetes:") or kind in ("Namespace", "NodePatch", "Node", "Provider"):
+    kind = _base_kind(kind_of(args.resource_type))
+    if not args.resource_type.startswith("kubernetes:") or kind in NOT_API_OBJECTS or kind in CLUSTER_SCOPED_KINDS:
         return
-    if kind.startswith("ClusterRole") or kind in ("PersistentVolume", "StorageClass", "CustomResourceDefinition"):
-        return
-    namespace = namespace_of(args.props)
+    if kind in TOP_LEVEL_NAMESPACE_KINDS and args.resource_type.startswith("kubernetes:helm.sh/"):
+        namespace, name = get(args.props, "namespace"), get(args.props, "name") or name_of(args.props)
+    else:
+        namespace, name = namespace_of(args.props), name_of(args.props)
     if namespace in (None, "", "default"):
-        report(f"{kind} {name_of(args.props)} is in the default namespace; give each experiment its own")
+        report(f"{kind} {name} is in the default namespace; give each experiment its own")
 
 
 def _no_removed_apis(args: ResourceValidationArgs, report: ReportViolation) -> None:

@@ -270,3 +270,30 @@ def test_missing_properties_that_a_rule_needs_are_violations():
     assert any("TF_CONFIG is not valid JSON" in m for m in found)
     gpu_without_product = workload(spec={"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]})
     assert any("without selecting a GPU product" in m for m in violations("tfk8s-gpu-containers", [gpu_without_product]))
+
+
+# -- scope of the default-namespace rule ------------------------------------------
+
+
+@pytest.mark.parametrize("obj", [
+    Object("kubernetes:scheduling.k8s.io/v1:PriorityClass", "pc", "urn:pc",
+           {"metadata": {"name": "tf-high"}, "value": 1000}),
+    Object("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "vwc", "urn:vwc",
+           {"metadata": {"name": "hook"}, "webhooks": []}),
+    Object("kubernetes:storage.k8s.io/v1:StorageClassPatch", "scp", "urn:scp", {"metadata": {"name": "fast"}}),
+    Object("kubernetes:helm.sh/v3:Release", "rel", "urn:rel",
+           {"name": "monitoring", "chart": "prometheus", "namespace": "monitoring"}),
+])
+def test_cluster_scoped_objects_and_namespaced_releases_are_not_in_the_default_namespace(obj):
+    assert violations("tfk8s-not-default-namespace", [obj]) == []
+
+
+@pytest.mark.parametrize("obj", [
+    Object("kubernetes:helm.sh/v3:Release", "rel", "urn:rel", {"name": "monitoring", "chart": "prometheus"}),
+    Object("kubernetes:helm.sh/v3:Release", "rel", "urn:rel",
+           {"name": "monitoring", "chart": "prometheus", "namespace": "default"}),
+    Object("kubernetes:core/v1:SecretPatch", "sp", "urn:sp", {"metadata": {"name": "pull", "namespace": "default"}}),
+])
+def test_namespaced_objects_in_default_are_still_reported(obj):
+    found = violations("tfk8s-not-default-namespace", [obj])
+    assert len(found) == 1 and "is in the default namespace" in found[0]

@@ -83,15 +83,11 @@ def task_status(
 
 def _last_failed_create(events: list[Any]) -> dict[str, str]:
     """Workload name -> its controller's latest FailedCreate message (e.g. a Pod Security refusal)."""
-    messages: dict[str, tuple[Any, str]] = {}
-    for event in events:
-        if event.reason != "FailedCreate" or event.involved_object is None:
-            continue
-        when = event.last_timestamp or event.event_time or event.metadata.creation_timestamp
-        name = event.involved_object.name
-        if name not in messages or (when and messages[name][0] and when > messages[name][0]):
-            messages[name] = (when, event.message)
-    return {name: message for name, (_, message) in messages.items()}
+    latest: dict[str, str] = {}
+    for event in sorted(events, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp):
+        if event.reason == "FailedCreate" and event.involved_object is not None:
+            latest[event.involved_object.name] = event.message
+    return latest
 
 
 def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:

@@ -6,6 +6,7 @@ kube-apiserver, kube-scheduler and kube-controller-manager.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -81,6 +82,12 @@ def test_scene1_case2_admitted_placed_and_removed(local_cluster, tmp_path, capsy
     code, table = status_of("scene1-case2", local_cluster, capsys)
     assert code == 0, table
     assert "56/56 tasks running as planned · 0 pending" in table.splitlines()[0]
+    assert components_main(["status", "scene1-case2", "--kubeconfig", str(local_cluster.kubeconfig), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["asPlanned"] is True and len(status["tasks"]) == 56
+    assert {t["task"]: t["node"] for t in status["tasks"] if t["planned"]} == {
+        task: server for server, tasks in load_experiment("scene1-case2").plan.by_server().items() for task in tasks
+    }
 
     local_cluster.delete("scene1-case2", tmp_path)
     with pytest.raises(client.ApiException) as gone:

@@ -105,36 +105,28 @@ def _group_alive(pgid: int) -> bool:
 
 
 def stop_processes(processes: dict[str, int]) -> list[str]:
-    """SIGTERM each process group, SIGKILL what is left after a grace period; names stopped."""
-    stopped = []
+    """SIGTERM each process group, SIGKILL what is left after a grace period; names stopped.
+
+    A recorded PID that now runs something else (reused after our process
+    ended) is left alone. The binaries do not fork, so the group leader is the
+    whole group.
+    """
+    signalled: dict[str, int] = {}
     # Reverse start order: nodes and controllers first, etcd last.
     for name, pgid in reversed(list(processes.items())):
-        if not _group_alive(pgid):
-            continue
-        if not _is_ours(pgid) and not _group_has_our_process(pgid):
-            continue
-        os.killpg(pgid, signal.SIGTERM)
-        stopped.append(name)
+        _reap(pgid)
+        if _group_alive(pgid) and _is_ours(pgid):
+            os.killpg(pgid, signal.SIGTERM)
+            signalled[name] = pgid
     deadline = time.monotonic() + STOP_GRACE_S
-    for name, pgid in processes.items():
+    for pgid in signalled.values():
         while _group_alive(pgid) and time.monotonic() < deadline:
             _reap(pgid)
             time.sleep(0.1)
         if _group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
         _reap(pgid)
-    return stopped
-
-
-def _group_has_our_process(pgid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.getpgid(int(entry.name)) == pgid and _is_ours(int(entry.name)):
-                    return True
-            except OSError:
-                continue
-    return False
+    return list(signalled)
 
 
 def _reap(pid: int) -> None:

@@ -25,6 +25,7 @@ from pulumi_policy import (
 )
 
 TF_PORT = 2222
+TF_PORT_NAME = "tf-grpc"  # the name tfk8s gives the port in pods and Services
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT = "nvidia.com/gpu.product"
 INSTANCE = "app.kubernetes.io/instance"
@@ -304,6 +305,39 @@ def clusters(resources: list) -> dict[tuple, list[Workload]]:
 # -- mandatory ----------------------------------------------------------------
 
 
+def tf_port_names_of(spec: Optional[Mapping[str, Any]]) -> set[str]:
+    """Names the pod gives its TF gRPC port (a NetworkPolicy may name the port instead of numbering it)."""
+    return {
+        get(port, "name")
+        for container in containers(spec)
+        for port in as_list(get(container, "ports"))
+        if number(get(port, "containerPort")) == TF_PORT and isinstance(get(port, "name"), str)
+    } | {TF_PORT_NAME}
+
+
+def rule_opens_tf_port(rule: Mapping[str, Any], tf_port_names: set[str]) -> bool:
+    """Whether an ingress rule admits TCP to the TF port: no ports at all means every port;
+    a port may be a number, the start of an endPort range, a name, or absent (every port)."""
+    ports = as_list(get(rule, "ports"))
+    if not ports:
+        return True
+    for entry in ports:
+        if get(entry, "protocol", default="TCP") not in ("TCP", None):
+            continue
+        port = get(entry, "port")
+        if port is None:
+            return True
+        if isinstance(port, str) and number(port) is None:
+            if port in tf_port_names:
+                return True
+            continue
+        start = number(port)
+        end = number(get(entry, "endPort")) or start
+        if start is not None and start <= TF_PORT <= end:
+            return True
+    return False
+
+
 def _validate_tf_grpc_isolation(args: StackValidationArgs, report: ReportViolation) -> None:
     policies = of_kind(args.resources, "NetworkPolicy")
     for workload in workloads(args.resources):
@@ -320,11 +354,11 @@ def _validate_tf_grpc_isolation(args: StackValidationArgs, report: ReportViolati
                    f"unauthenticated gRPC port {TF_PORT} is open to the whole cluster", workload.resource.urn)
             continue
         instance = workload.labels.get(INSTANCE)
+        tf_port_names = tf_port_names_of(workload.spec)
         for policy in selecting:
             for rule in as_list(get(policy.props, "spec", "ingress")):
-                ports = as_list(get(rule, "ports"))
-                if ports and not any(number(get(p, "port")) in (TF_PORT, None) for p in ports):
-                    continue  # this rule does not open the TF port
+                if not rule_opens_tf_port(rule, tf_port_names):
+                    continue
                 peers = as_list(get(rule, "from"))
                 problem = None
                 if not peers:
@@ -347,10 +381,12 @@ def _validate_headless_services(args: ResourceValidationArgs, report: ReportViol
     if kind_of(args.resource_type) != "Service" or not args.resource_type.startswith("kubernetes:"):
         return
     spec = get(args.props, "spec", default={}) or {}
-    ports = [number(get(p, "port")) for p in as_list(get(spec, "ports"))]
-    targets = [number(get(p, "targetPort")) for p in as_list(get(spec, "ports"))]
+    entries = as_list(get(spec, "ports"))
+    numbers = {number(get(p, "port")) for p in entries} | {number(get(p, "targetPort")) for p in entries}
+    # A Service may reach the TF port by its name in the pods.
+    names = {get(p, "targetPort") for p in entries} | {get(p, "name") for p in entries}
     selector = get(spec, "selector", default={}) or {}
-    if TF_PORT not in ports + targets and COMPONENT not in selector:
+    if TF_PORT not in numbers and TF_PORT_NAME not in names and COMPONENT not in selector:
         return
     service_type = get(spec, "type", default="ClusterIP")
     if service_type != "ClusterIP":

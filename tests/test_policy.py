@@ -297,3 +297,49 @@ def test_cluster_scoped_objects_and_namespaced_releases_are_not_in_the_default_n
 def test_namespaced_objects_in_default_are_still_reported(obj):
     found = violations("tfk8s-not-default-namespace", [obj])
     assert len(found) == 1 and "is in the default namespace" in found[0]
+
+
+# -- which ingress rules open the TF port ------------------------------------------
+
+
+def tf_pod_and_policy(ports) -> list[Object]:
+    spec = {"containers": [{"name": "c", "image": "i:1", "ports": [{"name": "tf-grpc", "containerPort": 2222}]}]}
+    rule = {"from": []} if ports is None else {"from": [], "ports": ports}
+    policy = Object("kubernetes:networking.k8s.io/v1:NetworkPolicy", "np", "urn:np", {
+        "metadata": {"name": "np", "namespace": "tf-x"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [rule]},
+    })
+    return [workload(spec=spec), policy]
+
+
+@pytest.mark.parametrize("ports", [
+    [{"port": 2000, "endPort": 3000}],
+    [{"protocol": "TCP", "port": 2222}],
+    [{"port": "tf-grpc"}],
+    [{"protocol": "TCP"}],
+    None,  # no ports: every port
+    [{"port": 80}, {"port": 2200, "endPort": 2222}],
+])
+def test_an_open_rule_that_covers_the_tf_port_is_reported(ports):
+    found = violations("tfk8s-tf-grpc-isolation", tf_pod_and_policy(ports))
+    assert len(found) == 1 and "admits every source (empty 'from') on port 2222" in found[0], found
+
+
+@pytest.mark.parametrize("ports", [
+    [{"port": 2000, "endPort": 2221}],
+    [{"port": 8080}],
+    [{"port": "metrics"}],
+    [{"protocol": "UDP", "port": 2222}],
+])
+def test_an_open_rule_that_misses_the_tf_port_is_not_reported(ports):
+    assert violations("tfk8s-tf-grpc-isolation", tf_pod_and_policy(ports)) == []
+
+
+@pytest.mark.parametrize("service_type", ["LoadBalancer", "NodePort"])
+def test_an_exposed_service_reaching_the_tf_port_by_name_is_reported(service_type):
+    service = Object("kubernetes:core/v1:Service", "s", "urn:s", {
+        "metadata": {"name": "tf-public", "namespace": "tf-x"},
+        "spec": {"type": service_type, "selector": {"app": "x"}, "ports": [{"port": 80, "targetPort": "tf-grpc"}]},
+    })
+    found = violations("tfk8s-headless-task-services", [service])
+    assert any(f"Service tf-public is {service_type}" in m for m in found), found

@@ -252,6 +252,7 @@ class Workload:
         self.namespace = namespace_of(self.props)
         self.name = name_of(self.props)
         self.tf_config = tf_config_of(self.spec, self.namespace, config_maps)
+        self.settings = settings_of(self.spec, self.namespace, config_maps)
 
     @property
     def task(self) -> Optional[tuple[str, int]]:
@@ -279,9 +280,8 @@ def task_type_of(workload: Workload) -> Optional[str]:
     return task[0] if task else workload.labels.get(COMPONENT)
 
 
-def trainer_settings(resources: Iterable[Any], namespace: Optional[str], spec: Optional[Mapping[str, Any]]) -> Optional[dict]:
-    """The trainer settings the pods get: a literal env value or an envFrom ConfigMap."""
-    config_maps = config_map_data(resources)
+def settings_of(spec: Optional[Mapping[str, Any]], namespace: Optional[str], config_maps: ConfigMaps) -> Optional[dict]:
+    """The trainer settings a pod gets: a literal env value or an envFrom ConfigMap."""
     for container in containers(spec):
         raw = container_env(container, namespace, config_maps)[0].get(SETTINGS_ENV)
         if raw:
@@ -290,6 +290,17 @@ def trainer_settings(resources: Iterable[Any], namespace: Optional[str], spec: O
             except ValueError:
                 return {"_malformed": raw}
     return None
+
+
+def chief_settings(group: list["Workload"]) -> Optional[dict]:
+    """The settings of the task that builds the model (the chief; any task if there is none)."""
+    chiefs = [w for w in group if task_type_of(w) == "chief"]
+    return (chiefs or group)[0].settings
+
+
+def embedding_shards(settings: Mapping[str, Any], ps_count: int) -> int:
+    """The trainer's rule (trainer/settings.py): one shard per PS in TF_CONFIG; one with partition none."""
+    return 1 if settings.get("partition") == "none" else max(ps_count, 1)
 
 
 def clusters(resources: list) -> dict[tuple, list[Workload]]:
@@ -534,10 +545,14 @@ def _validate_uniform_workers(args: StackValidationArgs, report: ReportViolation
 
 
 def _validate_embedding_shards(args: StackValidationArgs, report: ReportViolation) -> None:
+    """The chief shards the table over the PS its TF_CONFIG lists (the trainer's own rule, so with
+    tfk8s's objects shards always equal PS). What can still break it: settings the chief cannot read
+    or a partition it does not know, and tasks that get other settings than the chief (a literal env
+    value on one workload overrides the shared ConfigMap), which then disagree on the table."""
     for (namespace, instance), group in clusters(list(args.resources)).items():
         cluster = get(group[0].tf_config, "cluster", default={}) or {}
         ps_count = len(as_list(get(cluster, "ps")))
-        settings = trainer_settings(args.resources, namespace, group[0].spec)
+        settings = chief_settings(group)
         where = f"experiment {instance} in {namespace}"
         if settings is None or "_malformed" in settings:
             report(f"{where}: the pods get no readable trainer settings ({SETTINGS_ENV}), so embedding sharding is unknown")
@@ -546,9 +561,17 @@ def _validate_embedding_shards(args: StackValidationArgs, report: ReportViolatio
         if partition not in ("auto", "range", "none"):
             report(f"{where}: partition must be set explicitly to auto, range or none (got {partition!r})")
             continue
-        shards = settings.get("embeddingShards", ps_count if partition != "none" else 1)
-        if partition != "none" and shards != ps_count:
-            report(f"{where}: {shards} embedding shards for {ps_count} PS; shard over every PS or one PS carries the table")
+        shards = embedding_shards(settings, ps_count)
+        for workload in group:
+            other = workload.settings
+            if other == settings:
+                continue
+            other_partition = get(other, "partition") if isinstance(other, Mapping) else None
+            other_shards = embedding_shards(other, ps_count) if isinstance(other, Mapping) else "unknown"
+            report(f"{where}: {workload.name} gets other trainer settings than the chief (partition "
+                   f"{other_partition!r}, {other_shards} embedding shards, against the chief's {partition!r}, "
+                   f"{shards} shards for {ps_count} PS); every task must run the same model",
+                   workload.resource.urn)
 
 
 def _container_hygiene(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -653,14 +676,13 @@ def shard_bytes(settings: Mapping[str, Any], ps_count: int) -> Optional[float]:
         slots = OPTIMIZER_SLOTS[settings.get("optimizer", "adagrad")]
     except (KeyError, TypeError, ValueError):
         return None
-    shards = 1 if settings.get("partition") == "none" else max(ps_count, 1)
-    return math.ceil(rows / shards) * dim * 4 * (1 + slots)
+    return math.ceil(rows / embedding_shards(settings, ps_count)) * dim * 4 * (1 + slots)
 
 
 def _validate_ps_memory(args: StackValidationArgs, report: ReportViolation) -> None:
     for (namespace, instance), group in clusters(list(args.resources)).items():
         cluster = get(group[0].tf_config, "cluster", default={}) or {}
-        settings = trainer_settings(args.resources, namespace, group[0].spec) or {}
+        settings = chief_settings(group) or {}
         needed = shard_bytes(settings, len(as_list(get(cluster, "ps"))))
         if needed is None:
             continue
@@ -711,7 +733,7 @@ def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None
 
 def _report_unpartitioned(args: StackValidationArgs, report: ReportViolation) -> None:
     for (namespace, instance), group in clusters(list(args.resources)).items():
-        settings = trainer_settings(args.resources, namespace, group[0].spec) or {}
+        settings = chief_settings(group) or {}
         if settings.get("partition") == "none":
             report(f"experiment {instance}: partition: none keeps the whole embedding on one PS (the seed's "
                    "single loaded PS); fine for reproducing it, not for training")
@@ -761,9 +783,9 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="tfk8s-embedding-shards-match-ps",
-        description="When the trainer partitions the embedding, it has one shard per PS (the seed's single-loaded-PS failure); partition is always explicit.",
+        description="The embedding is sharded as the chief derives it (one shard per PS in TF_CONFIG unless partition: none): the settings are readable, the partition explicit, and every task gets the chief's settings.",
         validate=_validate_embedding_shards, enforcement_level=MANDATORY, severity=Severity.HIGH,
-        remediation_steps="Use partition: auto (or range) so the table is sharded over every PS.",
+        remediation_steps="Give every task the trainer settings from the shared ConfigMap (no per-task TFK8S_TRAINER), with partition: auto (or range) so the table is sharded over every PS.",
     ),
     ResourceValidationPolicy(
         name="tfk8s-container-hygiene",

@@ -11,6 +11,7 @@ from components.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.policy_harness import MANDATORY, POLICIES, Object, objects_of, tripped, violations
 from tests.runs import ALL_STACKS, program_run
+from trainer.settings import TrainerSettings
 
 
 def find(objects: list[Object], kind: str, name: str) -> Object:
@@ -79,11 +80,13 @@ def one_worker_with_more_gpus(objects):
     return objects
 
 
-def fewer_shards_than_ps(objects):
-    settings_map = find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]
-    settings = json.loads(settings_map["TFK8S_TRAINER"])
-    settings["embeddingShards"] = 1
-    settings_map["TFK8S_TRAINER"] = json.dumps(settings)
+def worker_with_its_own_partition(objects):
+    # One worker's literal env value overrides the shared settings: it would shard the table by range.
+    settings = json.loads(find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]["TFK8S_TRAINER"])
+    assert settings["partition"] == "auto"
+    overridden = json.dumps(settings | {"partition": "range"})
+    TrainerSettings.from_json(overridden)  # settings the trainer accepts
+    container(find(objects, "StatefulSet", "worker-2"))["env"].append({"name": "TFK8S_TRAINER", "value": overridden})
     return objects
 
 
@@ -111,7 +114,11 @@ BROKEN = {
     "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS ps-0 tolerates the GPU taint"),
     "tfk8s-gpu-containers": ("gpu-p40", fractional_gpus, "must be a whole number in limits"),
     "tfk8s-uniform-gpu-workers": ("gpu-p40", one_worker_with_more_gpus, "workers differ in GPUs"),
-    "tfk8s-embedding-shards-match-ps": ("scene1-case2", fewer_shards_than_ps, "1 embedding shards for 5 PS"),
+    "tfk8s-embedding-shards-match-ps": (
+        "scene1-case2", worker_with_its_own_partition,
+        "worker-2 gets other trainer settings than the chief (partition 'range', 5 embedding shards, "
+        "against the chief's 'auto', 5 shards for 5 PS)",
+    ),
     "tfk8s-container-hygiene": ("scene1-case1", latest_image, "untagged or latest"),
     "tfk8s-not-default-namespace": ("scene1-case1", stray_object_in_default_namespace, "in the default namespace"),
     "tfk8s-no-removed-apis": ("scene1-case1", removed_api_version, "apps/v1beta1 StatefulSet was removed"),

@@ -15,6 +15,7 @@ import typing
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,6 +26,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from trainer.settings import SettingsError, TrainerSettings
+
+from .sizing import embedding_shard_bytes
 
 CONFIG_NAMESPACE = "tfk8s"
 DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0"
@@ -38,11 +41,45 @@ LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
 # Node names are DNS-1123 subdomains.
 NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
+_QUANTITY_FACTORS = {
+    "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}
+# The least a TensorFlow task can run with: a smaller request is a typo ("1" is one byte).
+MIN_CPU = 0.01
+MIN_MEMORY_BYTES = 128 * 2**20
+
+
+def quantity_value(text: str) -> float:
+    """'500m' -> 0.5, '4Gi' -> 4294967296.0 (the text already matches QUANTITY_PATTERN)."""
+    number = re.match(r"^[0-9]+(\.[0-9]+)?", text)
+    assert number is not None
+    return float(number.group(0)) * _QUANTITY_FACTORS[text[number.end():]]
+
+
+def _at_least_cpu(text: str) -> str:
+    if quantity_value(text) < MIN_CPU:
+        raise ValueError(f"CPU '{text}' is below {MIN_CPU * 1000:.0f}m; give at least '10m' (e.g. '500m', '2')")
+    return text
+
+
+def _at_least_memory(text: str) -> str:
+    if quantity_value(text) < MIN_MEMORY_BYTES:
+        raise ValueError(
+            f"memory '{text}' is below 128Mi, too little for a TensorFlow task; quantities are bytes "
+            "unless suffixed (e.g. '512Mi', '4Gi')"
+        )
+    return text
+
+
 Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
+CpuQuantity = Annotated[Quantity, AfterValidator(_at_least_cpu)]
+MemoryQuantity = Annotated[Quantity, AfterValidator(_at_least_memory)]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 NodeName = Annotated[str, Field(pattern=NODE_NAME_PATTERN)]
 
 Placement = Literal["colocated", "isolated", "spread"]
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class StackConfigError(ValueError):
@@ -65,7 +102,7 @@ class GpuSpec(_Model):
         min_length=1,
         description="GPU model, written to the nvidia.com/gpu.product node label (e.g. Tesla-P40)",
     )
-    per_node: int = Field(ge=1, description="GPUs on each node of the pool")
+    per_node: int = Field(strict=True, ge=1, description="GPUs on each node of the pool")
 
 
 class NodePoolSpec(_Model):
@@ -102,29 +139,29 @@ class NodePoolSpec(_Model):
 
 class PsSpec(_Model):
     replicas: Optional[int] = Field(
-        default=None, ge=1, description="parameter servers; may be left to cluster.ratio"
+        default=None, strict=True, ge=1, description="parameter servers; may be left to cluster.ratio"
     )
     pool: DnsLabel = Field(description="node pool the PS run in")
-    cpu: Quantity = Field(default="2", description="CPU request and limit of each PS")
-    memory: Optional[Quantity] = Field(
+    cpu: CpuQuantity = Field(default="2", description="CPU request and limit of each PS")
+    memory: Optional[MemoryQuantity] = Field(
         default=None,
         description="memory request and limit of each PS; derived from the model when unset",
     )
 
 
 class WorkerSpec(_Model):
-    replicas: int = Field(ge=1, description="workers")
+    replicas: int = Field(strict=True, ge=1, description="workers")
     pool: DnsLabel = Field(description="node pool the workers run in")
-    gpus: int = Field(default=0, ge=0, description="nvidia.com/gpu per worker (0: CPU only)")
-    cpu: Quantity = Field(default="1", description="CPU request and limit of each worker")
-    memory: Quantity = Field(default="2Gi", description="memory request and limit of each worker")
+    gpus: int = Field(default=0, strict=True, ge=0, description="nvidia.com/gpu per worker (0: CPU only)")
+    cpu: CpuQuantity = Field(default="1", description="CPU request and limit of each worker")
+    memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
 
 
 class ChiefSpec(_Model):
-    cpu: Quantity = Field(default="1", description="CPU request and limit of the chief")
-    memory: Quantity = Field(default="2Gi", description="memory request and limit of the chief")
+    cpu: CpuQuantity = Field(default="1", description="CPU request and limit of the chief")
+    memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of the chief")
     restarts: int = Field(
-        default=6, ge=0, description="times the chief is restarted (from its checkpoint) before the Job fails"
+        default=6, strict=True, ge=0, description="times the chief is restarted (from its checkpoint) before the Job fails"
     )
 
 
@@ -135,10 +172,12 @@ class ClusterSpec(_Model):
     )
     strict: bool = Field(
         default=True,
+        strict=True,
         description="pinned tasks require their server (true) or only prefer it (false)",
     )
     production: bool = Field(
         default=False,
+        strict=True,
         description="marks the experiment's namespace as production (the policy pack then advises against strict pinning)",
     )
     ratio: Optional[str] = Field(
@@ -165,6 +204,16 @@ class ClusterSpec(_Model):
         if ratio is not None:
             parse_ratio(ratio)
         return ratio
+
+    @field_validator("namespace")
+    @classmethod
+    def _not_a_system_namespace(cls, namespace: Optional[str]) -> Optional[str]:
+        if namespace in SYSTEM_NAMESPACES:
+            raise ValueError(
+                f"'{namespace}' belongs to the cluster; tfk8s creates and owns the experiment's "
+                "namespace, so name a new one (default tf-<stack>)"
+            )
+        return namespace
 
     @field_validator("image")
     @classmethod
@@ -271,8 +320,13 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
         if required not in given:
             errors.append(f"{CONFIG_NAMESPACE}:{required}: missing; every stack needs it")
 
+    trainer_values = given.get("trainer")
     try:
-        trainer = TrainerSettings.from_config(given.get("trainer") or None)
+        if trainer_values is not None and not isinstance(trainer_values, Mapping):
+            raise SettingsError(
+                "", f"must be a mapping of trainer settings, or {{}} for the defaults (got {trainer_values!r})"
+            )
+        trainer = TrainerSettings.from_config(trainer_values)
     except SettingsError as exc:
         trainer = None
         where = f"{CONFIG_NAMESPACE}:trainer" + (f".{exc.key}" if exc.key else "")
@@ -375,6 +429,16 @@ def _cross_checks(config: StackConfig) -> list[str]:
                     f"{ns}:nodePools: node '{node}' is listed in pools '{other}' and "
                     f"'{pool.name}'; a node belongs to one pool"
                 )
+
+    if cluster.ps.memory is not None:
+        shard = embedding_shard_bytes(config.trainer, cluster.ps_count)
+        if quantity_value(cluster.ps.memory) < shard:
+            errors.append(
+                f"{ns}:cluster.ps.memory: {cluster.ps.memory} is below the {math.ceil(shard / 2**20)}Mi "
+                f"that each PS's embedding shard needs ({config.trainer.embedding_rows} rows x "
+                f"{config.trainer.embedding_dim} over {config.trainer.shard_count(cluster.ps_count)} "
+                f"shard(s), optimizer slots included); raise it or leave it unset to derive it"
+            )
 
     gpus = cluster.workers.gpus
     if gpus:

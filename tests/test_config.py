@@ -143,6 +143,54 @@ BAD_INPUTS = {
         lambda v: v.update({"tfk8s:trainer": {"steps": "many"}}),
         r"tfk8s:trainer\.steps: must be a whole number \(got 'many'\)",
     ),
+    "system namespace": (
+        lambda v: cluster(v).update(namespace="kube-system"),
+        r"tfk8s:cluster\.namespace: 'kube-system' belongs to the cluster; tfk8s creates and owns the experiment's namespace",
+    ),
+    "default namespace": (
+        lambda v: cluster(v).update(namespace="default"),
+        r"tfk8s:cluster\.namespace: 'default' belongs to the cluster",
+    ),
+    "PS memory of one byte": (
+        lambda v: cluster(v)["ps"].update(memory="1"),
+        r"tfk8s:cluster\.ps\.memory: memory '1' is below 128Mi, too little for a TensorFlow task",
+    ),
+    "zero worker memory": (
+        lambda v: cluster(v)["workers"].update(memory="0"),
+        r"tfk8s:cluster\.workers\.memory: memory '0' is below 128Mi",
+    ),
+    "zero chief CPU": (
+        lambda v: cluster(v).update(chief={"cpu": "0"}),
+        r"tfk8s:cluster\.chief\.cpu: CPU '0' is below 10m",
+    ),
+    "PS memory below its shard": (
+        lambda v: (
+            cluster(v)["ps"].update(memory="1Gi"),
+            v.update({"tfk8s:trainer": {"embeddingRows": 20000000, "embeddingDim": 32}}),
+        ),
+        r"tfk8s:cluster\.ps\.memory: 1Gi is below the 2442Mi that each PS's embedding shard needs "
+        r"\(20000000 rows x 32 over 2 shard\(s\), optimizer slots included\)",
+    ),
+    "replicas quoted": (
+        lambda v: cluster(v)["workers"].update(replicas="20"),
+        r"tfk8s:cluster\.workers\.replicas: Input should be a valid integer \(got '20'\)",
+    ),
+    "gpus as a boolean": (
+        lambda v: cluster(v)["workers"].update(gpus=True),
+        r"tfk8s:cluster\.workers\.gpus: Input should be a valid integer \(got True\)",
+    ),
+    "strict as text": (
+        lambda v: cluster(v).update(strict="no"),
+        r"tfk8s:cluster\.strict: Input should be a valid boolean \(got 'no'\)",
+    ),
+    "trainer as a list": (
+        lambda v: v.update({"tfk8s:trainer": []}),
+        r"tfk8s:trainer: must be a mapping of trainer settings, or \{\} for the defaults \(got \[\]\)",
+    ),
+    "trainer as a number": (
+        lambda v: v.update({"tfk8s:trainer": 0}),
+        r"tfk8s:trainer: must be a mapping of trainer settings, or \{\} for the defaults \(got 0\)",
+    ),
     "missing cluster": (
         lambda v: v.pop("tfk8s:cluster"),
         r"tfk8s:cluster: missing; every stack needs it",

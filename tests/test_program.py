@@ -11,7 +11,6 @@ import kubernetes_validate
 import pytest
 
 from components import labels as L
-from components.sizing import ps_memory_quantity
 from components.stack_files import load_stack_file, read_stack_values
 from tests.harness import run_program
 from tests.runs import SEED_STACKS, program_run
@@ -216,11 +215,22 @@ def test_scene2_follows_the_seed_description_not_its_table():
     assert program_run("scene2-case3").outputs["tasks"]["worker"] == 100
 
 
+# PS memory worked out by hand: rows x dim x 4 bytes x (1 + 1 Adagrad slot) / PS
+# shards, plus 25 % and 512 MiB, rounded up to MiB. The seed stacks use the
+# default 1M x 16 table: 128,000,000 bytes in all.
+#   scene1-case3, 10 PS: 12,800,000 x 1.25 + 536,870,912 = 552,870,912 B = 527.3 MiB -> 528Mi
+#   gpu-p40, 20M x 32 over 2 PS: 2,560,000,000 x 1.25 + 536,870,912 = 3,736,870,912 B -> 3564Mi
+EXPECTED_PS_MEMORY = {
+    "scene1-case1": "665Mi", "scene1-case2": "543Mi", "scene1-case3": "528Mi", "scene1-case4": "520Mi",
+    "scene2-case1": "665Mi", "scene2-case2": "543Mi", "scene2-case3": "528Mi", "scene2-case4": "520Mi",
+    "gpu-p40": "3564Mi", "spread-managed": "551Mi",
+}
+
+
 def test_resources_gpus_only_on_workers_and_ps_memory_from_model(stack_run):
     config = load_stack_file(stack_run.stack)
-    expected_ps_memory = config.cluster.ps.memory or ps_memory_quantity(
-        config.trainer, config.cluster.ps_count
-    )
+    expected_ps_memory = EXPECTED_PS_MEMORY[stack_run.stack]
+    assert stack_run.outputs["psMemory"] == expected_ps_memory
     for workload in workloads(stack_run):
         resources = container(workload)["resources"]
         role = workload.manifest["metadata"]["labels"][L.COMPONENT]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from components.sizing import MIB, embedding_shard_bytes, ps_memory_bytes, ps_memory_quantity
+from components.sizing import embedding_shard_bytes, ps_memory_bytes, ps_memory_quantity
 from trainer.settings import SettingsError, TrainerSettings
 from tests.harness import PROJECT_ROOT
 
@@ -56,10 +56,10 @@ def test_settings_module_needs_no_tensorflow_nor_pydantic():
 def test_ps_memory_is_shard_plus_slots_plus_headroom():
     settings = TrainerSettings(embedding_rows=10_000_000, embedding_dim=32, optimizer="adagrad")
     # 10M rows x 32 dims x 4 bytes x (1 + 1 Adagrad slot) over 4 shards = 640 MB per PS
-    assert embedding_shard_bytes(settings, 4) == 2_500_000 * 32 * 4 * 2
-    assert ps_memory_bytes(settings, 4) > embedding_shard_bytes(settings, 4)
-    quantity = ps_memory_quantity(settings, 4)
-    assert quantity.endswith("Mi") and int(quantity[:-2]) * MIB >= ps_memory_bytes(settings, 4)
+    assert embedding_shard_bytes(settings, 4) == 640_000_000
+    # + 25 % (160,000,000) + 512 MiB (536,870,912) = 1,336,870,912 B = 1274.96 MiB
+    assert ps_memory_bytes(settings, 4) == 1_336_870_912
+    assert ps_memory_quantity(settings, 4) == "1275Mi"
 
 
 def test_unpartitioned_table_sizes_each_ps_for_the_whole_table():

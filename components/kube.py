@@ -4,11 +4,9 @@ tfk8s builds every object as a plain dict (pure code, validated against the
 Kubernetes OpenAPI schema in tests), so it registers them with the Kubernetes
 provider under the provider's own resource tokens and the SDK's default
 options (provider version pin, plugin source) rather than through the typed
-Python wrappers. The wrappers add nothing to a finished manifest but cost:
-walking their type hints makes serializing an object about 2.5 times slower,
-and importing them loads every API class of a group. With thousands of task
-objects per experiment that was most of a `pulumi preview` (see
-benchmarks/program_under_mocks.py).
+Python wrappers. The wrappers add nothing to a finished manifest but cost
+time: serializing an object walks their type hints, and importing them loads
+every API class of a group, once per task object of the experiment.
 """
 
 from __future__ import annotations

@@ -73,9 +73,8 @@ def build(stack: str, values: Mapping[str, Any]) -> Experiment:
 # A Pulumi program is a short-lived process that builds one large object graph
 # (every resource with its inputs, outputs and futures) and exits. With the
 # default thresholds CPython's cycle collector rescans that growing graph over
-# and over, so each task added costs more than the last (measured: a third of
-# the time of a 2,000-worker experiment). Collect young objects rarely and
-# leave what the imports built out of every scan.
+# and over, so each task added costs more than the last. Collect young
+# objects rarely and leave what the imports built out of every scan.
 GC_YOUNG_THRESHOLD = 50_000
 
 

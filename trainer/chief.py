@@ -95,8 +95,35 @@ def make_train_function(model: SparseModel) -> Callable:
     return train_steps
 
 
+# What a lost PS looks like to the chief: unreachable or cut off mid-call, or,
+# once restarted, an empty server whose variables are missing (NotFound) or
+# uninitialized (FailedPrecondition). Counted only when the error names a PS.
+PS_FAILURES = (
+    tf.errors.UnavailableError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.FailedPreconditionError,
+    tf.errors.NotFoundError,
+)
+
+
 def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -> dict[str, Any]:
-    """Train to `settings.steps`; return the summary (also printed as the last line)."""
+    """Train to `settings.steps`; return the summary (also printed as the last line).
+
+    A PS failure at any stage (connecting, restoring, creating the datasets,
+    training) raises PsLostError naming the PS.
+    """
+    try:
+        return _train(task, settings, options)
+    except PS_FAILURES as error:
+        index = ps_named_in(str(error))
+        if index is None and not _is_ps_failure(error):
+            raise
+        address = task.cluster["ps"][index] if index is not None else None
+        raise PsLostError(index, address, error) from None
+
+
+def _train(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -> dict[str, Any]:
     strategy, coordinator = build_cluster(task, settings)
     with strategy.scope():
         model = SparseModel(settings, strategy.extended.colocate_vars_with)
@@ -113,12 +140,6 @@ def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions
     _emit(options.out, "start", step=progress.steps_done, ps=task.ps_count, workers=task.worker_count)
     try:
         loop.run()
-    except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as error:
-        index = ps_named_in(str(error))
-        if index is None and not _is_ps_failure(error):
-            raise
-        address = task.cluster["ps"][index] if index is not None else None
-        raise PsLostError(index, address, error) from None
     finally:
         loop.close()
 

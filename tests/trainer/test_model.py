@@ -188,3 +188,62 @@ def test_task_config_errors_are_clear():
         read_task_config({"TF_CONFIG": '{"cluster": {"ps": ["a:1"], "worker": ["b:1"]}, "task": {"type": "worker", "index": 5}}'})
     assert ps_named_in("failed on /job:ps/replica:0/task:3/device:CPU:0") == 3
     assert ps_named_in("a worker failed") is None
+
+
+# -- a lost PS before the training loop ------------------------------------------
+
+
+def _ps_error(kind, index: int):
+    return kind(None, None, f"failed on /job:ps/replica:0/task:{index}/device:CPU:0: connection reset")
+
+
+@pytest.mark.parametrize(
+    "stage, error",
+    [
+        ("restore", _ps_error(tf.errors.UnavailableError, 1)),
+        ("restore", _ps_error(tf.errors.FailedPreconditionError, 0)),  # a restarted, empty PS
+        ("dataset", _ps_error(tf.errors.NotFoundError, 1)),
+        ("dataset", _ps_error(tf.errors.AbortedError, 0)),
+    ],
+)
+def test_a_lost_ps_before_the_loop_exits_3_naming_it(stage, error, strategy, monkeypatch, tmp_path, capsys):
+    from trainer import chief
+    from trainer.cluster import TaskConfig
+
+    settings = TrainerSettings(**{**SMALL.__dict__, "steps": 4})
+    chosen = strategy(settings)
+    monkeypatch.setattr(chief, "build_cluster", lambda task, s: (chosen, tf.distribute.coordinator.ClusterCoordinator(chosen)))
+
+    def fail(*args, **kwargs):
+        raise error
+
+    if stage == "restore":
+        monkeypatch.setattr(tf.train.CheckpointManager, "restore_or_initialize", fail)
+    else:
+        monkeypatch.setattr(chief, "worker_dataset_fn", fail)
+    cluster = {"chief": ["c:1"], "ps": ["ps-a:2222", "ps-b:2222"], "worker": ["w:1"]}
+    task = TaskConfig(cluster, "chief", 0)
+    monkeypatch.setenv("TFK8S_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("TFK8S_METRICS_FILE", str(tmp_path / "metrics.jsonl"))
+
+    assert chief.main(task, settings) == chief.EXIT_PS_LOST
+    index = int(str(error).split("task:")[1].split("/")[0])
+    assert f"chief: ps-{index} ({cluster['ps'][index]}) is unreachable: {type(error).__name__}" in capsys.readouterr().err
+
+
+def test_an_error_that_names_no_ps_is_not_taken_for_a_lost_ps(strategy, monkeypatch, tmp_path):
+    from trainer import chief
+    from trainer.cluster import TaskConfig
+
+    settings = TrainerSettings(**{**SMALL.__dict__, "steps": 4})
+    chosen = strategy(settings)
+    monkeypatch.setattr(chief, "build_cluster", lambda task, s: (chosen, tf.distribute.coordinator.ClusterCoordinator(chosen)))
+
+    def missing_data(*args, **kwargs):
+        raise tf.errors.NotFoundError(None, None, "/data/part-*.tfrecord: no files match")
+
+    monkeypatch.setattr(chief, "worker_dataset_fn", missing_data)
+    monkeypatch.setenv("TFK8S_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
+    task = TaskConfig({"chief": ["c:1"], "ps": ["a:1", "b:1"], "worker": ["w:1"]}, "chief", 0)
+    with pytest.raises(tf.errors.NotFoundError, match="no files match"):
+        chief.main(task, settings)

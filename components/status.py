@@ -55,9 +55,17 @@ def _scheduling_message(pod: Any) -> str:
 
 
 def task_status(
-    placement: TaskPlacement, pod: Any, nodes: dict[str, Any], strict: bool, controller_event: str
+    placement: TaskPlacement,
+    pod: Any,
+    nodes: dict[str, Any],
+    strict: bool,
+    controller_event: str,
+    finished: bool = False,
 ) -> TaskStatus:
+    """`finished`: the task's Job completed, so a missing pod is expected (it may have been cleaned up)."""
     task, server = placement.task, placement.server
+    if pod is None and finished:
+        return TaskStatus(task.name, placement.pool, server, None, "Succeeded", True, "finished; its pod is gone")
     node = pod.spec.node_name if pod is not None else None
     phase = pod.status.phase if pod is not None else "Missing"
     on_plan = node is not None and (server is None or node == server)
@@ -98,6 +106,8 @@ def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:
     pods = _newest_pods_by_task(core.list_namespaced_pod(experiment.namespace, label_selector=selector).items)
     nodes = {node.metadata.name: node for node in core.list_node().items}
     failed_creates = _last_failed_create(core.list_namespaced_event(experiment.namespace).items)
+    jobs = client.BatchV1Api(api).list_namespaced_job(experiment.namespace, label_selector=selector).items
+    finished = {job.metadata.name for job in jobs if (job.status.succeeded or 0) >= 1}
     return [
         task_status(
             placement,
@@ -105,6 +115,7 @@ def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:
             nodes,
             experiment.plan.strict,
             failed_creates.get(placement.task.name, ""),
+            finished=placement.task.name in finished,
         )
         for placement in experiment.plan.placements
     ]

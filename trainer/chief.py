@@ -14,7 +14,9 @@ from __future__ import annotations
 import collections
 import json
 import os
+import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
@@ -22,7 +24,7 @@ from typing import Any, Callable, Optional, TextIO
 import tensorflow as tf
 
 from .cluster import TaskConfig, ps_named_in
-from .data import worker_dataset_fn
+from .data import TASK_PROCESS_FILE, worker_dataset_fn
 from .model import SparseModel, table_partitioner
 from .settings import TrainerSettings
 
@@ -47,10 +49,13 @@ class Progress:
     losses: list[float] = field(default_factory=list)
     rows_per_shard: Optional[list[int]] = None
     steps_measured: int = 0
+    # "worker-1@4242" -> steps it ran: a restarted worker shows up as a second process.
+    steps_by_worker_process: dict[str, int] = field(default_factory=dict)
 
-    def add(self, steps: int, loss: float, rows: list[int], batch_size: int) -> None:
+    def add(self, steps: int, loss: float, rows: list[int], batch_size: int, worker_process: str) -> None:
         self.steps_done += steps
         self.steps_measured += steps
+        self.steps_by_worker_process[worker_process] = self.steps_by_worker_process.get(worker_process, 0) + steps
         self.examples += steps * batch_size
         self.losses.append(loss)
         if self.rows_per_shard is None:
@@ -90,7 +95,9 @@ def make_train_function(model: SparseModel) -> Callable:
             total_loss += loss
             rows += fetched
         model.step.assign_add(tf.cast(steps, tf.int64))
-        return total_loss / tf.cast(steps, tf.float32), rows
+        # Read where the function runs: the worker process that ran these steps.
+        worker_process = tf.io.read_file(TASK_PROCESS_FILE)
+        return total_loss / tf.cast(steps, tf.float32), rows, worker_process
 
     return train_steps
 
@@ -209,9 +216,9 @@ class TrainingLoop:
 
     def _collect_oldest(self) -> None:
         steps, remote = self.in_flight.popleft()
-        loss, rows = remote.fetch()
+        loss, rows, worker_process = remote.fetch()
         progress = self.progress
-        progress.add(steps, float(loss), [int(r) for r in rows], self.settings.batch_size)
+        progress.add(steps, float(loss), [int(r) for r in rows], self.settings.batch_size, worker_process.decode())
         if progress.steps_done >= self.next_report or progress.steps_done >= self.settings.steps:
             self._report()
             self.next_report = progress.steps_done + self.options.progress_every
@@ -266,8 +273,49 @@ def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[st
         "rows_fetched_per_step": round(sum(rows) / steps_measured, 1),
         "rows_per_shard": rows,
         "row_imbalance": round(max(rows) / mean_rows, 3) if mean_rows else None,
+        "steps_by_worker_process": progress.steps_by_worker_process,
         "seconds": round(elapsed, 3),
     }
+
+
+# The coordinator can take a lost PS for a lost worker and retry its steps
+# forever (seen with a PS killed mid-training), so the chief process also
+# watches the PS itself: one that refuses connections this long is lost.
+PS_WATCH_INTERVAL_S = 2.0
+PS_WATCH_GRACE_S = 10.0
+
+
+def watch_parameter_servers(
+    addresses: list[str],
+    on_lost: Callable[[int, str], None],
+    interval_s: float = PS_WATCH_INTERVAL_S,
+    grace_s: float = PS_WATCH_GRACE_S,
+) -> threading.Thread:
+    """Call `on_lost(index, address)` once a PS has refused connections for `grace_s`."""
+
+    def reachable(address: str) -> bool:
+        host, port = address.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=interval_s):
+                return True
+        except OSError:
+            return False
+
+    def watch() -> None:
+        down_since: dict[int, float] = {}
+        while True:
+            now = time.monotonic()
+            for index, address in enumerate(addresses):
+                if reachable(address):
+                    down_since.pop(index, None)
+                elif now - down_since.setdefault(index, now) >= grace_s:
+                    on_lost(index, address)
+                    return
+            time.sleep(interval_s)
+
+    thread = threading.Thread(target=watch, name="ps-watchdog", daemon=True)
+    thread.start()
+    return thread
 
 
 def main(task: TaskConfig, settings: TrainerSettings) -> int:
@@ -280,6 +328,18 @@ def main(task: TaskConfig, settings: TrainerSettings) -> int:
         metrics_file=os.environ.get("TFK8S_METRICS_FILE", os.path.join(scratch, "metrics.jsonl")),
         progress_every=int(os.environ.get("TFK8S_PROGRESS_EVERY", "50")),
     )
+
+    def exit_ps_lost(index: int, address: str) -> None:
+        # The training thread may be blocked inside the coordinator: leave from here.
+        message = (
+            f"ps-{index} ({address}) is unreachable: no connection for {PS_WATCH_GRACE_S:.0f} s; "
+            "exiting so the cluster restarts from the last checkpoint"
+        )
+        _emit(options.out, "failed", error=message)
+        print(f"chief: {message}", file=sys.stderr, flush=True)
+        os._exit(EXIT_PS_LOST)
+
+    watch_parameter_servers(task.cluster["ps"], exit_ps_lost)
     try:
         run_chief(task, settings, options)
     except PsLostError as error:

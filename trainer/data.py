@@ -7,6 +7,8 @@ epoch is reshuffled.
 
 from __future__ import annotations
 
+import os
+
 import tensorflow as tf
 
 from .ids import splitmix64, zipf_ids
@@ -16,6 +18,8 @@ from .settings import TrainerSettings
 # it no worker index, so each task writes its index to this file in its working
 # directory at start and the pipeline reads it where it runs, on the worker.
 TASK_INDEX_FILE = "tfk8s-task-index"
+# "worker-<index>@<pid>": which worker process ran a step (a restarted worker is a new process).
+TASK_PROCESS_FILE = "tfk8s-task-process"
 SYNTHETIC_RECORDS = 1 << 40  # effectively endless, still indexable record by record
 SHUFFLE_BUFFER = 10_000
 LABEL_SALT = 0x5BD1E995
@@ -98,6 +102,8 @@ def write_tfrecords(path: str, settings: TrainerSettings, records: int) -> None:
 def write_task_index(index: int, directory: str = ".") -> None:
     with open(f"{directory}/{TASK_INDEX_FILE}", "w", encoding="ascii") as handle:
         handle.write(str(index))
+    with open(f"{directory}/{TASK_PROCESS_FILE}", "w", encoding="ascii") as handle:
+        handle.write(f"worker-{index}@{os.getpid()}")
 
 
 def worker_dataset_fn(settings: TrainerSettings, workers: int):

@@ -43,6 +43,15 @@ class LaunchError(RuntimeError):
     pass
 
 
+class PortClash(LaunchError):
+    """A task could not listen on the port picked for it: another process took it first."""
+
+
+# What a task's log says when its gRPC port was taken between our pick and its bind.
+PORT_CLASH_SIGNS = ("Could not start gRPC server", "Address already in use")
+PORT_ATTEMPTS = 3
+
+
 # -- settings from flags and stack files ---------------------------------------
 
 
@@ -137,6 +146,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+TRAINER_COMMAND = (sys.executable, "-m", "trainer")
+
+
 @dataclass
 class Task:
     name: str
@@ -145,13 +157,17 @@ class Task:
     process: Optional[subprocess.Popen] = None
     restarts: int = 0
     log: Any = None
+    command: tuple[str, ...] = TRAINER_COMMAND
+    log_offset: int = 0  # where this start's output begins in the (appended) log
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.log is None:
             self.log = open(self.directory / "task.log", "ab")
+        self.log.flush()
+        self.log_offset = self.log.seek(0, os.SEEK_END)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trainer"],
+            list(self.command),
             cwd=self.directory,
             env=self.env,
             stdout=self.log,
@@ -162,12 +178,28 @@ class Task:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def output_since_start(self) -> str:
+        try:
+            with open(self.directory / "task.log", "rb") as handle:
+                handle.seek(self.log_offset)
+                return handle.read().decode(errors="replace")
+        except OSError:
+            return ""
+
     def signal(self, signum: int) -> None:
-        if self.alive():
-            try:
-                os.killpg(self.process.pid, signum)
-            except ProcessLookupError:
-                pass
+        """Signal the task's whole process group, also when its leader has already exited
+        (what it started may still run); a group with no process left is skipped."""
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def close_log(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
 
 @dataclass
@@ -181,6 +213,8 @@ class LocalCluster:
     kills: dict[str, int] = field(default_factory=dict)  # task -> step at which to kill it
     tasks: dict[str, Task] = field(default_factory=dict)
     chief: Optional[subprocess.Popen] = None
+    chief_log: Any = None
+    abort_reason: Optional[str] = None  # why the launcher stopped the chief itself
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: bool = False
 
@@ -200,16 +234,34 @@ class LocalCluster:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         return env
 
+    def start_servers(self, out=sys.stdout) -> dict[str, list[str]]:
+        """Start PS and workers on fresh ports; pick new ones if another process took one first.
+
+        A port is only known free when it is picked, and a TensorFlow server
+        cannot share it with a socket held open for it, so a clash is retried.
+        """
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            cluster = self.topology()
+            for task_type in ("ps", "worker"):
+                for index in range(len(cluster[task_type])):
+                    name = f"{task_type}-{index}"
+                    task = Task(name, self.task_env(cluster, task_type, index), self.workdir / name)
+                    self.tasks[name] = task
+                    task.start()
+            try:
+                self._wait_listening(cluster)
+                return cluster
+            except PortClash as clash:
+                _stop_all(list(self.tasks.values()))
+                self.tasks.clear()
+                if attempt == PORT_ATTEMPTS:
+                    raise LaunchError(f"{clash} (after {PORT_ATTEMPTS} sets of ports)") from None
+                print(f"{clash}; starting again on other ports", file=out, flush=True)
+        raise AssertionError("unreachable")
+
     def run(self, out=sys.stdout) -> dict[str, Any]:
         (self.workdir / "tmp").mkdir(parents=True, exist_ok=True)
-        cluster = self.topology()
-        for task_type in ("ps", "worker"):
-            for index in range(len(cluster[task_type])):
-                name = f"{task_type}-{index}"
-                task = Task(name, self.task_env(cluster, task_type, index), self.workdir / name)
-                self.tasks[name] = task
-                task.start()
-        self._wait_listening(cluster)
+        cluster = self.start_servers(out)
 
         chief_env = self.task_env(cluster, "chief", 0)
         chief_env["TFK8S_CHECKPOINT_DIR"] = str(self.workdir / "checkpoints")
@@ -217,12 +269,13 @@ class LocalCluster:
         chief_env["TFK8S_PROGRESS_EVERY"] = str(self.progress_every)
         chief_dir = self.workdir / "chief-0"
         chief_dir.mkdir(parents=True, exist_ok=True)
+        self.chief_log = open(chief_dir / "task.log", "ab")
         self.chief = subprocess.Popen(
-            [sys.executable, "-m", "trainer"],
+            list(TRAINER_COMMAND),
             cwd=chief_dir,
             env=chief_env,
             stdout=subprocess.PIPE,
-            stderr=open(chief_dir / "task.log", "ab"),
+            stderr=self.chief_log,
             text=True,
             start_new_session=True,
         )
@@ -252,6 +305,8 @@ class LocalCluster:
             if "step" in event:
                 self._drill(int(event["step"]))
         code = self.chief.wait()
+        if self.abort_reason is not None:
+            raise LaunchError(self.abort_reason)
         if code != 0 or summary is None:
             message = failure or _last_lines(chief_dir / "task.log")
             raise LaunchError(f"chief exited with code {code}: {message}")
@@ -272,19 +327,24 @@ class LocalCluster:
         return values
 
     def _wait_listening(self, cluster: dict[str, list[str]]) -> None:
+        """Wait until every PS and worker says it serves on its address.
+
+        The task's own word, not a connection test: if another process took a
+        port, a connection would reach that process instead.
+        """
         deadline = time.monotonic() + STARTUP_TIMEOUT
         pending = {f"{t}-{i}": address for t in ("ps", "worker") for i, address in enumerate(cluster[t])}
         while pending:
             for name, address in list(pending.items()):
-                if not self.tasks[name].alive():
-                    raise LaunchError(f"{name} exited during start-up: {_last_lines(self.tasks[name].directory / 'task.log')}")
-                host, port = address.rsplit(":", 1)
-                with socket.socket() as sock:
-                    sock.settimeout(0.2)
-                    if sock.connect_ex((host, int(port))) == 0:
-                        del pending[name]
+                task = self.tasks[name]
+                if f"{name}: serving on {address}" in task.output_since_start():
+                    del pending[name]
+                elif not task.alive():
+                    output = task.output_since_start()
+                    error = PortClash if any(sign in output for sign in PORT_CLASH_SIGNS) else LaunchError
+                    raise error(f"{name} exited during start-up: {_last_lines(task.directory / 'task.log')}")
             if time.monotonic() > deadline:
-                raise LaunchError(f"not listening after {STARTUP_TIMEOUT:.0f} s: {', '.join(pending)}")
+                raise LaunchError(f"not serving after {STARTUP_TIMEOUT:.0f} s: {', '.join(pending)}")
             time.sleep(0.2)
 
     def _drill(self, step: int) -> None:
@@ -295,45 +355,66 @@ class LocalCluster:
                 del self.kills[name]
 
     def _supervise(self) -> None:
-        """Restart workers that die, as Kubernetes restarts a pod."""
+        """Restart workers that die, as Kubernetes restarts a pod.
+
+        Without restarts, once every worker is gone nothing can run a step and
+        the chief would wait for them forever: stop it, saying why.
+        """
         while not self._stopping and self.chief is not None and self.chief.poll() is None:
             with self._lock:
-                for task in self.tasks.values():
-                    if task.name.startswith("worker-") and not task.alive() and not self._stopping:
+                workers = [t for t in self.tasks.values() if t.name.startswith("worker-")]
+                for task in workers:
+                    if not task.alive() and not self._stopping:
                         if self.restart_workers and task.restarts < WORKER_RESTARTS:
                             task.restarts += 1
                             print(f"restarting {task.name} (restart {task.restarts})", file=sys.stderr, flush=True)
                             task.start()
+                if workers and not any(t.alive() for t in workers) and not self._stopping:
+                    self.abort_reason = (
+                        "every worker has exited and none is restarted "
+                        f"({'--no-restart' if not self.restart_workers else f'{WORKER_RESTARTS} restarts used'}); "
+                        "no task is left to run training steps"
+                    )
+                    try:
+                        os.killpg(self.chief.pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+                    return
             time.sleep(0.5)
 
     def stop(self) -> None:
         """Stop every process started, by process group: TERM, then KILL."""
         self._stopping = True
         with self._lock:
-            processes = [t for t in self.tasks.values()]
-            chief = self.chief
-            if chief is not None and chief.poll() is None:
-                try:
-                    os.killpg(chief.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-            for task in processes:
-                task.signal(signal.SIGTERM)
-            deadline = time.monotonic() + STOP_GRACE
-            for process in [chief] + [t.process for t in processes]:
-                if process is None:
-                    continue
-                try:
-                    process.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    try:
-                        os.killpg(process.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    process.wait()
-            for task in processes:
-                if task.log is not None:
-                    task.log.close()
+            _stop_all(list(self.tasks.values()), self.chief)
+            if self.chief_log is not None:
+                self.chief_log.close()
+                self.chief_log = None
+
+
+def _stop_all(tasks: list[Task], chief: Optional[subprocess.Popen] = None) -> None:
+    """TERM each process group, KILL what is left after STOP_GRACE; close the task logs."""
+    if chief is not None and chief.poll() is None:
+        try:
+            os.killpg(chief.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for task in tasks:
+        task.signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE
+    for process in [chief] + [t.process for t in tasks]:
+        if process is None:
+            continue
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+    for task in tasks:
+        task.close_log()
 
 
 def _event(line: str) -> Optional[dict[str, Any]]:

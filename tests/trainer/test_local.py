@@ -38,17 +38,24 @@ def processes_under(folder: Path) -> list[int]:
 
 
 def launch(workdir: Path, *args: str) -> tuple[int, list[str], dict]:
-    result = subprocess.run(
+    launcher = subprocess.Popen(
         [sys.executable, "-m", "trainer.local", "--workdir", str(workdir), *SMALL, *args],
         cwd=PROJECT_ROOT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=RUN_TIMEOUT,
     )
-    lines = result.stdout.strip().splitlines()
+    try:
+        stdout, stderr = launcher.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # SIGTERM, not SIGKILL: the launcher stops its tasks before it exits.
+        launcher.terminate()
+        launcher.communicate(timeout=60)
+        raise
+    lines = stdout.strip().splitlines()
     last = json.loads(lines[-1]) if lines else {}
     assert processes_under(workdir) == [], "the launcher must stop every process it started"
-    return result.returncode, lines, last | {"_stderr": result.stderr}
+    return launcher.returncode, lines, last | {"_stderr": stderr}
 
 
 def test_two_ps_two_workers_train_and_clean_up(tmp_path):
@@ -66,12 +73,17 @@ def test_two_ps_two_workers_train_and_clean_up(tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_worker_does_not_stop_training(tmp_path):
-    code, _, summary = launch(tmp_path, "--ps", "2", "--workers", "2", "--steps", "200", "--kill", "worker-1@40")
+def test_killed_worker_does_not_stop_training_and_rejoins(tmp_path):
+    # Long enough for the restarted worker to come back (a TensorFlow start takes seconds).
+    code, _, summary = launch(tmp_path, "--ps", "2", "--workers", "2", "--steps", "1500", "--kill", "worker-1@20")
     assert code == 0, summary["_stderr"][-2000:]
     assert "fault drill: killing worker-1" in summary["_stderr"]
-    assert summary["steps"] == 200
+    assert summary["steps"] == 1500
     assert summary["worker_restarts"] >= 1
+    # Steps are counted per worker process: the restarted worker-1 is a second process, and it ran steps.
+    worker_1 = [steps for process, steps in summary["steps_by_worker_process"].items() if process.startswith("worker-1@")]
+    assert len(worker_1) == 2, summary["steps_by_worker_process"]
+    assert worker_1[1] > 0, "the restarted worker must run steps after its restart"
 
 
 @pytest.mark.slow
@@ -146,3 +158,74 @@ def test_trains_from_tfrecord_files(tmp_path):
     )
     assert code == 0, summary["_stderr"][-2000:]
     assert summary["steps"] == 30
+
+
+# -- the launcher's own process handling --------------------------------------------
+
+
+@pytest.mark.slow
+def test_no_restart_and_every_worker_dead_stops_with_a_message(tmp_path):
+    started = time.monotonic()
+    code, _, result = launch(
+        tmp_path, "--ps", "1", "--workers", "1", "--steps", "100000", "--no-restart", "--kill", "worker-0@20"
+    )
+    assert code == 1
+    assert "every worker has exited and none is restarted (--no-restart)" in result["error"]
+    assert time.monotonic() - started < 120
+
+
+def test_signal_reaches_the_group_after_its_leader_exited(tmp_path):
+    from trainer.local import Task
+
+    # The leader starts a child in its group and exits at once.
+    task = Task("worker-0", dict(os.environ), tmp_path, command=("bash", "-c", "sleep 300 & echo $! > child.pid"))
+    task.start()
+    task.process.wait(timeout=10)
+    child = int((tmp_path / "child.pid").read_text())
+    assert Path(f"/proc/{child}").exists()
+    task.signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{child}").exists(), "the leader's child must get the signal"
+    task.close_log()
+
+
+@pytest.mark.slow
+def test_a_taken_port_is_retried_and_no_file_stays_open(tmp_path, monkeypatch):
+    import socket as socket_module
+
+    from trainer import local
+    from trainer.settings import TrainerSettings
+
+    # Another process holds the port picked for ps-0 in the first topology.
+    taken = socket_module.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    real_free_ports = local.free_ports
+    calls = []
+
+    def free_ports(count):
+        ports = real_free_ports(count)
+        calls.append(ports)
+        if len(calls) == 1:
+            ports[1] = taken.getsockname()[1]  # [chief, ps-0, workers...]
+        return ports
+
+    monkeypatch.setattr(local, "free_ports", free_ports)
+    settings = TrainerSettings(embedding_rows=20000, batch_size=128, steps=20)
+    cluster = local.LocalCluster(settings, ps=1, workers=1, workdir=tmp_path, progress_every=10)
+    try:
+        summary = cluster.run(out=open(os.devnull, "w"))
+    finally:
+        cluster.stop()
+        taken.close()
+    assert summary["steps"] == 20
+    assert len(calls) == 2, "a second set of ports after the clash"
+    open_files = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            open_files.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass  # the descriptor listdir itself used
+    assert not [f for f in open_files if f.startswith(str(tmp_path))], "task logs and the chief's log are closed"

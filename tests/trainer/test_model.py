@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -247,3 +249,25 @@ def test_an_error_that_names_no_ps_is_not_taken_for_a_lost_ps(strategy, monkeypa
     task = TaskConfig({"chief": ["c:1"], "ps": ["a:1", "b:1"], "worker": ["w:1"]}, "chief", 0)
     with pytest.raises(tf.errors.NotFoundError, match="no files match"):
         chief.main(task, settings)
+
+
+def test_the_ps_watchdog_reports_a_ps_that_stops_answering():
+    import socket
+    import threading
+
+    from trainer.chief import watch_parameter_servers
+
+    servers = [socket.socket(), socket.socket()]
+    for server in servers:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+    addresses = [f"127.0.0.1:{s.getsockname()[1]}" for s in servers]
+    lost = []
+    reported = threading.Event()
+    watch_parameter_servers(addresses, lambda i, a: (lost.append((i, a)), reported.set()), interval_s=0.1, grace_s=0.5)
+    time.sleep(0.5)
+    assert lost == [], "answering PS are not lost"
+    servers[1].close()
+    assert reported.wait(5)
+    assert lost == [(1, addresses[1])]
+    servers[0].close()

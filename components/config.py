@@ -320,13 +320,9 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
         if required not in given:
             errors.append(f"{CONFIG_NAMESPACE}:{required}: missing; every stack needs it")
 
-    trainer_values = given.get("trainer")
     try:
-        if trainer_values is not None and not isinstance(trainer_values, Mapping):
-            raise SettingsError(
-                "", f"must be a mapping of trainer settings, or {{}} for the defaults (got {trainer_values!r})"
-            )
-        trainer = TrainerSettings.from_config(trainer_values)
+        # Not `or None`: an empty list or a 0 is a mistake, not a request for the defaults.
+        trainer = TrainerSettings.from_config(given.get("trainer"))
     except SettingsError as exc:
         trainer = None
         where = f"{CONFIG_NAMESPACE}:trainer" + (f".{exc.key}" if exc.key else "")

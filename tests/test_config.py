@@ -185,11 +185,11 @@ BAD_INPUTS = {
     ),
     "trainer as a list": (
         lambda v: v.update({"tfk8s:trainer": []}),
-        r"tfk8s:trainer: must be a mapping of trainer settings, or \{\} for the defaults \(got \[\]\)",
+        r"tfk8s:trainer: must be a mapping of settings, or \{\} for the defaults \(got \[\]\)",
     ),
     "trainer as a number": (
         lambda v: v.update({"tfk8s:trainer": 0}),
-        r"tfk8s:trainer: must be a mapping of trainer settings, or \{\} for the defaults \(got 0\)",
+        r"tfk8s:trainer: must be a mapping of settings, or \{\} for the defaults \(got 0\)",
     ),
     "missing cluster": (
         lambda v: v.pop("tfk8s:cluster"),

@@ -130,7 +130,7 @@ class TrainerSettings:
         if raw is None:
             return cls()
         if not isinstance(raw, Mapping):
-            raise SettingsError("", f"must be a mapping of settings (got {type(raw).__name__})")
+            raise SettingsError("", f"must be a mapping of settings, or {{}} for the defaults (got {raw!r})")
         by_key = {to_camel(f.name): f for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {}
         for key, value in raw.items():

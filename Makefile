@@ -32,7 +32,8 @@ demo: plan local
 plan: $(STAMP)
 	$(VENV)/bin/python -m components plan $(STACK)
 
-local: $(TRAINER_STAMP)
+# The stack is validated in the program's environment, then trained in the trainer's.
+local: $(STAMP) $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(STACK) --steps $(STEPS)
 
 test: test-program test-trainer test-cluster
@@ -44,7 +45,7 @@ test-program: $(STAMP)
 test-cluster: $(STAMP) toolchain
 	$(VENV)/bin/python -m pytest tests/cluster
 
-test-trainer: $(TRAINER_STAMP)
+test-trainer: $(STAMP) $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m pytest tests/trainer --confcutdir=tests/trainer
 
 bench: $(STAMP)

@@ -3,6 +3,7 @@
   python -m components plan <stack>      who runs where
   python -m components render <stack>    the objects as YAML files, for kubectl or GitOps
   python -m components status <stack>    the plan against what a cluster did
+  python -m components export <stack>    the validated experiment as JSON (for trainer.local)
   python -m components stacks            the stacks in stacks/
 """
 
@@ -48,6 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--context", help="kubeconfig context (default: the current one)")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
+    export = commands.add_parser(
+        "export", help="print the validated experiment (task counts, placement, trainer settings) as JSON"
+    )
+    export.add_argument("stack", help=stack_help)
+
     commands.add_parser("stacks", help="list the stacks in stacks/")
     return parser
 
@@ -73,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
             print(plan_table(experiment.config, plan))
         return 0
 
+    if args.command == "export":
+        print(json.dumps(experiment_export(experiment), indent=2))
+        return 0
+
     if args.command == "render":
         out_dir = args.out or DEFAULT_RENDER_ROOT / experiment.stack
         kinds = render(experiment, out_dir)
@@ -84,6 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     from .status import cluster_status  # needs the Kubernetes client; only status does
 
     return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+
+
+def experiment_export(experiment) -> dict:
+    """What a tool without the program's environment needs of a stack, validated by the one schema."""
+    cluster = experiment.config.cluster
+    return {
+        "stack": experiment.stack,
+        "placement": cluster.placement,
+        "ps": cluster.ps_count,
+        "workers": cluster.workers.replicas,
+        "trainer": experiment.config.trainer.to_config(),
+    }
 
 
 def _shown(path: Path) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import shutil
 import signal
@@ -35,8 +34,12 @@ from .settings import SETTINGS_ENV, TrainerSettings, to_camel
 STARTUP_TIMEOUT = 90.0
 STOP_GRACE = 5.0
 WORKER_RESTARTS = 5
-LOCAL_WORKERS_FROM_STACK = 4  # a stack's experiment, scaled down to fit one machine
+# A stack's experiment scaled down to one machine: TensorFlow processes of a few hundred MB each.
+MAX_LOCAL_PS = 3
+MAX_LOCAL_WORKERS = 6
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The Pulumi program's environment (`make setup`): it validates stack files.
+PROGRAM_PYTHON = PROJECT_ROOT / ".venv" / "bin" / "python"
 
 
 class LaunchError(RuntimeError):
@@ -84,37 +87,78 @@ def _parse_ints(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
 
 
-def read_stack(stack: str) -> tuple[dict[str, Any], int, int]:
-    """A stack file's trainer settings and its PS and worker counts."""
-    import yaml
+@dataclass(frozen=True)
+class StackExperiment:
+    """A stack as `python -m components export` prints it: validated by the project's one schema."""
 
-    path = Path(stack)
-    if not path.exists():
-        path = PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"
-    if not path.exists():
-        raise LaunchError(f"no stack file for '{stack}' (looked for {path})")
-    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
-    cluster = config.get("tfk8s:cluster") or {}
-    workers = int((cluster.get("workers") or {}).get("replicas", 1))
-    ps = (cluster.get("ps") or {}).get("replicas")
-    if ps is None and cluster.get("ratio"):
-        per_ps, per_workers = (int(x) for x in str(cluster["ratio"]).split(":"))
-        ps = math.ceil(workers * per_ps / per_workers)
-    return dict(config.get("tfk8s:trainer") or {}), int(ps or 1), workers
+    stack: str
+    placement: str
+    ps: int
+    workers: int
+    trainer: dict[str, Any]
 
 
-def scaled_down(ps: int, workers: int, max_workers: int = LOCAL_WORKERS_FROM_STACK) -> tuple[int, int]:
-    """Keep the PS:worker ratio, with at most `max_workers` workers."""
-    local_workers = min(workers, max_workers)
-    return max(1, round(local_workers * ps / workers)), local_workers
+def read_stack(stack: str) -> StackExperiment:
+    """Validate a stack (name or file) in the program's environment, or read such an export (.json).
+
+    The stack schema (pydantic) lives with the Pulumi program, whose
+    environment cannot hold TensorFlow; asking it keeps one schema.
+    """
+    if stack.endswith(".json") and Path(stack).is_file():
+        return StackExperiment(**json.loads(Path(stack).read_text(encoding="utf-8")))
+    if not PROGRAM_PYTHON.exists():
+        raise LaunchError(f"validating stack '{stack}' needs the program's environment {PROGRAM_PYTHON}: run `make setup`")
+    result = subprocess.run(
+        [str(PROGRAM_PYTHON), "-m", "components", "export", stack],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    if result.returncode != 0:
+        raise LaunchError(result.stderr.strip() or f"python -m components export {stack} failed")
+    return StackExperiment(**json.loads(result.stdout))
 
 
-def resolve(args: argparse.Namespace) -> tuple[TrainerSettings, int, int]:
+@dataclass(frozen=True)
+class LocalScale:
+    ps: int
+    workers: int
+    notes: tuple[str, ...]  # what was scaled and why
+
+
+def scale_to_machine(
+    ps: int, workers: int, max_ps: int = MAX_LOCAL_PS, max_workers: int = MAX_LOCAL_WORKERS
+) -> LocalScale:
+    """The most PS (at least 2 when the stack has 2 or more) whose workers at the stack's
+    PS:worker ratio fit this machine; when no such count exists, the fewest PS and as
+    many workers as fit, and the ratio changes."""
+    per_ps = workers / ps
+    fewest_ps = min(2, ps)
+    fitting = [n for n in range(fewest_ps, min(ps, max_ps) + 1) if round(n * per_ps) <= max_workers]
+    local_ps = max(fitting) if fitting else fewest_ps
+    local_workers = max(1, min(round(local_ps * per_ps), max_workers, workers))
+    notes = []
+    if local_ps != ps:
+        notes.append(f"{ps} PS -> {local_ps}")
+    if local_workers != workers:
+        notes.append(f"{workers} workers -> {local_workers}")
+    if fitting:
+        notes.append(f"PS:worker ratio 1:{per_ps:g} kept")
+    else:
+        notes.append(
+            f"PS:worker ratio 1:{per_ps:g} would need {round(fewest_ps * per_ps)} workers for {fewest_ps} PS, "
+            f"at most {max_workers} run here: 1:{local_workers / local_ps:g} instead"
+        )
+    return LocalScale(local_ps, local_workers, tuple(notes))
+
+
+def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, int, int]:
     base: dict[str, Any] = {}
     ps, workers = 2, 2
     if args.stack:
-        base, stack_ps, stack_workers = read_stack(args.stack)
-        ps, workers = scaled_down(stack_ps, stack_workers)
+        experiment = read_stack(args.stack)
+        scale = scale_to_machine(experiment.ps, experiment.workers)
+        base, ps, workers = experiment.trainer, scale.ps, scale.workers
+        print(f"stack {experiment.stack} on this machine: {'; '.join(scale.notes)}; placement "
+              f"{experiment.placement} is not reproduced (every task runs here)", file=out, flush=True)
     overrides = {
         to_camel(spec.name): getattr(args, spec.name)
         for spec in dataclasses.fields(TrainerSettings)

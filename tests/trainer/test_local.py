@@ -133,14 +133,32 @@ def test_ctrl_c_stops_every_process(tmp_path):
     assert processes_under(tmp_path) == []
 
 
-def test_stack_settings_and_ratio_scaled_down():
-    from trainer.local import read_stack, scaled_down
+def test_stacks_are_validated_by_the_one_schema_and_scaled_to_this_machine():
+    from trainer.local import LaunchError, read_stack, scale_to_machine
 
-    settings, ps, workers = read_stack("scene1-case3")
-    assert (ps, workers) == (10, 100)
-    assert scaled_down(ps, workers) == (1, 4)
-    assert scaled_down(*read_stack("gpu-p40")[1:]) == (1, 4)  # ratio "1:4"
-    assert read_stack("gpu-p40")[0]["embeddingRows"] == 20000000
+    experiment = read_stack("scene1-case3")
+    assert (experiment.ps, experiment.workers, experiment.placement) == (10, 100, "colocated")
+    assert read_stack("gpu-p40").trainer["embeddingRows"] == 20000000
+    # At least 2 PS when the stack has 2 or more; the ratio kept where the workers fit.
+    assert scale_to_machine(10, 100).ps == 2 and scale_to_machine(10, 100).workers == 6
+    assert "1:10 would need 20 workers for 2 PS, at most 6 run here: 1:3 instead" in scale_to_machine(10, 100).notes[-1]
+    assert (scale_to_machine(5, 10).ps, scale_to_machine(5, 10).workers) == (3, 6)
+    assert scale_to_machine(5, 10).notes[-1] == "PS:worker ratio 1:2 kept"
+    assert (scale_to_machine(1, 3).ps, scale_to_machine(1, 3).workers) == (1, 3)
+    assert scale_to_machine(1, 3).notes == ("PS:worker ratio 1:3 kept",)
+    # The project's validation, not a YAML read of its own: a bad stack is named as the program names it.
+    with pytest.raises(LaunchError, match=r"stack 'no-such-stack': no file"):
+        read_stack("no-such-stack")
+
+
+def test_a_bad_stack_file_fails_before_anything_runs(tmp_path):
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  tfk8s:nodePools: [{name: s, nodes: [a]}]\n"
+                   "  tfk8s:cluster: {placement: colocated, ps: {replicas: '2', pool: s}, workers: {replicas: 4, pool: s}}\n")
+    code, _, result = launch(tmp_path / "run", "--stack", str(bad))
+    assert code == 2
+    assert "tfk8s:cluster.ps.replicas: Input should be a valid integer (got '2')" in result["_stderr"]
+    assert not (tmp_path / "run" / "ps-0").exists()
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tests.runs import ALL_STACKS, program_run  # noqa: E402
 def _reset_pulumi_runtime():
     yield
     reset_pulumi()
+    gc.enable()  # the program pauses the collector for its own short-lived process
 
 
 @pytest.fixture(params=ALL_STACKS)

@@ -9,6 +9,7 @@ when it is killed, and are stopped by process group at the end.
 from __future__ import annotations
 
 import copy
+import gc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ POD_WAIT_S = 120.0
 def _reset_pulumi_runtime():
     yield
     reset_pulumi()
+    gc.enable()
 
 
 def write_variant(directory: Path, base: str, name: str, edit) -> str:

@@ -9,9 +9,8 @@ configuration a local cluster of real processes (trainer.local):
   CPU seconds over the training phase) and examples/s;
 - dedup on / off: table rows fetched per step and examples/s;
 - steps per scheduled function 1 vs 4: examples/s;
-- the distributed lookup rate (rows fetched and updated per second) as a
-  fraction of a single-process gather + scatter of the same rows: the
-  machine's bound.
+- like for like: the same model, batch, data and optimizer trained in one
+  process without PS, against the cluster (2 PS, `auto`, dedup on).
 
 Targets: `auto` imbalance at most 1.05; `none` at least 1.7 (the seed's single
 loaded PS, reproduced); dedup at least 3x fewer rows fetched.
@@ -60,23 +59,33 @@ def run(settings: TrainerSettings, ps: int, workers: int) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def single_process_rows_per_sec(settings: TrainerSettings, rows_per_step: int, steps: int = 200) -> float:
-    """Gather then scatter-add `rows_per_step` rows of one local table: the machine's bound."""
+def single_process_examples_per_sec(settings: TrainerSettings) -> float:
+    """The same model, batch, data and optimizer trained in one process, no PS: like for like."""
     import tensorflow as tf
 
-    table = tf.Variable(tf.zeros([settings.embedding_rows, settings.embedding_dim]))
-    ids = tf.random.stateless_uniform([steps, rows_per_step], seed=[1, 2], maxval=settings.embedding_rows, dtype=tf.int64)
+    from trainer.chief import make_train_function
+    from trainer.data import training_dataset, write_task_index
+    from trainer.model import SparseModel
 
-    @tf.function
-    def step(batch_ids):
-        rows = tf.gather(table, batch_ids)
-        table.scatter_add(tf.IndexedSlices(rows * 0.001, batch_ids))
-
-    step(ids[0])
-    started = time.perf_counter()
-    for i in range(steps):
-        step(ids[i])
-    return rows_per_step * steps / (time.perf_counter() - started)
+    workdir = Path(tempfile.mkdtemp(prefix="tfk8s-bench-single-"))
+    previous = os.getcwd()
+    os.chdir(workdir)  # the train function reads which worker process runs it from here
+    try:
+        write_task_index(0)
+        model = SparseModel(settings, tf.distribute.get_strategy().extended.colocate_vars_with)
+        train = make_train_function(model)
+        iterator = iter(training_dataset(settings))
+        per_call = tf.constant(settings.steps_per_call)
+        train(iterator, per_call)  # trace once, as the cluster's first call does
+        calls = max(1, settings.steps // settings.steps_per_call)
+        started = time.perf_counter()
+        for _ in range(calls):
+            loss, _, _ = train(iterator, per_call)
+        float(loss)
+        return calls * settings.steps_per_call * settings.batch_size / (time.perf_counter() - started)
+    finally:
+        os.chdir(previous)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main() -> int:
@@ -100,7 +109,8 @@ def main() -> int:
     print("  measured dedup on/off", flush=True)
     per_call = {n: run(dataclasses.replace(base, steps_per_call=n), 2, args.workers) for n in (1, 4)}
     print("  measured steps per call 1/4", flush=True)
-    bound = single_process_rows_per_sec(base, int(dedup[True]["rows_fetched_per_step"]))
+    single = single_process_examples_per_sec(base)
+    print("  measured one process, same model", flush=True)
 
     print()
     print(f"{'PS':>3} {'partition':<10}{'PS CPU s':>20}{'imbalance':>11}{'row imbal.':>11}{'examples/s':>12}")
@@ -118,10 +128,10 @@ def main() -> int:
         print(f"{n:<11}{r['examples_per_sec']:>12.0f}")
     call_ratio = per_call[4]["examples_per_sec"] / per_call[1]["examples_per_sec"]
 
-    distributed = dedup[True]["rows_fetched_per_step"] * dedup[True]["examples_per_sec"] / base.batch_size
+    cluster = dedup[True]["examples_per_sec"]
     print()
-    print(f"lookup rate: distributed {distributed:,.0f} rows/s, single-process gather+scatter {bound:,.0f} rows/s "
-          f"-> {distributed / bound:.2f} of the machine's bound")
+    print(f"same model, batch and optimizer: one process {single:,.0f} examples/s, cluster of 2 PS and "
+          f"{args.workers} workers {cluster:,.0f} examples/s -> x{cluster / single:.2f}")
 
     auto = [r["ps_imbalance"] for _, p, r in partition_rows if p == "auto"]
     none = [r["ps_imbalance"] for _, p, r in partition_rows if p == "none"]

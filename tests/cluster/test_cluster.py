@@ -147,7 +147,7 @@ def test_applying_twice_changes_nothing(local_cluster, tmp_path):
             [
                 str(paths.binary("kubectl")),
                 f"--kubeconfig={local_cluster.kubeconfig}",
-                f"--cache-dir={paths.CLUSTER_ROOT / 'tests' / 'kubectl-cache'}",
+                f"--cache-dir={local_cluster.kubeconfig.parent / 'kubectl-cache'}",
                 "diff",
                 "--server-side",
                 f"--field-manager={L.field_manager('scene2-case2')}",

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kubernetes import client, config
-from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ApiException
 
 from . import paths
@@ -21,10 +20,6 @@ def api_client(kubeconfig: Optional[Path] = None) -> client.ApiClient:
     config.load_kube_config(config_file=str(kubeconfig or paths.KUBECONFIG), client_configuration=configuration)
     configuration.connection_pool_maxsize = PARALLEL_REQUESTS
     return client.ApiClient(configuration)
-
-
-def dynamic_client(api: client.ApiClient) -> DynamicClient:
-    return DynamicClient(api)
 
 
 def server_message(error: ApiException) -> str:

@@ -198,6 +198,20 @@ class ClusterSpec(_Model):
     workers: WorkerSpec
     chief: ChiefSpec = Field(default_factory=ChiefSpec)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _colocated_ps_follow_the_workers(cls, data: Any) -> Any:
+        """Colocated PS share the workers' pool by definition, so `ps` may be left out."""
+        if (
+            isinstance(data, Mapping)
+            and "ps" not in data
+            and data.get("placement") == "colocated"
+            and isinstance(data.get("workers"), Mapping)
+            and "pool" in data["workers"]
+        ):
+            return {**data, "ps": {"pool": data["workers"]["pool"]}}
+        return data
+
     @field_validator("ratio")
     @classmethod
     def _ratio_form(cls, ratio: Optional[str]) -> Optional[str]:

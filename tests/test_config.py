@@ -191,6 +191,14 @@ BAD_INPUTS = {
         lambda v: v.update({"tfk8s:trainer": 0}),
         r"tfk8s:trainer: must be a mapping of settings, or \{\} for the defaults \(got 0\)",
     ),
+    "colocated without ps and without ratio": (
+        lambda v: cluster(v).pop("ps"),
+        r"tfk8s:cluster: set ps\.replicas or ratio \('1:10' means one PS per ten workers\)",
+    ),
+    "isolated without ps": (
+        lambda v: (cluster(v).pop("ps"), cluster(v).update(placement="isolated", ratio="1:10")),
+        r"tfk8s:cluster\.ps: Field required",
+    ),
     "missing cluster": (
         lambda v: v.pop("tfk8s:cluster"),
         r"tfk8s:cluster: missing; every stack needs it",
@@ -238,3 +246,19 @@ def test_stack_name_that_cannot_make_a_namespace_asks_for_one():
         load_stack_config("Scene_1", base_values())
     values = mutated(lambda v: cluster(v).update(namespace="scene-one"))
     assert load_stack_config("Scene_1", values).namespace == "scene-one"
+
+
+def test_a_colocated_cluster_without_ps_takes_the_workers_pool_and_the_ratio():
+    short = mutated(lambda v: (cluster(v).pop("ps"), cluster(v).update(ratio="1:4"),
+                               cluster(v)["workers"].update(replicas=24)))
+    long = mutated(lambda v: (cluster(v).update(ratio="1:4", ps={"replicas": 6, "pool": "servers"}),
+                              cluster(v)["workers"].update(replicas=24)))
+    parsed = load_stack_config(STACK, short).cluster
+    assert (parsed.ps.pool, parsed.ps_count) == ("servers", 6)
+    short_run, long_run = run_program(STACK, short), run_program(STACK, long)
+    assert short_run.outputs == long_run.outputs
+    assert short_run.outputs["tasks"] == {"chief": 1, "ps": 6, "worker": 24}
+    def keyed(run):  # the engine registers in dependency order, not program order
+        return {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in run.manifests()}
+
+    assert keyed(short_run) == keyed(long_run) and len(short_run.manifests()) == len(long_run.manifests())

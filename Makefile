@@ -6,6 +6,10 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 TRAINER_VENV := .venv-trainer
 TRAINER_STAMP := $(TRAINER_VENV)/.installed
+# The policy pack's environment, where policy/PulumiPolicy.yaml (virtualenv: venv)
+# has the Pulumi CLI look for it; without it `--policy-pack policy` hangs.
+POLICY_VENV := policy/venv
+POLICY_STAMP := $(POLICY_VENV)/.installed
 STACK ?= scene1-case3
 STEPS ?= 200
 
@@ -22,7 +26,12 @@ $(TRAINER_STAMP): trainer/requirements.txt
 	$(TRAINER_VENV)/bin/pip install --quiet --disable-pip-version-check -r trainer/requirements.txt
 	touch $(TRAINER_STAMP)
 
-setup: $(STAMP) $(TRAINER_STAMP)
+$(POLICY_STAMP): policy/requirements.txt
+	$(PYTHON) -m venv $(POLICY_VENV)
+	$(POLICY_VENV)/bin/pip install --quiet --disable-pip-version-check -r policy/requirements.txt
+	touch $(POLICY_STAMP)
+
+setup: $(STAMP) $(TRAINER_STAMP) $(POLICY_STAMP)
 
 # The embedded default: who runs where for a seed experiment, then its trainer
 # settings and PS:worker ratio run as local processes.
@@ -36,9 +45,9 @@ plan: $(STAMP)
 local: $(STAMP) $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(STACK) --steps $(STEPS)
 
-test: test-program test-trainer test-cluster
+test: setup test-program test-trainer test-cluster
 
-test-program: $(STAMP)
+test-program: $(STAMP) $(POLICY_STAMP)
 	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster
 
 # Real admission and scheduling: the objects against a local control plane.
@@ -83,4 +92,4 @@ status: $(STAMP)
 	$(VENV)/bin/python -m components status $(STACK) --kubeconfig .cluster/kubeconfig
 
 clean:
-	rm -rf $(VENV) $(TRAINER_VENV) .pytest_cache .hypothesis out
+	rm -rf $(VENV) $(TRAINER_VENV) $(POLICY_VENV) .pytest_cache .hypothesis out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 
 import pytest
 
@@ -350,3 +351,23 @@ def test_an_exposed_service_reaching_the_tf_port_by_name_is_reported(service_typ
     })
     found = violations("tfk8s-headless-task-services", [service])
     assert any(f"Service tf-public is {service_type}" in m for m in found), found
+
+
+def test_setup_creates_the_virtualenv_the_policy_pack_names():
+    import re
+
+    import yaml
+
+    from tests.harness import PROJECT_ROOT
+
+    named = yaml.safe_load((PROJECT_ROOT / "policy" / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"]
+    makefile = (PROJECT_ROOT / "Makefile").read_text()
+    created = re.search(r"^POLICY_VENV := (\S+)$", makefile, re.M).group(1)
+    assert created == f"policy/{named}", "make setup must create the virtualenv PulumiPolicy.yaml names"
+    assert re.search(r"^setup: .*\$\(POLICY_STAMP\)", makefile, re.M), "setup builds the policy environment"
+    assert "-r policy/requirements.txt" in makefile
+    # And setup did create it: the pack's own interpreter imports the pack's SDK.
+    python = PROJECT_ROOT / "policy" / named / "bin" / "python"
+    assert python.exists(), "run `make setup`: it creates policy/venv"
+    check = subprocess.run([str(python), "-c", "import pulumi_policy"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr

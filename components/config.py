@@ -157,11 +157,22 @@ class WorkerSpec(_Model):
     memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
 
 
+class CheckpointVolumeSpec(_Model):
+    size: Quantity = Field(description="storage the chief's checkpoint volume requests (e.g. 20Gi)")
+    storage_class: Optional[Annotated[str, Field(pattern=NODE_NAME_PATTERN)]] = Field(
+        default=None, description="StorageClass of the volume (default: the cluster's default class)"
+    )
+
+
 class ChiefSpec(_Model):
     cpu: CpuQuantity = Field(default="1", description="CPU request and limit of the chief")
     memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of the chief")
     restarts: int = Field(
         default=6, strict=True, ge=0, description="times the chief is restarted (from its checkpoint) before the Job fails"
+    )
+    checkpoint_volume: Optional[CheckpointVolumeSpec] = Field(
+        default=None,
+        description="a PersistentVolumeClaim for the chief's checkpoints, so they outlive the chief's pod",
     )
 
 
@@ -449,6 +460,15 @@ def _cross_checks(config: StackConfig) -> list[str]:
                 f"{config.trainer.embedding_dim} over {config.trainer.shard_count(cluster.ps_count)} "
                 f"shard(s), optimizer slots included); raise it or leave it unset to derive it"
             )
+
+    volume = cluster.chief.checkpoint_volume
+    if volume is not None and config.trainer.checkpoint_dir != "default":
+        errors.append(
+            f"{ns}:cluster.chief.checkpointVolume and {ns}:trainer.checkpointDir "
+            f"('{config.trainer.checkpoint_dir}') are both set: the chief writes its checkpoints to one "
+            "place; keep the volume and leave checkpointDir at 'default' (tfk8s points it at the volume), "
+            "or drop the volume"
+        )
 
     gpus = cluster.workers.gpus
     if gpus:

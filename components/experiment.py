@@ -6,6 +6,7 @@ so the components only turn it into resources.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,6 +17,10 @@ from .planner import Plan, plan_stack
 from .sizing import ps_memory_request
 from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
+from trainer.settings import TrainerSettings
+
+# Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
+CHECKPOINT_MOUNT = "/checkpoints"
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,16 @@ class Experiment:
         return TFConfigRenderer(cluster_spec(self.plan.tasks(), self.namespace))
 
     @cached_property
+    def trainer_settings(self) -> TrainerSettings:
+        """The settings the pods run: the stack's, with checkpoints on the chief's volume if it has one."""
+        settings = self.config.trainer
+        if self.config.cluster.chief.checkpoint_volume is not None:
+            settings = dataclasses.replace(settings, checkpoint_dir=CHECKPOINT_MOUNT)
+        return settings
+
+    @cached_property
     def trainer_settings_json(self) -> str:
-        return self.config.trainer.to_json()
+        return self.trainer_settings.to_json()
 
     @cached_property
     def trainer_hash(self) -> str:

@@ -22,6 +22,7 @@ RESOURCE_TOKENS = {
     ("v1", "Namespace"): "kubernetes:core/v1:Namespace",
     ("v1", "ConfigMap"): "kubernetes:core/v1:ConfigMap",
     ("v1", "Service"): "kubernetes:core/v1:Service",
+    ("v1", "PersistentVolumeClaim"): "kubernetes:core/v1:PersistentVolumeClaim",
     ("v1", "Node"): "kubernetes:core/v1:NodePatch",
     ("apps/v1", "StatefulSet"): "kubernetes:apps/v1:StatefulSet",
     ("batch/v1", "Job"): "kubernetes:batch/v1:Job",

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from . import labels as L
 from .config import NodePoolSpec
-from .experiment import Experiment
+from .experiment import CHECKPOINT_MOUNT, Experiment
 from .planner import Task, TaskPlacement
 from .tf_config import CLUSTER_ENV, TF_PORT
 from .trainer_bundle import TRAINER_PACKAGE
@@ -31,6 +31,8 @@ TRAINER_CONFIG_MAP = "tfk8s-trainer"
 # Settings and environment shared by every task: one ConfigMap, not N copies.
 TRAINER_ENV_CONFIG_MAP = "tfk8s-trainer-env"
 SKIP_AWAIT = "pulumi.com/skipAwait"
+CHECKPOINT_CLAIM = "tfk8s-checkpoints"
+CHECKPOINT_VOLUME = "checkpoints"
 
 
 def namespace(experiment: Experiment) -> Manifest:
@@ -66,6 +68,24 @@ def network_policy(experiment: Experiment) -> Manifest:
             ],
         },
     }
+
+
+def checkpoint_claim(experiment: Experiment) -> Optional[Manifest]:
+    """The chief's checkpoint volume, when the stack asks for one."""
+    volume = experiment.config.cluster.chief.checkpoint_volume
+    if volume is None:
+        return None
+    spec: Manifest = {
+        "accessModes": ["ReadWriteOnce"],  # one chief at a time writes it
+        "resources": {"requests": {"storage": volume.size}},
+    }
+    if volume.storage_class is not None:
+        spec["storageClassName"] = volume.storage_class
+    metadata = _metadata(experiment, CHECKPOINT_CLAIM)
+    # A claim of a WaitForFirstConsumer class binds only once the chief's pod
+    # exists, and that pod waits for the claim: `pulumi up` must not wait.
+    metadata["annotations"] = {SKIP_AWAIT: "true"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
 
 
 def trainer_config_map(experiment: Experiment) -> Manifest:
@@ -172,6 +192,12 @@ def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
             {"name": SCRATCH_VOLUME, "emptyDir": {}},
         ],
     }
+    if task.type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
+        spec["volumes"].append(
+            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}}
+        )
+        # The volume's files belong to the pod's group, so the unprivileged chief can write them.
+        spec["securityContext"]["fsGroup"] = RUN_AS_USER
     spread = _topology_spread(experiment, task)
     if spread:
         spec["topologySpreadConstraints"] = spread
@@ -253,6 +279,8 @@ def _container(experiment: Experiment, task: Task) -> Manifest:
     if task.type != "chief":
         # The gRPC server answering is what "ready" means for PS and workers.
         container["readinessProbe"] = {"tcpSocket": {"port": TF_PORT_NAME}}
+    elif experiment.config.cluster.chief.checkpoint_volume is not None:
+        container["volumeMounts"].append({"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT})
     return container
 
 

@@ -52,12 +52,16 @@ def namespace_object(experiment: Experiment) -> KubeObject:
 
 
 def shared_objects(experiment: Experiment) -> list[KubeObject]:
-    """What every task needs in the namespace before it starts."""
-    return [
+    """What the tasks need in the namespace before they start."""
+    objects = [
         KubeObject("network-policy", manifests.network_policy(experiment)),
         KubeObject("trainer", manifests.trainer_config_map(experiment)),
         KubeObject("trainer-env", manifests.trainer_env_config_map(experiment)),
     ]
+    claim = manifests.checkpoint_claim(experiment)
+    if claim is not None:
+        objects.append(KubeObject("checkpoints", claim))
+    return objects
 
 
 def task_objects(experiment: Experiment, placement: TaskPlacement) -> list[KubeObject]:

@@ -42,12 +42,12 @@ class TFCluster(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
-        # The ConfigMaps (trainer code and settings) must exist before any pod starts.
-        config_maps = []
-        for obj in shared_objects(experiment):
-            resource = kube.create(f"{name}-{obj.suffix}", obj.manifest, in_namespace)
-            if obj.kind == "ConfigMap":
-                config_maps.append(resource)
+        # Trainer code and settings, the NetworkPolicy that isolates the gRPC
+        # port and the chief's checkpoint claim exist before any pod starts.
+        shared = [
+            kube.create(f"{name}-{obj.suffix}", obj.manifest, in_namespace)
+            for obj in shared_objects(experiment)
+        ]
 
         for placement in experiment.plan.placements:
             for obj in task_objects(experiment, placement):
@@ -55,7 +55,7 @@ class TFCluster(pulumi.ComponentResource):
                 if obj.is_workload:
                     opts = pulumi.ResourceOptions(
                         parent=self,
-                        depends_on=[namespace, *config_maps, *self._labels_needed(args, placement)],
+                        depends_on=[namespace, *shared, *self._labels_needed(args, placement)],
                     )
                 kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
 

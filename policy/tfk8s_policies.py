@@ -731,6 +731,34 @@ def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None
         report(f"PS {name}: no tcpSocket readiness probe on its gRPC port")
 
 
+def _on_a_claim(spec: Optional[Mapping[str, Any]], path: str) -> bool:
+    """`path` lies on a PersistentVolumeClaim mounted into the pod."""
+    claims = {get(v, "name") for v in as_list(get(spec, "volumes")) if get(v, "persistentVolumeClaim") is not None}
+    target = path.rstrip("/")
+    for container in containers(spec):
+        for mount in as_list(get(container, "volumeMounts")):
+            mount_path = str(get(mount, "mountPath", default="")).rstrip("/")
+            if get(mount, "name") in claims and mount_path and (target == mount_path or target.startswith(mount_path + "/")):
+                return True
+    return False
+
+
+def _checkpoints_outlive_the_chief(args: StackValidationArgs, report: ReportViolation) -> None:
+    limit = args.get_config().get("maxScratchCheckpointIntervals", 2)
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        settings = chief_settings(group) or {}
+        steps, every = number(settings.get("steps")), number(settings.get("checkpointEvery"))
+        path = str(settings.get("checkpointDir", "default"))
+        if not steps or not every or steps <= limit * every or "://" in path:
+            continue
+        chiefs = [w for w in group if task_type_of(w) == "chief"]
+        if path != "default" and chiefs and _on_a_claim(chiefs[0].spec, path):
+            continue
+        where = "the pod's scratch space" if path == "default" else f"{path}, which is on no volume claim"
+        report(f"experiment {instance}: {steps / every:.0f} checkpoint intervals of training keep their "
+               f"checkpoints on {where}; a replaced chief pod or a drained server starts again from step 0")
+
+
 def _report_unpartitioned(args: StackValidationArgs, report: ReportViolation) -> None:
     for (namespace, instance), group in clusters(list(args.resources)).items():
         settings = chief_settings(group) or {}
@@ -838,6 +866,15 @@ POLICIES = [
         description="partition: none keeps the embedding on one PS: flagged so it is a deliberate choice.",
         validate=_report_unpartitioned, enforcement_level=ADVISORY, severity=Severity.LOW,
         remediation_steps="Use partition: auto unless reproducing the single-loaded-PS bottleneck.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-checkpoints-outlive-the-chief",
+        description="A long run (more checkpoint intervals than maxScratchCheckpointIntervals, default 2) keeps its checkpoints where a replaced chief pod finds them: a volume claim or a remote path, not the pod's scratch space.",
+        validate=_checkpoints_outlive_the_chief, enforcement_level=ADVISORY, severity=Severity.MEDIUM,
+        config_schema=PolicyConfigSchema(properties={
+            "maxScratchCheckpointIntervals": {"type": "number", "minimum": 0},
+        }),
+        remediation_steps="Set tfk8s:cluster.chief.checkpointVolume: {size: 20Gi}, or a gs://, s3:// or hdfs:// checkpointDir.",
     ),
 ]
 

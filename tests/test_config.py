@@ -199,6 +199,17 @@ BAD_INPUTS = {
         lambda v: (cluster(v).pop("ps"), cluster(v).update(placement="isolated", ratio="1:10")),
         r"tfk8s:cluster\.ps: Field required",
     ),
+    "remote checkpointDir and a checkpoint volume": (
+        lambda v: (
+            cluster(v).update(chief={"checkpointVolume": {"size": "20Gi"}}),
+            v.update({"tfk8s:trainer": {"checkpointDir": "gs://bucket/ckpt"}}),
+        ),
+        r"tfk8s:cluster\.chief\.checkpointVolume and tfk8s:trainer\.checkpointDir \('gs://bucket/ckpt'\) are both set",
+    ),
+    "checkpoint volume without a size": (
+        lambda v: cluster(v).update(chief={"checkpointVolume": {"storageClass": "fast"}}),
+        r"tfk8s:cluster\.chief\.checkpointVolume\.size: Field required",
+    ),
     "missing cluster": (
         lambda v: v.pop("tfk8s:cluster"),
         r"tfk8s:cluster: missing; every stack needs it",

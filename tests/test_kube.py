@@ -15,6 +15,7 @@ TYPED = {
     ("v1", "Namespace"): lambda: k8s.core.v1.Namespace("x"),
     ("v1", "ConfigMap"): lambda: k8s.core.v1.ConfigMap("x"),
     ("v1", "Service"): lambda: k8s.core.v1.Service("x"),
+    ("v1", "PersistentVolumeClaim"): lambda: k8s.core.v1.PersistentVolumeClaim("x"),
     ("v1", "Node"): lambda: k8s.core.v1.NodePatch("x"),
     ("apps/v1", "StatefulSet"): lambda: k8s.apps.v1.StatefulSet("x", spec={}),
     ("batch/v1", "Job"): lambda: k8s.batch.v1.Job("x"),
@@ -38,6 +39,10 @@ def test_token_and_provider_version_match_the_typed_sdk(api_version, kind):
     ours = registered_type_and_version(lambda: kube.create("x", manifest))
     assert ours == typed
     assert ours[1], "the provider version is pinned like the typed SDK pins it"
+
+
+def test_every_kind_tfk8s_creates_is_checked_against_the_typed_sdk():
+    assert set(TYPED) == set(kube.RESOURCE_TOKENS)
 
 
 def test_unknown_kind_is_refused():

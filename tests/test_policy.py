@@ -371,3 +371,17 @@ def test_setup_creates_the_virtualenv_the_policy_pack_names():
     assert python.exists(), "run `make setup`: it creates policy/venv"
     check = subprocess.run([str(python), "-c", "import pulumi_policy"], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+def test_long_runs_with_checkpoints_on_scratch_are_advised():
+    name, values = read_stack_values("scene1-case2-durable")
+    values = copy.deepcopy(values)
+    assert violations("tfk8s-checkpoints-outlive-the-chief", objects_of(program_run(name))) == []
+    del values["tfk8s:cluster"]["chief"]  # the same long run, checkpoints on the pod's scratch space
+    objects = objects_of(run_program(name, values))
+    found = violations("tfk8s-checkpoints-outlive-the-chief", objects)
+    assert len(found) == 1 and "100 checkpoint intervals of training keep their checkpoints on the pod's scratch space" in found[0]
+    assert tripped(objects) == {}, "advisory: it does not block"
+    assert violations("tfk8s-checkpoints-outlive-the-chief", objects, config={"maxScratchCheckpointIntervals": 100}) == []
+    # Short runs, like the seed stacks' 1000 steps at 500 per checkpoint, are not flagged.
+    assert violations("tfk8s-checkpoints-outlive-the-chief", objects_of(program_run("scene1-case2"))) == []

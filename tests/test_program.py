@@ -73,6 +73,7 @@ def test_registers_the_expected_objects(stack_run):
         "StatefulSet": ps + workers,
         "Job": 1,
         **({"NodePatch": labelled_nodes} if labelled_nodes else {}),
+        **({"PersistentVolumeClaim": 1} if config.cluster.chief.checkpoint_volume else {}),
     }
     components = Counter(r.type for r in stack_run.resources if not r.custom)
     assert components["tfk8s:tf_cluster:TFCluster"] == 1
@@ -223,7 +224,7 @@ def test_scene2_follows_the_seed_description_not_its_table():
 EXPECTED_PS_MEMORY = {
     "scene1-case1": "665Mi", "scene1-case2": "543Mi", "scene1-case3": "528Mi", "scene1-case4": "520Mi",
     "scene2-case1": "665Mi", "scene2-case2": "543Mi", "scene2-case3": "528Mi", "scene2-case4": "520Mi",
-    "gpu-p40": "3564Mi", "spread-managed": "551Mi",
+    "gpu-p40": "3564Mi", "spread-managed": "551Mi", "scene1-case2-durable": "543Mi",
 }
 
 
@@ -292,7 +293,11 @@ def test_trainer_shipped_in_a_configmap_and_run_from_a_pinned_image(stack_run):
     code = config_maps["tfk8s-trainer"]["data"]
     assert "settings.py" in code and "__init__.py" in code
     settings = json.loads(config_maps["tfk8s-trainer-env"]["data"]["TFK8S_TRAINER"])
-    assert settings == load_stack_file(stack_run.stack).trainer.to_config()
+    config = load_stack_file(stack_run.stack)
+    expected = config.trainer.to_config()
+    if config.cluster.chief.checkpoint_volume:  # the one setting tfk8s decides: where the volume is
+        expected["checkpointDir"] = "/checkpoints"
+    assert settings == expected
     for workload in workloads(stack_run):
         c = container(workload)
         assert c["command"] == ["python", "-m", "trainer"]
@@ -357,3 +362,32 @@ def test_spread_pins_nothing_and_keeps_ps_apart():
         role = workload.manifest["metadata"]["labels"][L.COMPONENT]
         assert spread["whenUnsatisfiable"] == ("DoNotSchedule" if role == "ps" else "ScheduleAnyway")
         assert spread["labelSelector"]["matchLabels"][L.COMPONENT] == role
+
+
+def test_the_checkpoint_volume_is_a_claim_mounted_only_into_the_chief():
+    run = program_run("scene1-case2-durable")
+    (claim,) = run.of_kind("PersistentVolumeClaim")
+    assert claim.manifest["metadata"]["name"] == "tfk8s-checkpoints"
+    assert claim.manifest["metadata"]["namespace"] == "tf-scene1-case2-durable"
+    assert claim.manifest["spec"] == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}}
+    for workload in workloads(run):
+        claims = [v for v in pod_spec(workload)["volumes"] if "persistentVolumeClaim" in v]
+        mounts = [m["mountPath"] for m in container(workload)["volumeMounts"]]
+        if task_name(workload) == "chief-0":
+            assert claims == [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": "tfk8s-checkpoints"}}]
+            assert "/checkpoints" in mounts
+            assert pod_spec(workload)["securityContext"]["fsGroup"] == 1000
+        else:
+            assert claims == [] and "/checkpoints" not in mounts
+    # The pods' settings point the chief's checkpoints at the volume; the chief waits for the claim.
+    env = {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}["tfk8s-trainer-env"]
+    assert json.loads(env["TFK8S_TRAINER"])["checkpointDir"] == "/checkpoints"
+    chief = next(w for w in workloads(run) if task_name(w) == "chief-0")
+    assert "PersistentVolumeClaim" in {d.kind for d in run.dependencies_of(chief)}
+
+
+def test_without_a_volume_checkpoints_stay_on_scratch():
+    run = program_run("scene1-case2")
+    assert run.of_kind("PersistentVolumeClaim") == []
+    env = {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}["tfk8s-trainer-env"]
+    assert json.loads(env["TFK8S_TRAINER"])["checkpointDir"] == "default"

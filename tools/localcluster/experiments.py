@@ -36,6 +36,10 @@ def pod_poll_interval(pods: int) -> float:
     return min(2.0, max(0.25, pods / 2000))
 
 
+# What the tasks share in the namespace: applied before any task.
+SHARED_KINDS = ("NetworkPolicy", "ConfigMap", "PersistentVolumeClaim")
+
+
 class ApplyError(RuntimeError):
     pass
 
@@ -91,7 +95,7 @@ def apply_manifests(
     if absent:
         raise ApplyError(f"stack '{stack}' names servers the cluster does not have: {', '.join(absent)}")
     rest = [m for m in manifests if m["kind"] != "Node"]
-    namespace, shared = rest[0], [m for m in rest[1:] if m["kind"] in ("NetworkPolicy", "ConfigMap")]
+    namespace, shared = rest[0], [m for m in rest[1:] if m["kind"] in SHARED_KINDS]
     tasks = [m for m in rest[1:] if m not in shared]
     done = 0
     for stage, batch in (("node labels", nodes), ("namespace", [namespace]), ("shared", shared), ("tasks", tasks)):

@@ -34,6 +34,7 @@ from .settings import SETTINGS_ENV, TrainerSettings, to_camel
 STARTUP_TIMEOUT = 90.0
 STOP_GRACE = 5.0
 WORKER_RESTARTS = 5
+CHIEF_RESTARTS = 3  # after a fault drill kills it (the Job's backoffLimit in a cluster)
 # A stack's experiment scaled down to one machine: TensorFlow processes of a few hundred MB each.
 MAX_LOCAL_PS = 3
 MAX_LOCAL_WORKERS = 6
@@ -258,6 +259,7 @@ class LocalCluster:
     tasks: dict[str, Task] = field(default_factory=dict)
     chief: Optional[subprocess.Popen] = None
     chief_log: Any = None
+    chief_killed: bool = False  # by a fault drill: restarted, as its Job would
     abort_reason: Optional[str] = None  # why the launcher stopped the chief itself
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: bool = False
@@ -314,18 +316,42 @@ class LocalCluster:
         chief_dir = self.workdir / "chief-0"
         chief_dir.mkdir(parents=True, exist_ok=True)
         self.chief_log = open(chief_dir / "task.log", "ab")
-        self.chief = subprocess.Popen(
-            list(TRAINER_COMMAND),
-            cwd=chief_dir,
-            env=chief_env,
-            stdout=subprocess.PIPE,
-            stderr=self.chief_log,
-            text=True,
-            start_new_session=True,
-        )
-        supervisor = threading.Thread(target=self._supervise, daemon=True)
-        supervisor.start()
+        threading.Thread(target=self._supervise, daemon=True).start()
+        chief_restarts = 0
+        while True:
+            self.chief_killed = False
+            with self._lock:
+                self.chief = subprocess.Popen(
+                    list(TRAINER_COMMAND),
+                    cwd=chief_dir,
+                    env=chief_env,
+                    stdout=subprocess.PIPE,
+                    stderr=self.chief_log,
+                    text=True,
+                    start_new_session=True,
+                )
+            summary, failure = self._follow_chief(out)
+            code = self.chief.wait()
+            if self.abort_reason is not None:
+                raise LaunchError(self.abort_reason)
+            if code == 0 and summary is not None:
+                break
+            if self.chief_killed and chief_restarts < CHIEF_RESTARTS:
+                # A new chief on the same checkpoint folder: what the chief's Job does with a new pod.
+                chief_restarts += 1
+                print(f"restarting chief-0 from its last checkpoint (restart {chief_restarts})", file=out, flush=True)
+                continue
+            message = failure or _last_lines(chief_dir / "task.log")
+            raise LaunchError(f"chief exited with code {code}: {message}")
+        cpu = summary["ps_cpu_seconds"]
+        mean = sum(cpu) / len(cpu) if cpu else 0.0
+        summary["ps_imbalance"] = round(max(cpu) / mean, 3) if mean > 0 else None
+        summary["worker_restarts"] = sum(t.restarts for t in self.tasks.values())
+        summary["chief_restarts"] = chief_restarts
+        return summary
 
+    def _follow_chief(self, out) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+        """Show the chief's progress until it exits; its summary and failure message, if any."""
         summary: Optional[dict[str, Any]] = None
         failure: Optional[str] = None
         cpu_at_start: Optional[list[float]] = None
@@ -348,17 +374,7 @@ class LocalCluster:
                 print(f"{event['event']} at step {event['step']}", file=out, flush=True)
             if "step" in event:
                 self._drill(int(event["step"]))
-        code = self.chief.wait()
-        if self.abort_reason is not None:
-            raise LaunchError(self.abort_reason)
-        if code != 0 or summary is None:
-            message = failure or _last_lines(chief_dir / "task.log")
-            raise LaunchError(f"chief exited with code {code}: {message}")
-        cpu = summary["ps_cpu_seconds"]
-        mean = sum(cpu) / len(cpu) if cpu else 0.0
-        summary["ps_imbalance"] = round(max(cpu) / mean, 3) if mean > 0 else None
-        summary["worker_restarts"] = sum(t.restarts for t in self.tasks.values())
-        return summary
+        return summary, failure
 
     def _ps_cpu(self) -> list[float]:
         values = []
@@ -393,10 +409,18 @@ class LocalCluster:
 
     def _drill(self, step: int) -> None:
         for name, at_step in list(self.kills.items()):
-            if step >= at_step and name in self.tasks:
-                print(f"fault drill: killing {name} at step {step}", file=sys.stderr, flush=True)
+            if step < at_step:
+                continue
+            print(f"fault drill: killing {name} at step {step}", file=sys.stderr, flush=True)
+            del self.kills[name]
+            if name == "chief-0":
+                self.chief_killed = True
+                try:
+                    os.killpg(self.chief.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            elif name in self.tasks:
                 self.tasks[name].signal(signal.SIGKILL)
-                del self.kills[name]
 
     def _supervise(self) -> None:
         """Restart workers that die, as Kubernetes restarts a pod.
@@ -404,7 +428,7 @@ class LocalCluster:
         Without restarts, once every worker is gone nothing can run a step and
         the chief would wait for them forever: stop it, saying why.
         """
-        while not self._stopping and self.chief is not None and self.chief.poll() is None:
+        while not self._stopping:
             with self._lock:
                 workers = [t for t in self.tasks.values() if t.name.startswith("worker-")]
                 for task in workers:
@@ -413,7 +437,7 @@ class LocalCluster:
                             task.restarts += 1
                             print(f"restarting {task.name} (restart {task.restarts})", file=sys.stderr, flush=True)
                             task.start()
-                if workers and not any(t.alive() for t in workers) and not self._stopping:
+                if workers and not any(t.alive() for t in workers) and not self._stopping and self.chief is not None:
                     self.abort_reason = (
                         "every worker has exited and none is restarted "
                         f"({'--no-restart' if not self.restart_workers else f'{WORKER_RESTARTS} restarts used'}); "
@@ -489,11 +513,11 @@ def parse_kill(text: str) -> tuple[str, int]:
     try:
         name, step = text.split("@")
         task_type, index = name.rsplit("-", 1)
-        if task_type not in ("ps", "worker") or int(index) < 0:
+        if task_type not in ("ps", "worker", "chief") or int(index) < 0 or (task_type == "chief" and index != "0"):
             raise ValueError
         return name, int(step)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected TASK@STEP such as worker-1@100, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected TASK@STEP such as worker-1@100 or chief-0@100, got {text!r}") from None
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -506,7 +530,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--workdir", help="checkpoints, metrics and logs (kept; default: a temporary folder, removed)")
     parser.add_argument("--progress-every", type=int, default=50, help="steps between progress lines")
     parser.add_argument("--kill", type=parse_kill, action="append", default=[], metavar="TASK@STEP",
-                        help="fault drill: SIGKILL a task once the chief reports this step")
+                        help="fault drill: SIGKILL a task (ps-N, worker-N, chief-0) once the chief reports this step; "
+                             "a killed chief is started again on the same checkpoints")
     parser.add_argument("--no-restart", action="store_true", help="do not restart workers that die")
     add_setting_flags(parser)
     args = parser.parse_args(argv)

@@ -251,3 +251,44 @@ def test_losing_a_server_strands_strict_tasks_and_moves_preferred_ones(
         create_fake_nodes(local_cluster.api, [load_experiment(strict).config, load_experiment(loose).config])
         local_cluster.delete(strict, tmp_path / "strict")
         local_cluster.delete(loose, tmp_path / "loose")
+
+
+def test_the_chief_binds_its_checkpoint_claim_to_a_pre_created_volume(local_cluster, tmp_path):
+    # What an operator provides: a volume that keeps its data (Retain) when the experiment goes.
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "checkpoints-pv"},
+        "spec": {
+            "capacity": {"storage": "50Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "hostPath": {"path": "/srv/tfk8s-checkpoints"},
+        },
+    }
+    apply_manifest(DynamicClient(local_cluster.api), volume, "operator")
+    local_cluster.apply("scene1-case2-durable", tmp_path)
+    try:
+        namespace = "tf-scene1-case2-durable"
+
+        def bound():
+            claim = core(local_cluster).read_namespaced_persistent_volume_claim("tfk8s-checkpoints", namespace)
+            return claim if claim.status.phase == "Bound" else None
+
+        claim = _wait_for(bound, 60, "the checkpoint claim Bound")
+        assert claim.spec.volume_name == "checkpoints-pv"
+
+        def chief_scheduled():
+            pods = core(local_cluster).list_namespaced_pod(namespace, label_selector=f"{L.COMPONENT}=chief").items
+            return pods[0] if pods and pods[0].spec.node_name else None
+
+        chief = _wait_for(chief_scheduled, 60, "the chief scheduled")
+        claims = [v.persistent_volume_claim.claim_name for v in chief.spec.volumes if v.persistent_volume_claim]
+        assert claims == ["tfk8s-checkpoints"] and chief.spec.node_name.startswith("dur-srv-")
+    finally:
+        local_cluster.delete("scene1-case2-durable", tmp_path)
+    # The claim went with the namespace; the volume, and the checkpoints on it, stay.
+    released = core(local_cluster).read_persistent_volume("checkpoints-pv")
+    assert released.status.phase == "Released"
+    core(local_cluster).delete_persistent_volume("checkpoints-pv")

@@ -247,3 +247,19 @@ def test_a_taken_port_is_retried_and_no_file_stays_open(tmp_path, monkeypatch):
         except OSError:
             pass  # the descriptor listdir itself used
     assert not [f for f in open_files if f.startswith(str(tmp_path))], "task logs and the chief's log are closed"
+
+
+@pytest.mark.slow
+def test_a_replaced_chief_resumes_from_the_last_checkpoint(tmp_path):
+    # The chief's pod replaced: a new chief process on the same checkpoint folder, PS and workers kept.
+    code, lines, summary = launch(
+        tmp_path, "--ps", "2", "--workers", "1", "--steps", "150", "--checkpoint-every", "30", "--kill", "chief-0@50"
+    )
+    assert code == 0, summary["_stderr"][-2000:]
+    assert "fault drill: killing chief-0" in summary["_stderr"]
+    assert any(line.startswith("restarting chief-0 from its last checkpoint") for line in lines)
+    resumed = summary["resumed_from_step"]
+    assert resumed >= 30 and resumed % 30 == 0, "from a checkpoint, not from step 0"
+    assert f"training: 2 PS, 1 workers, from step {resumed}" in lines
+    assert summary["steps"] == 150 and summary["steps_this_run"] == 150 - resumed
+    assert summary["chief_restarts"] == 1

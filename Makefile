@@ -14,7 +14,7 @@ STACK ?= scene1-case3
 STEPS ?= 200
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	toolchain render cluster-up cluster-down apply delete status clean
+	toolchain render cluster-up cluster-down apply delete status diff clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,10 @@ apply: $(STAMP)
 
 delete: $(STAMP)
 	$(VENV)/bin/python -m tools.localcluster delete $(STACK)
+
+# Two experiments side by side: config, plan and objects (exit 0 same, 1 different).
+diff: $(STAMP)
+	$(VENV)/bin/python -m components diff $(A) $(B)
 
 status: $(STAMP)
 	$(VENV)/bin/python -m components status $(STACK) --kubeconfig .cluster/kubeconfig

@@ -4,6 +4,7 @@
   python -m components render <stack>    the objects as YAML files, for kubectl or GitOps
   python -m components status <stack>    the plan against what a cluster did
   python -m components export <stack>    the validated experiment as JSON (for trainer.local)
+  python -m components diff <a> <b>      two experiments side by side (exit 0 same, 1 different, 2 bad stack)
   python -m components stacks            the stacks in stacks/
 """
 
@@ -54,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("stack", help=stack_help)
 
+    diff = commands.add_parser(
+        "diff", help="config, plan and objects of two experiments side by side; exit 0 same, 1 different"
+    )
+    diff.add_argument("a", help=stack_help)
+    diff.add_argument("b", help=stack_help)
+    diff.add_argument("--json", action="store_true", help="print the differences as one JSON object")
+
     commands.add_parser("stacks", help="list the stacks in stacks/")
     return parser
 
@@ -64,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stacks":
         print("\n".join(stack_names()))
         return 0
+
+    if args.command == "diff":
+        return _diff(args.a, args.b, args.json)
 
     try:
         experiment = load_experiment(args.stack)
@@ -94,6 +105,19 @@ def main(argv: list[str] | None = None) -> int:
     from .status import cluster_status  # needs the Kubernetes client; only status does
 
     return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+
+
+def _diff(a: str, b: str, as_json: bool) -> int:
+    from .diff import diff_experiments, diff_text
+
+    try:
+        first, second = load_experiment(a), load_experiment(b)
+    except StackConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    result = diff_experiments(first, second)
+    print(json.dumps(result.to_json(), indent=2) if as_json else diff_text(result))
+    return 0 if result.same else 1
 
 
 def experiment_export(experiment) -> dict:

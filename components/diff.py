@@ -1,0 +1,284 @@
+"""Two experiments side by side: their config, their plans and their objects (no Pulumi here).
+
+`python -m components diff <stackA> <stackB>` prints what changes from A to B.
+Objects are matched by what they are for (a task, a server, the shared
+ConfigMaps), not by namespace: the stack name and namespace are written as
+placeholders before comparing, so two stacks of the same shape differ only
+where their experiments do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .config import CONFIG_NAMESPACE
+from .experiment import Experiment
+from .labels import field_manager
+from .objects import experiment_objects
+from .planner import Plan, compress_names
+
+STACK_PLACEHOLDER = "<stack>"
+NAMESPACE_PLACEHOLDER = "<namespace>"
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    key: str  # in the stack files' own key names: tfk8s:cluster.placement, tfk8s:nodePools[servers].nodes
+    before: Any
+    after: Any
+
+    def __str__(self) -> str:
+        if self.before is None:
+            return f"{self.key}: added {_shown(self.after)}"
+        if self.after is None:
+            return f"{self.key}: removed (was {_shown(self.before)})"
+        if isinstance(self.before, list) and isinstance(self.after, list) and _all_text(self.before + self.after):
+            added = [x for x in self.after if x not in self.before]
+            removed = [x for x in self.before if x not in self.after]
+            parts = ([f"+{_runs(added)}"] if added else []) + ([f"-{_runs(removed)}"] if removed else [])
+            if parts:
+                return f"{self.key}: {' '.join(parts)}"
+        return f"{self.key}: {_shown(self.before)} -> {_shown(self.after)}"
+
+
+@dataclass(frozen=True)
+class ServerChange:
+    server: str  # a server, or "(scheduler) <pool>" for unpinned tasks
+    before: list[str]
+    after: list[str]
+
+    @property
+    def change(self) -> str:
+        if not self.before:
+            return "appears"
+        if not self.after:
+            return "disappears"
+        return "changes" if self.before != self.after else "same"
+
+
+@dataclass
+class ExperimentDiff:
+    a: str
+    b: str
+    config: list[ConfigChange] = field(default_factory=list)
+    servers: list[ServerChange] = field(default_factory=list)
+    moved: dict[str, tuple[str, str]] = field(default_factory=dict)  # task -> (where in A, where in B)
+    objects: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # kind -> added/removed/changed
+
+    @property
+    def same(self) -> bool:
+        return not self.config and not self.moved and not self.objects and all(
+            s.change == "same" for s in self.servers
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "same": self.same,
+            "config": [{"key": c.key, "before": c.before, "after": c.after} for c in self.config],
+            "plan": {
+                "servers": [
+                    {"server": s.server, "before": s.before, "after": s.after, "change": s.change}
+                    for s in self.servers
+                    if s.change != "same"
+                ],
+                "moved": {task: {"before": a, "after": b} for task, (a, b) in self.moved.items()},
+            },
+            "objects": self.objects,
+        }
+
+
+def diff_experiments(a: Experiment, b: Experiment) -> ExperimentDiff:
+    result = ExperimentDiff(a.stack, b.stack)
+    result.config = config_changes(stack_values(a), stack_values(b))
+    result.servers, result.moved = plan_changes(a.plan, b.plan)
+    result.objects = object_changes(a, b)
+    return result
+
+
+# -- config ----------------------------------------------------------------------
+
+
+def stack_values(experiment: Experiment) -> dict[str, Any]:
+    """The parsed stack in the stack files' key names; pools keyed by name, defaults filled in."""
+    config = experiment.config
+    return {
+        f"{CONFIG_NAMESPACE}:nodePools": {
+            pool.name: pool.model_dump(by_alias=True, exclude={"name"}, exclude_none=True)
+            for pool in config.node_pools
+        },
+        f"{CONFIG_NAMESPACE}:cluster": config.cluster.model_dump(by_alias=True, exclude_none=True),
+        f"{CONFIG_NAMESPACE}:trainer": config.trainer.to_config(),
+    }
+
+
+def config_changes(before: Mapping[str, Any], after: Mapping[str, Any], prefix: str = "") -> list[ConfigChange]:
+    changes: list[ConfigChange] = []
+    for key in list(before) + [k for k in after if k not in before]:
+        path = _key_path(prefix, key)
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            changes.extend(config_changes(old, new, path))
+        else:
+            changes.append(ConfigChange(path, _plain(old), _plain(new)))
+    return changes
+
+
+def _key_path(prefix: str, key: str) -> str:
+    if not prefix:
+        return key
+    if prefix.endswith(":nodePools"):
+        return f"{prefix}[{key}]"
+    return f"{prefix}.{key}"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _all_text(values: list) -> bool:
+    return all(isinstance(v, str) for v in values)
+
+
+def _runs(names: list[str]) -> str:
+    """'srv-05, srv-06, srv-07' -> 'srv-05 … srv-07' (3 or more in a row, in list order)."""
+    return names[0] if len(names) == 1 else (
+        f"{names[0]} … {names[-1]}" if len(names) >= 3 else ", ".join(names)
+    )
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(", ", ": "))
+
+
+# -- plan -------------------------------------------------------------------------
+
+
+def _where(plan: Plan) -> dict[str, str]:
+    """Task -> its server, or '(scheduler) <pool>' when unpinned."""
+    return {
+        p.task.name: p.server if p.server is not None else f"(scheduler) {p.pool}" for p in plan.placements
+    }
+
+
+def plan_changes(a: Plan, b: Plan) -> tuple[list[ServerChange], dict[str, tuple[str, str]]]:
+    where_a, where_b = _where(a), _where(b)
+    servers: dict[str, tuple[list[str], list[str]]] = {}
+    for task, server in where_a.items():
+        servers.setdefault(server, ([], []))[0].append(task)
+    for task, server in where_b.items():
+        servers.setdefault(server, ([], []))[1].append(task)
+    moved = {
+        task: (where_a[task], where_b[task])
+        for task in where_a
+        if task in where_b and where_a[task] != where_b[task]
+    }
+    return [ServerChange(server, before, after) for server, (before, after) in servers.items()], moved
+
+
+# -- objects ------------------------------------------------------------------------
+
+
+def _normalized(experiment: Experiment) -> dict[tuple[str, str], Any]:
+    """(kind, name) -> manifest with the stack and namespace replaced by placeholders."""
+    stack, namespace = experiment.stack, experiment.namespace
+    whole = {
+        stack: STACK_PLACEHOLDER,
+        namespace: NAMESPACE_PLACEHOLDER,
+        field_manager(stack): field_manager(STACK_PLACEHOLDER),
+    }
+    # Task addresses (TF_CONFIG's cluster) name the namespace inside a longer string.
+    address_part = (f".{namespace}.svc", f".{NAMESPACE_PLACEHOLDER}.svc")
+    objects = {}
+    for obj in experiment_objects(experiment):
+        name = obj.manifest["metadata"]["name"]
+        key = (obj.kind, "" if obj.kind == "Namespace" else name)
+        objects[key] = _replace_text(obj.manifest, whole, address_part)
+    return objects
+
+
+def _replace_text(value: Any, whole: Mapping[str, str], part: tuple[str, str]) -> Any:
+    if isinstance(value, str):
+        return whole.get(value, value.replace(*part))
+    if isinstance(value, Mapping):
+        return {_replace_text(k, whole, part): _replace_text(v, whole, part) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_text(v, whole, part) for v in value]
+    return value
+
+
+def object_changes(a: Experiment, b: Experiment) -> dict[str, dict[str, list[str]]]:
+    objects_a, objects_b = _normalized(a), _normalized(b)
+    by_kind: dict[str, dict[str, list[str]]] = {}
+
+    def note(kind: str, change: str, name: str) -> None:
+        by_kind.setdefault(kind, {"added": [], "removed": [], "changed": []})[change].append(name or kind)
+
+    for key, manifest in objects_a.items():
+        if key not in objects_b:
+            note(key[0], "removed", key[1])
+        elif objects_b[key] != manifest:
+            note(key[0], "changed", key[1])
+    for key in objects_b:
+        if key not in objects_a:
+            note(key[0], "added", key[1])
+    return by_kind
+
+
+# -- text ------------------------------------------------------------------------------
+
+
+def diff_text(result: ExperimentDiff) -> str:
+    if result.same:
+        return f"{result.a} and {result.b}: the same experiment"
+    lines = [f"--- {result.a}", f"+++ {result.b}", "", "config:"]
+    lines += [f"  {change}" for change in result.config] or ["  (same)"]
+    lines += ["", "plan (PS / workers per server):"]
+    changed = [s for s in result.servers if s.change != "same"]
+    rows = [("SERVER", result.a, result.b, "")]
+    for server in changed:
+        rows.append((server.server, _tasks(server.before), _tasks(server.after), server.change))
+    if changed:
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + f"  {row[3]}".rstrip() for row in rows]
+    else:
+        lines.append("  (same)")
+    if result.moved:
+        lines.append(f"  {len(result.moved)} tasks move: " + _moves(result.moved))
+    lines += ["", "objects (matched by task, server or role; stack and namespace aside):"]
+    if not result.objects:
+        lines.append("  (same)")
+    for kind, changes in result.objects.items():
+        parts = [f"{change} {len(names)} ({_names(names)})" for change, names in changes.items() if names]
+        lines.append(f"  {kind}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def _tasks(names: list[str]) -> str:
+    if not names:
+        return "-"
+    ps = sum(1 for n in names if n.startswith("ps-"))
+    workers = sum(1 for n in names if n.startswith("worker-"))
+    return f"{ps} PS / {workers} workers: {compress_names(names)}"
+
+
+def _names(names: Iterable[str], limit: int = 6) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f", … {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _moves(moved: Mapping[str, tuple[str, str]], limit: int = 4) -> str:
+    items = [f"{task} {a} -> {b}" for task, (a, b) in moved.items()]
+    return "; ".join(items[:limit]) + (f"; … {len(items) - limit} more" if len(items) > limit else "")

@@ -1,0 +1,66 @@
+"""`python -m components diff`: two experiments side by side, as an engineer compares them."""
+
+from __future__ import annotations
+
+import json
+
+from components.__main__ import main
+
+
+def diff(capsys, *args) -> tuple[int, str]:
+    code = main(["diff", *args])
+    return code, capsys.readouterr().out
+
+
+def test_scene1_against_scene2_lists_exactly_what_changes(capsys):
+    code, out = diff(capsys, "scene1-case2", "scene2-case2", "--json")
+    assert code == 1
+    result = json.loads(out)
+    assert result["same"] is False
+    assert {c["key"]: (c["before"], c["after"]) for c in result["config"]} == {
+        "tfk8s:nodePools[servers]": ({"nodes": [f"srv-0{i}" for i in range(5)]}, None),
+        "tfk8s:nodePools[ps-servers]": (None, {"nodes": [f"ps-srv-0{i}" for i in range(5)]}),
+        "tfk8s:nodePools[worker-servers]": (None, {"nodes": [f"wk-srv-0{i}" for i in range(5)]}),
+        "tfk8s:cluster.placement": ("colocated", "isolated"),
+        "tfk8s:cluster.ps.pool": ("servers", "ps-servers"),
+        "tfk8s:cluster.workers.pool": ("servers", "worker-servers"),
+    }
+    servers = {s["server"]: s for s in result["plan"]["servers"]}
+    assert {name for name, s in servers.items() if s["change"] == "disappears"} == {
+        "(scheduler) servers", *(f"srv-0{i}" for i in range(5))
+    }
+    assert servers["ps-srv-03"] == {"server": "ps-srv-03", "before": [], "after": ["ps-3"], "change": "appears"}
+    assert servers["wk-srv-01"]["after"] == [f"worker-{i}" for i in range(10, 20)]
+    assert servers["srv-01"]["before"] == ["ps-1", *(f"worker-{i}" for i in range(10, 20))]
+    assert len(result["plan"]["moved"]) == 56  # every task: chief, 5 PS, 50 workers
+    assert result["plan"]["moved"]["worker-12"] == {"before": "srv-01", "after": "wk-srv-01"}
+    # Objects matched by task: Services, ConfigMaps, NetworkPolicy and Namespace do not differ.
+    assert {kind: {k: len(v) for k, v in changes.items()} for kind, changes in result["objects"].items()} == {
+        "Node": {"added": 10, "removed": 5, "changed": 0},
+        "Job": {"added": 0, "removed": 0, "changed": 1},
+        "StatefulSet": {"added": 0, "removed": 0, "changed": 55},
+    }
+
+
+def test_the_text_names_the_changes_in_the_stack_files_own_keys(capsys):
+    code, out = diff(capsys, "scene1-case2", "scene1-case3")
+    assert code == 1
+    assert "  tfk8s:nodePools[servers].nodes: +srv-05 … srv-09" in out
+    assert "  tfk8s:cluster.ps.replicas: 5 -> 10" in out
+    assert "  tfk8s:cluster.workers.replicas: 50 -> 100" in out
+    assert any(line.startswith("  srv-07") and line.endswith("appears") for line in out.splitlines())
+    assert "  Service: added 55 (ps-5, ps-6, ps-7, ps-8, ps-9, worker-50, … 49 more)" in out
+    assert "  StatefulSet: added 55" in out and "changed 5 (ps-0, ps-1, ps-2, ps-3, ps-4)" in out  # PS memory
+
+
+def test_a_stack_against_itself_is_the_same(capsys):
+    code, out = diff(capsys, "scene1-case2", "scene1-case2")
+    assert (code, out.strip()) == (0, "scene1-case2 and scene1-case2: the same experiment")
+    code, out = diff(capsys, "gpu-p40", "gpu-p40", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["same"] and result["config"] == [] and result["objects"] == {}
+
+
+def test_a_bad_stack_is_exit_2_with_its_message(capsys):
+    assert main(["diff", "scene1-case2", "no-such-stack"]) == 2
+    assert "stack 'no-such-stack': no file" in capsys.readouterr().err

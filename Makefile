@@ -12,9 +12,12 @@ POLICY_VENV := policy/venv
 POLICY_STAMP := $(POLICY_VENV)/.installed
 STACK ?= scene1-case3
 STEPS ?= 200
+# make report: the seeds' question (scene 1 against scene 2, none against auto) by default.
+STACKS ?= scene1-case2 scene2-case2
+PARTITIONS ?= none auto
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	toolchain render cluster-up cluster-down apply delete status diff clean
+	toolchain render cluster-up cluster-down apply delete status diff report clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +90,10 @@ apply: $(STAMP)
 
 delete: $(STAMP)
 	$(VENV)/bin/python -m tools.localcluster delete $(STACK)
+
+# Runs each stack and partition locally; writes reports/<name>/ (report.md, report.json, PNG plots).
+report: $(STAMP) $(TRAINER_STAMP)
+	$(TRAINER_VENV)/bin/python -m trainer.report --stacks $(STACKS) --partitions $(PARTITIONS) --steps $(STEPS)
 
 # Two experiments side by side: config, plan and objects (exit 0 same, 1 different).
 diff: $(STAMP)

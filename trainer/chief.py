@@ -274,6 +274,8 @@ def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[st
         "rows_per_shard": rows,
         "row_imbalance": round(max(rows) / mean_rows, 3) if mean_rows else None,
         "steps_by_worker_process": progress.steps_by_worker_process,
+        # Which PS holds each table shard (the strategy places shards round robin after other variables).
+        "ps_of_shard": [ps_named_in(shard.device) for shard in model.table_shards],
         "seconds": round(elapsed, 3),
     }
 

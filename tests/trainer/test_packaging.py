@@ -9,8 +9,8 @@ from tests.trainer.conftest import PROJECT_ROOT
 
 # What the stock image has besides the standard library.
 IMAGE_PACKAGES = {"tensorflow", "numpy"}
-# The local launcher runs on a developer's machine, never in a pod.
-LOCAL_ONLY = {"local.py": {"yaml"}}
+# The launcher and the report run on a developer's machine, never in a pod.
+LOCAL_ONLY = {"report.py": {"matplotlib", "tqdm"}}
 
 
 def top_level_imports(path) -> set[str]:

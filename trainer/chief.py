@@ -290,10 +290,12 @@ PS_WATCH_GRACE_S = 10.0
 def watch_parameter_servers(
     addresses: list[str],
     on_lost: Callable[[int, str], None],
+    stop: threading.Event,
     interval_s: float = PS_WATCH_INTERVAL_S,
     grace_s: float = PS_WATCH_GRACE_S,
 ) -> threading.Thread:
-    """Call `on_lost(index, address)` once a PS has refused connections for `grace_s`."""
+    """Call `on_lost(index, address)` once a PS has refused connections for `grace_s`,
+    unless `stop` is set first (the chief is done)."""
 
     def reachable(address: str) -> bool:
         host, port = address.rsplit(":", 1)
@@ -305,15 +307,15 @@ def watch_parameter_servers(
 
     def watch() -> None:
         down_since: dict[int, float] = {}
-        while True:
+        while not stop.is_set():
             now = time.monotonic()
             for index, address in enumerate(addresses):
                 if reachable(address):
                     down_since.pop(index, None)
-                elif now - down_since.setdefault(index, now) >= grace_s:
+                elif now - down_since.setdefault(index, now) >= grace_s and not stop.is_set():
                     on_lost(index, address)
                     return
-            time.sleep(interval_s)
+            stop.wait(interval_s)
 
     thread = threading.Thread(target=watch, name="ps-watchdog", daemon=True)
     thread.start()
@@ -341,7 +343,9 @@ def main(task: TaskConfig, settings: TrainerSettings) -> int:
         print(f"chief: {message}", file=sys.stderr, flush=True)
         os._exit(EXIT_PS_LOST)
 
-    watch_parameter_servers(task.cluster["ps"], exit_ps_lost)
+    # Stopped when this function returns: a chief run in-process must not be ended later.
+    done = threading.Event()
+    watch_parameter_servers(task.cluster["ps"], exit_ps_lost, done)
     try:
         run_chief(task, settings, options)
     except PsLostError as error:
@@ -349,4 +353,6 @@ def main(task: TaskConfig, settings: TrainerSettings) -> int:
         _emit(options.out, "failed", error=message)
         print(f"chief: {message}", file=sys.stderr, flush=True)
         return EXIT_PS_LOST
+    finally:
+        done.set()
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -199,6 +200,16 @@ def _ps_error(kind, index: int):
     return kind(None, None, f"failed on /job:ps/replica:0/task:{index}/device:CPU:0: connection reset")
 
 
+def _watchdogs_end(timeout_s: float = 5.0) -> bool:
+    """The chief's PS watchdog ends once main() returns (it would otherwise end this process)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not [t for t in threading.enumerate() if t.name == "ps-watchdog" and t.is_alive()]:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.mark.parametrize(
     "stage, error",
     [
@@ -229,6 +240,7 @@ def test_a_lost_ps_before_the_loop_exits_3_naming_it(stage, error, strategy, mon
     monkeypatch.setenv("TFK8S_METRICS_FILE", str(tmp_path / "metrics.jsonl"))
 
     assert chief.main(task, settings) == chief.EXIT_PS_LOST
+    assert _watchdogs_end(), "the PS watchdog must end with main()"
     index = int(str(error).split("task:")[1].split("/")[0])
     assert f"chief: ps-{index} ({cluster['ps'][index]}) is unreachable: {type(error).__name__}" in capsys.readouterr().err
 
@@ -264,10 +276,26 @@ def test_the_ps_watchdog_reports_a_ps_that_stops_answering():
     addresses = [f"127.0.0.1:{s.getsockname()[1]}" for s in servers]
     lost = []
     reported = threading.Event()
-    watch_parameter_servers(addresses, lambda i, a: (lost.append((i, a)), reported.set()), interval_s=0.1, grace_s=0.5)
+    done = threading.Event()
+    watch_parameter_servers(
+        addresses, lambda i, a: (lost.append((i, a)), reported.set()), done, interval_s=0.1, grace_s=0.5
+    )
     time.sleep(0.5)
     assert lost == [], "answering PS are not lost"
     servers[1].close()
     assert reported.wait(5)
     assert lost == [(1, addresses[1])]
     servers[0].close()
+
+
+def test_the_ps_watchdog_stops_with_the_chief():
+    import threading
+
+    from trainer.chief import watch_parameter_servers
+
+    done = threading.Event()
+    lost = []
+    thread = watch_parameter_servers(["127.0.0.1:1"], lambda i, a: lost.append(i), done, interval_s=0.1, grace_s=0.3)
+    done.set()  # the chief returned before the grace ran out
+    thread.join(timeout=5)
+    assert not thread.is_alive() and lost == []

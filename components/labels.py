@@ -48,6 +48,14 @@ def experiment_selector(stack: str) -> dict[str, str]:
     return {INSTANCE: stack, PART_OF_KEY: PART_OF}
 
 
+def selector_text(stack: str, roles: tuple[str, ...] = ()) -> str:
+    """The experiment's pods, of the given roles if any, as a Kubernetes label selector string."""
+    terms = [f"{key}={value}" for key, value in experiment_selector(stack).items()]
+    if roles:
+        terms.append(f"{COMPONENT} in ({','.join(roles)})")
+    return ",".join(terms)
+
+
 def role_selector(stack: str, task_type: str) -> dict[str, str]:
     return {**experiment_selector(stack), COMPONENT: task_type}
 

@@ -102,7 +102,7 @@ def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:
     from kubernetes import client
 
     core = client.CoreV1Api(api)
-    selector = ",".join(f"{k}={v}" for k, v in L.experiment_selector(experiment.stack).items())
+    selector = L.selector_text(experiment.stack)
     pods = _newest_pods_by_task(core.list_namespaced_pod(experiment.namespace, label_selector=selector).items)
     nodes = {node.metadata.name: node for node in core.list_node().items}
     failed_creates = _last_failed_create(core.list_namespaced_event(experiment.namespace).items)

@@ -38,6 +38,12 @@ def plain(value: Any) -> Any:
     return value
 
 
+def by_identity(manifests) -> dict[tuple, dict[str, Any]]:
+    """Manifests keyed by (kind, namespace, name): the engine registers resources
+    as their dependencies resolve, not in program order."""
+    return {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in manifests}
+
+
 @dataclass
 class Registered:
     type: str

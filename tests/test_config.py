@@ -8,7 +8,7 @@ import pulumi
 import pytest
 
 from components.config import StackConfigError, load_stack_config
-from tests.harness import run_program
+from tests.harness import by_identity, run_program
 
 STACK = "bad-stack"
 
@@ -269,7 +269,5 @@ def test_a_colocated_cluster_without_ps_takes_the_workers_pool_and_the_ratio():
     short_run, long_run = run_program(STACK, short), run_program(STACK, long)
     assert short_run.outputs == long_run.outputs
     assert short_run.outputs["tasks"] == {"chief": 1, "ps": 6, "worker": 24}
-    def keyed(run):  # the engine registers in dependency order, not program order
-        return {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in run.manifests()}
-
-    assert keyed(short_run) == keyed(long_run) and len(short_run.manifests()) == len(long_run.manifests())
+    assert by_identity(short_run.manifests()) == by_identity(long_run.manifests())
+    assert len(short_run.manifests()) == len(long_run.manifests())

@@ -7,6 +7,7 @@ import yaml
 
 from components.__main__ import main
 from components.render import read_rendered
+from tests.harness import by_identity
 from tests.runs import ALL_STACKS, program_run
 
 
@@ -14,14 +15,8 @@ from tests.runs import ALL_STACKS, program_run
 def test_rendered_objects_equal_the_registered_ones(stack, tmp_path):
     assert main(["render", stack, "--out", str(tmp_path)]) == 0
     rendered = read_rendered(tmp_path)
-    # The engine registers resources as their dependencies resolve, not in
-    # program order: compare the objects, each keyed by what identifies it.
-    assert _keyed(rendered) == _keyed(program_run(stack).manifests())
+    assert by_identity(rendered) == by_identity(program_run(stack).manifests())
     assert len(rendered) == len(program_run(stack).manifests())
-
-
-def _keyed(manifests):
-    return {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in manifests}
 
 
 def test_render_writes_one_numbered_file_per_object_in_apply_order(tmp_path, capsys):

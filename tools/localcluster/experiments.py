@@ -36,6 +36,8 @@ def pod_poll_interval(pods: int) -> float:
     return min(2.0, max(0.25, pods / 2000))
 
 
+# The roles whose pods an apply waits for (the chief is a Job that finishes).
+TASK_ROLES = ("ps", "worker")
 # What the tasks share in the namespace: applied before any task.
 SHARED_KINDS = ("NetworkPolicy", "ConfigMap", "PersistentVolumeClaim")
 
@@ -106,15 +108,8 @@ def apply_manifests(
 
 def task_pods(core: client.CoreV1Api, experiment: Experiment) -> list[Any]:
     """The pods of the experiment's PS and workers."""
-    pods = core.list_namespaced_pod(experiment.namespace, label_selector=_selector(experiment)).items
-    return [pod for pod in pods if pod.metadata.labels.get(L.COMPONENT) in ("ps", "worker")]
-
-
-def _selector(experiment: Experiment, roles: tuple[str, ...] = ()) -> str:
-    terms = [f"{k}={v}" for k, v in L.experiment_selector(experiment.stack).items()]
-    if roles:
-        terms.append(f"{L.COMPONENT} in ({','.join(roles)})")
-    return ",".join(terms)
+    selector = L.selector_text(experiment.stack, TASK_ROLES)
+    return core.list_namespaced_pod(experiment.namespace, label_selector=selector).items
 
 
 @dataclass(frozen=True)
@@ -135,7 +130,7 @@ def pod_rows(dynamic: DynamicClient, experiment: Experiment) -> list[PodRow]:
     response = dynamic.request(
         "get",
         f"/api/v1/namespaces/{experiment.namespace}/pods",
-        label_selector=_selector(experiment, ("ps", "worker")),
+        label_selector=L.selector_text(experiment.stack, TASK_ROLES),
         header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
         serialize=False,
     )

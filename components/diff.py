@@ -1,8 +1,8 @@
 """Two experiments side by side: their config, their plans and their objects (no Pulumi here).
 
 `python -m components diff <stackA> <stackB>` prints what changes from A to B.
-Objects are matched by what they are for (a task, a server, the shared
-ConfigMaps), not by namespace: the stack name and namespace are written as
+Objects are matched by kind and name, which say what they are for (a role's
+tasks on a server, a role's Service, the shared ConfigMaps), not by namespace: the stack name and namespace are written as
 placeholders before comparing, so two stacks of the same shape differ only
 where their experiments do.
 """
@@ -256,7 +256,7 @@ def diff_text(result: ExperimentDiff) -> str:
         lines.append("  (same)")
     if result.moved:
         lines.append(f"  {len(result.moved)} tasks move: " + _moves(result.moved))
-    lines += ["", "objects (matched by task, server or role; stack and namespace aside):"]
+    lines += ["", "objects (matched by kind and name: a workload is a role on a server; stack and namespace aside):"]
     if not result.objects:
         lines.append("  (same)")
     for kind, changes in result.objects.items():

@@ -17,6 +17,7 @@ from .planner import Plan, plan_stack
 from .sizing import ps_memory_request
 from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
+from .workloads import TaskGroup, task_groups
 from trainer.settings import TrainerSettings
 
 # Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
@@ -41,8 +42,13 @@ class Experiment:
         return self.config.namespace
 
     @cached_property
+    def groups(self) -> list[TaskGroup]:
+        """The workloads that run the plan's tasks: one per role per server."""
+        return task_groups(self.plan, {pool.name: pool.nodes or () for pool in self.config.node_pools})
+
+    @cached_property
     def tf_config(self) -> TFConfigRenderer:
-        return TFConfigRenderer(cluster_spec(self.plan.tasks(), self.namespace))
+        return TFConfigRenderer(cluster_spec(self.groups, self.namespace))
 
     @cached_property
     def trainer_settings(self) -> TrainerSettings:

@@ -6,7 +6,7 @@ exactly, so they come from these helpers and nowhere else.
 
 from __future__ import annotations
 
-from .planner import Task
+from .workloads import TaskGroup
 
 APP_NAME = "tensorflow"
 PART_OF = "tfk8s"
@@ -17,7 +17,9 @@ INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
 PART_OF_KEY = "app.kubernetes.io/part-of"
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
-TASK_INDEX = "tfk8s.io/task-index"
+WORKLOAD = "tfk8s.io/workload"  # the task group (StatefulSet or Job) a pod belongs to
+# Set by the StatefulSet controller on each pod: its ordinal, which tfk8s makes the task index.
+POD_INDEX = "apps.kubernetes.io/pod-index"
 PRODUCTION = "tfk8s.io/production"  # on the namespace; read by the policy pack
 
 # Node labels written by a NodePool (they replace `kubectl label node`).
@@ -60,18 +62,23 @@ def role_selector(stack: str, task_type: str) -> dict[str, str]:
     return {**experiment_selector(stack), COMPONENT: task_type}
 
 
-def task_selector(stack: str, task: Task) -> dict[str, str]:
-    """Selects the one pod of one task."""
-    return {**role_selector(stack, task.type), TASK_INDEX: str(task.index)}
+def role_labels(stack: str, task_type: str) -> dict[str, str]:
+    """Labels of a role's headless Service."""
+    return {**experiment_labels(stack), COMPONENT: task_type}
 
 
-def task_labels(stack: str, task: Task) -> dict[str, str]:
-    return {**experiment_labels(stack), COMPONENT: task.type, TASK_INDEX: str(task.index)}
+def group_selector(stack: str, group: TaskGroup) -> dict[str, str]:
+    """Selects the pods of one task group (one workload) and no other."""
+    return {**role_selector(stack, group.task_type), WORKLOAD: group.name}
 
 
-def pod_labels(stack: str, task: Task) -> dict[str, str]:
-    """A task's pod: its controller, not Pulumi, manages it."""
-    return {NAME: APP_NAME, **task_selector(stack, task)}
+def group_labels(stack: str, group: TaskGroup) -> dict[str, str]:
+    return {**role_labels(stack, group.task_type), WORKLOAD: group.name}
+
+
+def pod_labels(stack: str, group: TaskGroup) -> dict[str, str]:
+    """A group's pods: their controller, not Pulumi, manages them."""
+    return {NAME: APP_NAME, **group_selector(stack, group)}
 
 
 def node_role(task_types: set[str]) -> str:

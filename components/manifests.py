@@ -11,9 +11,9 @@ from typing import Any, Optional
 from . import labels as L
 from .config import NodePoolSpec
 from .experiment import CHECKPOINT_MOUNT, Experiment
-from .planner import Task, TaskPlacement
-from .tf_config import CLUSTER_ENV, TF_PORT
+from .tf_config import CLUSTER_ENV, TASK_INDEX_ENV, TF_PORT
 from .trainer_bundle import TRAINER_PACKAGE
+from .workloads import TaskGroup
 from trainer.settings import SETTINGS_ENV
 
 Manifest = dict[str, Any]
@@ -119,28 +119,30 @@ def trainer_env(experiment: Experiment) -> dict[str, str]:
     }
 
 
-def task_service(experiment: Experiment, task: Task) -> Manifest:
-    """Headless Service: a stable DNS name for the task, even before it is ready."""
+def role_service(experiment: Experiment, task_type: str) -> Manifest:
+    """Headless Service of a role: each of its pods gets a stable DNS name, even before it is ready."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(experiment, task.name, L.task_labels(experiment.stack, task)),
+        "metadata": _metadata(experiment, task_type, L.role_labels(experiment.stack, task_type)),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
-            "selector": L.task_selector(experiment.stack, task),
+            "selector": L.role_selector(experiment.stack, task_type),
             "ports": [{"name": TF_PORT_NAME, "port": TF_PORT}],
         },
     }
 
 
-def task_workload(experiment: Experiment, placement: TaskPlacement) -> Manifest:
+def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
     """The chief is a Job (it finishes); PS and workers serve until destroyed."""
-    task = placement.task
-    template = pod_template(experiment, placement)
-    metadata = _metadata(experiment, task.name, L.task_labels(experiment.stack, task))
-    if task.type == "chief":
+    template = pod_template(experiment, group)
+    metadata = _metadata(experiment, group.name, L.group_labels(experiment.stack, group))
+    if group.task_type == "chief":
         metadata["annotations"] = {SKIP_AWAIT: "true"}  # `pulumi up` must not wait for training
+        # The Job's pods get random names; the host name gives the chief its DNS name.
+        template["spec"]["hostname"] = group.hostname(group.first_index)
+        template["spec"]["subdomain"] = group.task_type
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -154,27 +156,30 @@ def task_workload(experiment: Experiment, placement: TaskPlacement) -> Manifest:
                 "template": template,
             },
         }
-    # A one-replica StatefulSet never runs two pods of one task at once.
+    # A StatefulSet never runs two pods of one ordinal, that is of one task, at once.
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": metadata,
         "spec": {
-            "replicas": 1,
-            "serviceName": task.name,
-            "selector": {"matchLabels": L.task_selector(experiment.stack, task)},
+            "replicas": group.count,
+            # Ordinals are task indexes: pod `<group>-<index>`, label apps.kubernetes.io/pod-index.
+            "ordinals": {"start": group.first_index},
+            # Every task is needed from the start: no one-by-one start.
+            "podManagementPolicy": "Parallel",
+            "serviceName": group.task_type,
+            "selector": {"matchLabels": L.group_selector(experiment.stack, group)},
             "template": template,
         },
     }
 
 
-def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
-    task = placement.task
+def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
     cluster = experiment.config.cluster
     spec: Manifest = {
-        **({"restartPolicy": "OnFailure"} if task.type == "chief" else {}),
+        **({"restartPolicy": "OnFailure"} if group.task_type == "chief" else {}),
         "automountServiceAccountToken": False,
-        # Thousands of task Services would otherwise become env vars in every pod.
+        # Services never become env vars: the trainer reads TF_CONFIG only.
         "enableServiceLinks": False,
         "securityContext": {
             "runAsNonRoot": True,
@@ -182,8 +187,8 @@ def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
             "runAsGroup": RUN_AS_USER,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "affinity": _affinity(experiment, placement),
-        "containers": [_container(experiment, task)],
+        "affinity": _affinity(experiment, group),
+        "containers": [_container(experiment, group)],
         "volumes": [
             {
                 "name": TRAINER_VOLUME,
@@ -192,20 +197,20 @@ def pod_template(experiment: Experiment, placement: TaskPlacement) -> Manifest:
             {"name": SCRATCH_VOLUME, "emptyDir": {}},
         ],
     }
-    if task.type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
+    if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
         spec["volumes"].append(
             {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}}
         )
         # The volume's files belong to the pod's group, so the unprivileged chief can write them.
         spec["securityContext"]["fsGroup"] = RUN_AS_USER
-    spread = _topology_spread(experiment, task)
+    spread = _topology_spread(experiment, group)
     if spread:
         spec["topologySpreadConstraints"] = spread
     if cluster.image_pull_secrets:
         spec["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
     return {
         "metadata": {
-            "labels": L.pod_labels(experiment.stack, task),
+            "labels": L.pod_labels(experiment.stack, group),
             # Mounted code and envFrom do not restart pods when they change; a
             # changed hash does, and shows in `pulumi preview`.
             "annotations": {L.TRAINER_HASH_ANNOTATION: experiment.trainer_hash},
@@ -253,18 +258,22 @@ def _metadata(
     }
 
 
-def _container(experiment: Experiment, task: Task) -> Manifest:
+def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
     container: Manifest = {
         "name": CONTAINER_NAME,
         "image": experiment.config.cluster.image,
         "command": ["python", "-m", TRAINER_PACKAGE],
         # Writable: a worker records its task index here for its input pipeline.
         "workingDir": SCRATCH_DIR,
-        # envFrom is read first, so TF_CONFIG's $(TFK8S_CLUSTER) expands to the shared cluster.
-        "env": [{"name": "TF_CONFIG", "value": experiment.tf_config.render(task)}],
+        # envFrom is read first and env in order, so TF_CONFIG's $(TFK8S_CLUSTER)
+        # and $(TFK8S_TASK_INDEX) expand to the shared cluster and this pod's index.
+        "env": [
+            {"name": TASK_INDEX_ENV, **_task_index_source(group)},
+            {"name": "TF_CONFIG", "value": experiment.tf_config.render(group.task_type)},
+        ],
         "envFrom": [{"configMapRef": {"name": TRAINER_ENV_CONFIG_MAP}}],
         "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],
-        "resources": _resources(experiment, task),
+        "resources": _resources(experiment, group.task_type),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -276,7 +285,7 @@ def _container(experiment: Experiment, task: Task) -> Manifest:
             {"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR},
         ],
     }
-    if task.type != "chief":
+    if group.task_type != "chief":
         # The gRPC server answering is what "ready" means for PS and workers.
         container["readinessProbe"] = {"tcpSocket": {"port": TF_PORT_NAME}}
     elif experiment.config.cluster.chief.checkpoint_volume is not None:
@@ -284,11 +293,18 @@ def _container(experiment: Experiment, task: Task) -> Manifest:
     return container
 
 
-def _resources(experiment: Experiment, task: Task) -> Manifest:
+def _task_index_source(group: TaskGroup) -> Manifest:
+    """A StatefulSet pod's index is its ordinal label; the chief's Job runs task 0 only."""
+    if group.task_type == "chief":
+        return {"value": str(group.first_index)}
+    return {"valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{L.POD_INDEX}']"}}}
+
+
+def _resources(experiment: Experiment, task_type: str) -> Manifest:
     cluster = experiment.config.cluster
-    if task.type == "ps":
+    if task_type == "ps":
         cpu, memory = cluster.ps.cpu, experiment.ps_memory
-    elif task.type == "worker":
+    elif task_type == "worker":
         cpu, memory = cluster.workers.cpu, cluster.workers.memory
     else:
         cpu, memory = cluster.chief.cpu, cluster.chief.memory
@@ -296,7 +312,7 @@ def _resources(experiment: Experiment, task: Task) -> Manifest:
     limits = dict(requests)
     # GPUs only on workers and only when asked; never on PS (seed 001: PS work
     # is memory-bound lookups and updates).
-    if task.type == "worker" and cluster.workers.gpus:
+    if task_type == "worker" and cluster.workers.gpus:
         limits[L.GPU_RESOURCE] = str(cluster.workers.gpus)
     return {"requests": requests, "limits": limits}
 
@@ -316,24 +332,24 @@ def _pool_expressions(pool: NodePoolSpec, stack: str, on_named_node: bool) -> li
     return [in_pool, {"key": L.NODE_EXPERIMENT, "operator": "In", "values": [stack]}]
 
 
-def _affinity(experiment: Experiment, placement: TaskPlacement) -> Manifest:
+def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
     """Strict: exactly the planned server. Preferred: the pool, the server if it is up.
 
     Unpinned tasks (chief, spread placement) may run anywhere in their pool.
     """
-    pool = experiment.config.pools[placement.pool]
-    strict_server = placement.server is not None and experiment.plan.strict
+    pool = experiment.config.pools[group.pool]
+    strict_server = group.server is not None and experiment.plan.strict
     expressions = _pool_expressions(pool, experiment.stack, on_named_node=strict_server)
-    if placement.task.type == "worker" and experiment.config.cluster.workers.gpus and pool.gpu:
+    if group.task_type == "worker" and experiment.config.cluster.workers.gpus and pool.gpu:
         expressions.append({"key": L.GPU_PRODUCT, "operator": "In", "values": [pool.gpu.product]})
 
     required_term: Manifest = {"matchExpressions": expressions}
     node_affinity: Manifest = {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [required_term]}
     }
-    if placement.server is not None:
+    if group.server is not None:
         # matchFields on the node name: hostname labels need not equal node names.
-        on_server = [{"key": "metadata.name", "operator": "In", "values": [placement.server]}]
+        on_server = [{"key": "metadata.name", "operator": "In", "values": [group.server]}]
         if strict_server:
             required_term["matchFields"] = on_server
         else:
@@ -344,15 +360,15 @@ def _affinity(experiment: Experiment, placement: TaskPlacement) -> Manifest:
     return {"nodeAffinity": node_affinity}
 
 
-def _topology_spread(experiment: Experiment, task: Task) -> list[Manifest]:
-    if experiment.plan.strategy != "spread" or task.type == "chief":
+def _topology_spread(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
+    if experiment.plan.strategy != "spread" or group.task_type == "chief":
         return []
     return [
         {
             "maxSkew": 1,
             "topologyKey": L.HOSTNAME,
             # PS are kept apart; workers spread as well as the nodes allow.
-            "whenUnsatisfiable": "DoNotSchedule" if task.type == "ps" else "ScheduleAnyway",
-            "labelSelector": {"matchLabels": L.role_selector(experiment.stack, task.type)},
+            "whenUnsatisfiable": "DoNotSchedule" if group.task_type == "ps" else "ScheduleAnyway",
+            "labelSelector": {"matchLabels": L.role_selector(experiment.stack, group.task_type)},
         }
     ]

@@ -15,7 +15,8 @@ from . import manifests
 from .config import NodePoolSpec
 from .experiment import Experiment
 from .manifests import Manifest
-from .planner import TaskPlacement
+from .planner import TASK_TYPES
+from .workloads import TaskGroup
 
 
 @dataclass(frozen=True)
@@ -23,16 +24,12 @@ class KubeObject:
     # The Pulumi resource is `<component name>-<suffix>`: a task name, a node name, ...
     suffix: str
     manifest: Manifest
-    # The task whose Service or workload this is; None for shared objects.
-    placement: Optional[TaskPlacement] = None
+    # The task group this workload runs; None for every other object.
+    group: Optional[TaskGroup] = None
 
     @property
     def kind(self) -> str:
         return self.manifest["kind"]
-
-    @property
-    def is_workload(self) -> bool:
-        return self.placement is not None and self.kind != "Service"
 
 
 def labelled_pools(experiment: Experiment) -> list[NodePoolSpec]:
@@ -64,20 +61,23 @@ def shared_objects(experiment: Experiment) -> list[KubeObject]:
     return objects
 
 
-def task_objects(experiment: Experiment, placement: TaskPlacement) -> list[KubeObject]:
-    """A task's headless Service, then its one-pod workload."""
-    task = placement.task
-    return [
-        KubeObject(f"{task.name}-service", manifests.task_service(experiment, task), placement),
-        KubeObject(task.name, manifests.task_workload(experiment, placement), placement),
-    ]
+def role_services(experiment: Experiment) -> list[KubeObject]:
+    """One headless Service per role: the DNS names in TF_CONFIG."""
+    return [KubeObject(f"{task_type}-service", manifests.role_service(experiment, task_type))
+            for task_type in TASK_TYPES]
+
+
+def group_objects(experiment: Experiment) -> list[KubeObject]:
+    """One workload per task group: the chief's Job, then PS and worker StatefulSets."""
+    return [KubeObject(group.name, manifests.group_workload(experiment, group), group)
+            for group in experiment.groups]
 
 
 def experiment_objects(experiment: Experiment) -> list[KubeObject]:
-    """All objects in the order they can be applied: node labels, namespace, shared, tasks."""
+    """All objects in the order they can be applied: node labels, namespace, shared, Services, workloads."""
     objects = [obj for pool in labelled_pools(experiment) for obj in node_pool_objects(experiment, pool)]
     objects.append(namespace_object(experiment))
     objects.extend(shared_objects(experiment))
-    for placement in experiment.plan.placements:
-        objects.extend(task_objects(experiment, placement))
+    objects.extend(role_services(experiment))
+    objects.extend(group_objects(experiment))
     return objects

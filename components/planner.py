@@ -5,9 +5,11 @@ plan feeds the Kubernetes objects, the `placement` stack output and the table
 of `python -m components plan <stack>`.
 
 Rules (seed scene 1 and scene 2):
-- PS i runs on server i mod S of its pool.
-- Workers fill their pool's servers in contiguous blocks as equal as possible:
-  sizes differ by at most one, the larger blocks first.
+- PS and workers each fill their pool's servers in contiguous blocks as equal
+  as possible: sizes differ by at most one, the larger blocks first. With no
+  more PS than servers that is PS i on server i (seed scene 1: one PS per
+  server). Contiguous blocks let one workload run a role's tasks on a server
+  (components/workloads.py).
 - The chief (coordinator) is never pinned; it stays in the PS pool.
 - `spread` pins nothing; the scheduler spreads pods over the pool.
 """
@@ -95,10 +97,6 @@ def block_assignment(count: int, servers: Sequence[str]) -> list[str]:
     return assignment
 
 
-def round_robin(count: int, servers: Sequence[str]) -> list[str]:
-    return [servers[i % len(servers)] for i in range(count)]
-
-
 def plan_placement(
     strategy: str,
     ps_pool: PoolServers,
@@ -123,7 +121,7 @@ def plan_placement(
             raise ValueError("colocated placement needs one pool for PS and workers")
         if strategy == "isolated":
             _require_disjoint(ps_pool, worker_pool)
-        ps_servers = list(round_robin(ps_count, _servers_of(ps_pool, strategy)))
+        ps_servers = list(block_assignment(ps_count, _servers_of(ps_pool, strategy)))
         worker_servers = list(block_assignment(worker_count, _servers_of(worker_pool, strategy)))
     else:
         raise ValueError(f"unknown placement '{strategy}'")

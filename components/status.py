@@ -31,10 +31,13 @@ class TaskStatus:
 
 
 def _pod_task(pod: Any) -> Optional[str]:
+    """A StatefulSet pod's ordinal is its task index; the chief's Job runs task 0 only."""
     labels = pod.metadata.labels or {}
-    if L.COMPONENT not in labels or L.TASK_INDEX not in labels:
+    role = labels.get(L.COMPONENT)
+    index = labels.get(L.POD_INDEX, "0" if role == "chief" else None)
+    if role is None or index is None:
         return None
-    return f"{labels[L.COMPONENT]}-{labels[L.TASK_INDEX]}"
+    return f"{role}-{index}"
 
 
 def _newest_pods_by_task(pods: list[Any]) -> dict[str, Any]:
@@ -108,14 +111,16 @@ def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:
     failed_creates = _last_failed_create(core.list_namespaced_event(experiment.namespace).items)
     jobs = client.BatchV1Api(api).list_namespaced_job(experiment.namespace, label_selector=selector).items
     finished = {job.metadata.name for job in jobs if (job.status.succeeded or 0) >= 1}
+    # Events and Jobs name the workload, which runs a group of tasks.
+    workload = {task.name: group.name for group in experiment.groups for task in group.tasks}
     return [
         task_status(
             placement,
             pods.get(placement.task.name),
             nodes,
             experiment.plan.strict,
-            failed_creates.get(placement.task.name, ""),
-            finished=placement.task.name in finished,
+            failed_creates.get(workload[placement.task.name], ""),
+            finished=workload[placement.task.name] in finished,
         )
         for placement in experiment.plan.placements
     ]

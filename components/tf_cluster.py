@@ -1,7 +1,7 @@
 """TFCluster: the Kubernetes objects of one TensorFlow parameter-server experiment.
 
-Namespace, NetworkPolicy, the trainer's code and settings as ConfigMaps, and per task a headless
-Service plus a one-pod workload pinned as the plan says.
+Namespace, NetworkPolicy, the trainer's code and settings as ConfigMaps, a headless Service per
+role, and per task group (a role's tasks on one server) one workload pinned as the plan says.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pulumi
 
 from . import kube
 from .experiment import Experiment
-from .objects import namespace_object, shared_objects, task_objects
-from .planner import TaskPlacement
+from .objects import group_objects, namespace_object, role_services, shared_objects
+from .workloads import TaskGroup
 
 
 @dataclass(frozen=True)
@@ -49,23 +49,22 @@ class TFCluster(pulumi.ComponentResource):
             for obj in shared_objects(experiment)
         ]
 
-        for placement in experiment.plan.placements:
-            for obj in task_objects(experiment, placement):
-                opts = in_namespace
-                if obj.is_workload:
-                    opts = pulumi.ResourceOptions(
-                        parent=self,
-                        depends_on=[namespace, *shared, *self._labels_needed(args, placement)],
-                    )
-                kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
+        for obj in role_services(experiment):
+            kube.create(f"{name}-{obj.suffix}", obj.manifest, in_namespace)
+        for obj in group_objects(experiment):
+            opts = pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[namespace, *shared, *self._labels_needed(args, obj.group)],
+            )
+            kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
 
         self.namespace = namespace.urn.apply(lambda _: experiment.namespace)
         self.register_outputs({"namespace": self.namespace})
 
     @staticmethod
-    def _labels_needed(args: TFClusterArgs, placement: TaskPlacement) -> list[pulumi.Resource]:
-        """Node labels that must exist before this task's pod can be scheduled."""
-        if placement.server is not None and placement.server in args.server_labels:
-            return [args.server_labels[placement.server]]
-        pool = args.pool_labels.get(placement.pool)
+    def _labels_needed(args: TFClusterArgs, group: TaskGroup) -> list[pulumi.Resource]:
+        """Node labels that must exist before this group's pods can be scheduled."""
+        if group.server is not None and group.server in args.server_labels:
+            return [args.server_labels[group.server]]
+        pool = args.pool_labels.get(group.pool)
         return [pool] if pool is not None else []

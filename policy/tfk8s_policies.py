@@ -91,6 +91,51 @@ def pod_labels(kind: str, props: Mapping[str, Any]) -> Mapping[str, str]:
     return get(props, "spec", "template", "metadata", "labels", default={}) or {}
 
 
+POD_INDEX = "apps.kubernetes.io/pod-index"
+# A pod's fields an env var may take through the downward API that are known before it exists.
+PodFields = Mapping[str, str]
+
+
+class PodIdentity:
+    """One pod a workload makes: its name, DNS host name and subdomain, and labels.
+
+    A StatefulSet makes a pod `<name>-<ordinal>` per ordinal from
+    `spec.ordinals.start`, whose host name is its name under `serviceName` and
+    whose label apps.kubernetes.io/pod-index is the ordinal; other workloads
+    make pods whose name is not known before, with the host name they write.
+    """
+
+    def __init__(self, name: Optional[str], hostname: Optional[str], subdomain: Optional[str],
+                 labels: Mapping[str, str]) -> None:
+        self.name, self.hostname, self.subdomain, self.labels = name, hostname, subdomain, labels
+
+    @property
+    def fields(self) -> PodFields:
+        fields = {f"metadata.labels['{key}']": str(value) for key, value in self.labels.items()}
+        if self.name is not None:
+            fields["metadata.name"] = self.name
+        return fields
+
+
+def pod_identities(kind: str, props: Mapping[str, Any]) -> list[PodIdentity]:
+    labels = pod_labels(kind, props)
+    spec = pod_spec(kind, props) or {}
+    if kind == "StatefulSet":
+        name = name_of(props)
+        replicas = number(get(props, "spec", "replicas", default=1))
+        start = number(get(props, "spec", "ordinals", "start", default=0))
+        if name is None or replicas is None or start is None:
+            return []
+        service = get(props, "spec", "serviceName")
+        return [
+            PodIdentity(f"{name}-{ordinal}", f"{name}-{ordinal}", service, {**labels, POD_INDEX: str(ordinal)})
+            for ordinal in range(int(start), int(start) + int(replicas))
+        ]
+    if kind == "Pod":
+        return [PodIdentity(name_of(props), get(spec, "hostname") or name_of(props), get(spec, "subdomain"), labels)]
+    return [PodIdentity(None, get(spec, "hostname"), get(spec, "subdomain"), labels)]
+
+
 def containers(spec: Optional[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return as_list(get(spec, "containers")) + as_list(get(spec, "initContainers"))
 
@@ -133,9 +178,12 @@ def expand_env(value: str, variables: Mapping[str, str]) -> tuple[str, list[str]
 
 
 def container_env(
-    container: Mapping[str, Any], namespace: Optional[str], config_maps: ConfigMaps
+    container: Mapping[str, Any], namespace: Optional[str], config_maps: ConfigMaps, pod_fields: Optional[PodFields] = None
 ) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The environment kubelet would give the container; per variable, the references left unresolved."""
+    """The environment kubelet would give the container; per variable, the references left unresolved.
+
+    `pod_fields`: the pod's fields known beforehand (its name, its labels), for downward-API variables.
+    """
     variables: dict[str, str] = {}
     for source in as_list(get(container, "envFrom")):
         data = config_maps.get((namespace, get(source, "configMapRef", "name")), {})
@@ -144,26 +192,33 @@ def container_env(
     unresolved: dict[str, list[str]] = {}
     for item in as_list(get(container, "env")):
         name, value = get(item, "name"), get(item, "value")
+        field = get(item, "valueFrom", "fieldRef", "fieldPath")
         if isinstance(name, str) and isinstance(value, str):
             variables[name], missing = expand_env(value, variables)
             if missing:
                 unresolved[name] = missing
+        elif isinstance(name, str) and field in (pod_fields or {}):
+            variables[name] = pod_fields[field]
     return variables, unresolved
 
 
 def tf_config_of(
-    spec: Optional[Mapping[str, Any]], namespace: Optional[str] = None, config_maps: Optional[ConfigMaps] = None
+    spec: Optional[Mapping[str, Any]],
+    namespace: Optional[str] = None,
+    config_maps: Optional[ConfigMaps] = None,
+    pod_fields: Optional[PodFields] = None,
 ) -> Optional[dict]:
     """A task's TF_CONFIG as its process sees it.
 
     tfk8s writes the shared cluster once, in a ConfigMap, and each task's
-    TF_CONFIG refers to it. A stack check passes the stack's ConfigMaps; a
-    check of one resource has none, and reads the cluster as unknown (null).
+    TF_CONFIG refers to it and to the pod's index (its StatefulSet ordinal). A
+    stack check passes the stack's ConfigMaps and the pod's fields; a check of
+    one resource has none, and reads what it cannot know as unknown (null).
     """
     for container in containers(spec):
         if env_value(container, "TF_CONFIG") is None:
             continue
-        variables, unresolved = container_env(container, namespace, config_maps or {})
+        variables, unresolved = container_env(container, namespace, config_maps or {}, pod_fields)
         raw = variables["TF_CONFIG"]
         if unresolved.get("TF_CONFIG"):
             if config_maps is not None:
@@ -251,14 +306,25 @@ class Workload:
         self.labels = pod_labels(self.kind, self.props)
         self.namespace = namespace_of(self.props)
         self.name = name_of(self.props)
-        self.tf_config = tf_config_of(self.spec, self.namespace, config_maps)
+        self.pods = pod_identities(self.kind, self.props)
+        # Each pod's TF_CONFIG (they differ in the task index only); None where the pods have none.
+        self.tf_configs = [tf_config_of(self.spec, self.namespace, config_maps, pod.fields) for pod in self.pods]
+        self.tf_config = self.tf_configs[0] if self.tf_configs else None
         self.settings = settings_of(self.spec, self.namespace, config_maps)
 
     @property
     def task(self) -> Optional[tuple[str, int]]:
-        task = get(self.tf_config, "task")
-        kind, index = get(task, "type"), number(get(task, "index"))
-        return (kind, int(index)) if isinstance(kind, str) and index is not None else None
+        """The task of the workload's first pod."""
+        return task_of(self.tf_config)
+
+    def pod_tasks(self) -> list[tuple[PodIdentity, Optional[tuple[str, int]]]]:
+        return [(pod, task_of(config)) for pod, config in zip(self.pods, self.tf_configs)]
+
+
+def task_of(tf_config: Optional[Mapping[str, Any]]) -> Optional[tuple[str, int]]:
+    task = get(tf_config, "task")
+    kind, index = get(task, "type"), number(get(task, "index"))
+    return (kind, int(index)) if isinstance(kind, str) and index is not None else None
 
 
 def workloads(resources: Iterable[Any]) -> Iterator[Workload]:
@@ -408,16 +474,17 @@ def _validate_headless_services(args: ResourceValidationArgs, report: ReportViol
         report(f"Service {name_of(args.props)} has externalIPs")
 
 
-ADDRESS = re.compile(r"^([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$")
+# `<pod host name>.<Service>.<namespace>.svc` (tfk8s), or `<Service>.<namespace>.svc` (a Service per task).
+ADDRESS = re.compile(r"^(?:([a-z0-9-]+)\.)?([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$")
 
 
 def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> None:
     services = of_kind(args.resources, "Service")
     for (namespace, instance), group in clusters(list(args.resources)).items():
         where = f"experiment {instance or '?'} in {namespace}"
-        malformed = [w for w in group if "_malformed" in w.tf_config or w.task is None]
+        malformed = [w for w in group if any("_malformed" in c or task_of(c) is None for c in w.tf_configs)]
         for workload in malformed:
-            missing = workload.tf_config.get("_unresolved")
+            missing = sorted({name for c in workload.tf_configs for name in c.get("_unresolved", ())})
             if missing:
                 report(f"{workload.kind} {workload.name}: TF_CONFIG refers to {', '.join(missing)}, which no "
                        "env or envFrom ConfigMap of the stack defines", workload.resource.urn)
@@ -427,35 +494,40 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
         group = [w for w in group if w not in malformed]
         if not group:
             continue
-        cluster_texts = {json.dumps(get(w.tf_config, "cluster"), sort_keys=True) for w in group}
+        cluster_texts = {json.dumps(get(c, "cluster"), sort_keys=True) for w in group for c in w.tf_configs}
         if len(cluster_texts) > 1:
             report(f"{where}: tasks disagree on the cluster in TF_CONFIG ({len(cluster_texts)} versions)")
             continue
         cluster = get(group[0].tf_config, "cluster", default={}) or {}
         if not as_list(get(cluster, "ps")) or not as_list(get(cluster, "worker")):
             report(f"{where}: the cluster needs at least one ps and one worker")
-        seen: dict[tuple, Workload] = {}
+        seen: dict[tuple, str] = {}
         for workload in group:
-            task = workload.task
-            if task in seen:
-                report(f"{where}: {workload.name} and {seen[task].name} are both task {task[0]}-{task[1]}",
-                       workload.resource.urn)
-            seen[task] = workload
-            if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
-                report(f"{where}: task {task[0]}-{task[1]} of {workload.name} is outside the cluster",
-                       workload.resource.urn)
+            for pod, task in workload.pod_tasks():
+                pod_name = f"{workload.kind} {workload.name}" + (f" pod {pod.name}" if pod.name else "")
+                if task in seen:
+                    report(f"{where}: {pod_name} and {seen[task]} are both task {task[0]}-{task[1]}",
+                           workload.resource.urn)
+                seen[task] = pod_name
+                if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
+                    report(f"{where}: task {task[0]}-{task[1]} of {pod_name} is outside the cluster",
+                           workload.resource.urn)
+        pods = [(pod, task) for workload in group for pod, task in workload.pod_tasks()]
         for task_type, addresses in cluster.items():
             for index, address in enumerate(as_list(addresses)):
-                problem = _address_problem(str(address), namespace, services, group)
+                problem = _address_problem(str(address), (task_type, index), namespace, services, pods)
                 if problem:
                     report(f"{where}: {task_type}-{index} address {address}: {problem}")
 
 
-def _address_problem(address: str, namespace: str, services: list, group: list[Workload]) -> Optional[str]:
+def _address_problem(
+    address: str, task: tuple[str, int], namespace: str, services: list, pods: list[tuple[PodIdentity, Any]]
+) -> Optional[str]:
+    """Why `address` does not reach the pod of `task` (None when it does)."""
     match = ADDRESS.match(address)
     if not match:
-        return "not of the form <service>.<namespace>.svc:<port>"
-    service_name, service_namespace, port = match.group(1), match.group(2), int(match.group(3))
+        return "not of the form <pod host name>.<service>.<namespace>.svc:<port>"
+    host, service_name, service_namespace, port = match.group(1), match.group(2), match.group(3), int(match.group(4))
     if port != TF_PORT:
         return f"port {port}, not {TF_PORT}"
     if service_namespace != namespace:
@@ -466,9 +538,20 @@ def _address_problem(address: str, namespace: str, services: list, group: list[W
     if TF_PORT not in [number(get(p, "port")) for p in as_list(get(service.props, "spec", "ports"))]:
         return f"Service {service_name} does not serve port {TF_PORT}"
     selector = get(service.props, "spec", "selector", default={}) or {}
-    selected = [w for w in group if selector and all(w.labels.get(k) == v for k, v in selector.items())]
-    if len(selected) != 1:
-        return f"Service {service_name} selects {len(selected)} tasks' pods, not exactly one"
+    selected = [(pod, t) for pod, t in pods if selector and all(pod.labels.get(k) == v for k, v in selector.items())]
+    if host is None:
+        # The Service's own name resolves to the pods it selects: it must be exactly this task's one.
+        if [t for _, t in selected] != [task]:
+            return f"Service {service_name} selects {len(selected)} tasks' pods, not exactly {task[0]}-{task[1]}'s"
+        return None
+    # A pod's name resolves under a headless Service it is selected by and names as its subdomain.
+    named = [(pod, t) for pod, t in pods if pod.hostname == host and pod.subdomain == service_name]
+    if not named:
+        return f"no pod has host name {host} under Service {service_name}"
+    if [t for _, t in named] != [task]:
+        return f"pod {host} runs {', '.join(f'{t[0]}-{t[1]}' for _, t in named)}, not {task[0]}-{task[1]}"
+    if named[0] not in selected:
+        return f"Service {service_name} does not select pod {host}, so the name does not resolve"
     return None
 
 
@@ -711,8 +794,9 @@ def _validate_strict_in_production(args: StackValidationArgs, report: ReportViol
     for workload in workloads(args.resources):
         terms = as_list(get(workload.spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
         if any(get(f, "key") == "metadata.name" for t in terms for f in as_list(get(t, "matchFields"))):
-            report(f"{workload.name} requires one named server; in production a lost server strands it "
-                   "(set cluster.strict: false)", workload.resource.urn)
+            pods = len(workload.pods) or 1
+            report(f"{workload.name} requires one named server for its {pods} pod{'s' if pods > 1 else ''}; in "
+                   "production a lost server strands them (set cluster.strict: false)", workload.resource.urn)
 
 
 def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None:

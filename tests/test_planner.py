@@ -21,13 +21,13 @@ def servers(prefix: str, count: int) -> tuple[str, ...]:
     return tuple(f"{prefix}-{i:02d}" for i in range(count))
 
 
-def test_colocated_ps_round_robin_and_worker_blocks_larger_first():
+def test_colocated_ps_and_workers_in_blocks_larger_first():
     pool = PoolServers("servers", servers("srv", 3))
     plan = plan_placement("colocated", pool, pool, ps_count=4, worker_count=8)
     assert plan.by_server() == {
-        "srv-00": ["ps-0", "ps-3", "worker-0", "worker-1", "worker-2"],
-        "srv-01": ["ps-1", "worker-3", "worker-4", "worker-5"],
-        "srv-02": ["ps-2", "worker-6", "worker-7"],
+        "srv-00": ["ps-0", "ps-1", "worker-0", "worker-1", "worker-2"],
+        "srv-01": ["ps-2", "worker-3", "worker-4", "worker-5"],
+        "srv-02": ["ps-3", "worker-6", "worker-7"],
     }
     assert plan.unpinned() == {"servers": ["chief-0"]}
 
@@ -117,16 +117,17 @@ def test_blocks_are_balanced_contiguous_and_larger_first(spec):
     if spec["strategy"] == "spread":
         assert all(p.server is None for p in plan.placements)
         return
-    workers = [p for p in plan.placements if p.task.type == "worker"]
-    order = {server: i for i, server in enumerate(worker_pool.servers)}
-    positions = [order[p.server] for p in sorted(workers, key=lambda p: p.task.index)]
-    assert positions == sorted(positions), "contiguous blocks in server order"
-    sizes = [Counter(p.server for p in workers).get(s, 0) for s in worker_pool.servers]
-    assert max(sizes) - min(sizes) <= 1
-    assert sizes == sorted(sizes, reverse=True), "larger blocks first"
+    for task_type, pool in (("ps", ps_pool), ("worker", worker_pool)):
+        placed = [p for p in plan.placements if p.task.type == task_type]
+        order = {server: i for i, server in enumerate(pool.servers)}
+        positions = [order[p.server] for p in sorted(placed, key=lambda p: p.task.index)]
+        assert positions == sorted(positions), "contiguous blocks in server order"
+        sizes = [Counter(p.server for p in placed).get(s, 0) for s in pool.servers]
+        assert max(sizes) - min(sizes) <= 1
+        assert sizes == sorted(sizes, reverse=True), "larger blocks first"
     for p in plan.placements:
-        if p.task.type == "ps":
-            assert p.server == ps_pool.servers[p.task.index % len(ps_pool.servers)]
+        if p.task.type == "ps" and spec["ps_count"] <= len(ps_pool.servers):
+            assert p.server == ps_pool.servers[p.task.index], "one PS per server, PS i on server i"
         if p.task.type == "chief":
             assert p.server is None and p.pool == ps_pool.name
 

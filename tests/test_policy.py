@@ -46,25 +46,24 @@ def drop_network_policy(objects):
 
 
 def node_port_service(objects):
-    spec = find(objects, "Service", "worker-1").props["spec"]
+    spec = find(objects, "Service", "worker").props["spec"]
     spec.pop("clusterIP")
     spec["type"] = "NodePort"
     return objects
 
 
 def inconsistent_tf_config(objects):
-    # A hand-written TF_CONFIG on one worker, its cluster one worker short.
-    worker = find(objects, "StatefulSet", "worker-3")
+    # A hand-written TF_CONFIG on the workers, its cluster one worker short.
+    workers = find(objects, "StatefulSet", "worker-srv-00")
     cluster = json.loads(find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]["TFK8S_CLUSTER"])
     cluster["worker"] = cluster["worker"][:-1]
-    env = container(worker)["env"][0]
-    assert env["name"] == "TF_CONFIG"
-    env["value"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 3}})
+    (env,) = [item for item in container(workers)["env"] if item["name"] == "TF_CONFIG"]
+    env["value"] = '{"cluster":%s,"task":{"type":"worker","index":$(TFK8S_TASK_INDEX)}}' % json.dumps(cluster)
     return objects
 
 
 def ps_tolerates_gpus(objects):
-    pod_spec(find(objects, "StatefulSet", "ps-0"))["tolerations"] = [
+    pod_spec(find(objects, "StatefulSet", "ps-srv-00"))["tolerations"] = [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
     ]
     return objects
@@ -77,7 +76,7 @@ def fractional_gpus(objects):
 
 
 def one_worker_with_more_gpus(objects):
-    container(find(objects, "StatefulSet", "worker-0"))["resources"]["limits"]["nvidia.com/gpu"] = "2"
+    container(find(objects, "StatefulSet", "worker-gpu-srv-00"))["resources"]["limits"]["nvidia.com/gpu"] = "2"
     return objects
 
 
@@ -87,12 +86,12 @@ def worker_with_its_own_partition(objects):
     assert settings["partition"] == "auto"
     overridden = json.dumps(settings | {"partition": "range"})
     TrainerSettings.from_json(overridden)  # settings the trainer accepts
-    container(find(objects, "StatefulSet", "worker-2"))["env"].append({"name": "TFK8S_TRAINER", "value": overridden})
+    container(find(objects, "StatefulSet", "worker-srv-02"))["env"].append({"name": "TFK8S_TRAINER", "value": overridden})
     return objects
 
 
 def latest_image(objects):
-    container(find(objects, "StatefulSet", "worker-0"))["image"] = "tensorflow/tensorflow:latest"
+    container(find(objects, "StatefulSet", "worker-srv-00"))["image"] = "tensorflow/tensorflow:latest"
     return objects
 
 
@@ -104,20 +103,20 @@ def stray_object_in_default_namespace(objects):
 
 
 def removed_api_version(objects):
-    find(objects, "StatefulSet", "worker-0").type = "kubernetes:apps/v1beta1:StatefulSet"
+    find(objects, "StatefulSet", "worker-srv-00").type = "kubernetes:apps/v1beta1:StatefulSet"
     return objects
 
 
 BROKEN = {
     "tfk8s-tf-grpc-isolation": ("scene1-case1", drop_network_policy, "no NetworkPolicy selects its pods"),
-    "tfk8s-headless-task-services": ("scene1-case1", node_port_service, "Service worker-1 is NodePort"),
+    "tfk8s-headless-task-services": ("scene1-case1", node_port_service, "Service worker is NodePort"),
     "tfk8s-tf-config-consistent": ("scene1-case1", inconsistent_tf_config, "tasks disagree on the cluster"),
-    "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS ps-0 tolerates the GPU taint"),
+    "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS ps-srv-00 tolerates the GPU taint"),
     "tfk8s-gpu-containers": ("gpu-p40", fractional_gpus, "must be a whole number in limits"),
     "tfk8s-uniform-gpu-workers": ("gpu-p40", one_worker_with_more_gpus, "workers differ in GPUs"),
     "tfk8s-embedding-shards-match-ps": (
         "scene1-case2", worker_with_its_own_partition,
-        "worker-2 gets other trainer settings than the chief (partition 'range', 5 embedding shards, "
+        "worker-srv-02 gets other trainer settings than the chief (partition 'range', 5 embedding shards, "
         "against the chief's 'auto', 5 shards for 5 PS)",
     ),
     "tfk8s-container-hygiene": ("scene1-case1", latest_image, "untagged or latest"),
@@ -136,6 +135,42 @@ def test_tf_config_referring_to_an_undefined_variable_is_reported():
     found = tripped(objects)
     assert list(found) == ["tfk8s-tf-config-consistent"], found
     assert any("TF_CONFIG refers to TFK8S_CLUSTER, which no env or envFrom ConfigMap" in m for m in found["tfk8s-tf-config-consistent"])
+
+
+def one_worker_short(objects):
+    find(objects, "StatefulSet", "worker-srv-00").props["spec"]["replicas"] = 9
+    return objects
+
+
+def overlapping_ordinals(objects):
+    find(objects, "StatefulSet", "worker-srv-01").props["spec"]["ordinals"]["start"] = 5
+    return objects
+
+
+def workers_under_another_service(objects):
+    find(objects, "StatefulSet", "worker-srv-00").props["spec"]["serviceName"] = "ps"
+    return objects
+
+
+def no_task_index(objects):
+    env = container(find(objects, "StatefulSet", "worker-srv-00"))["env"]
+    env[:] = [item for item in env if item["name"] != "TFK8S_TASK_INDEX"]
+    return objects
+
+
+@pytest.mark.parametrize("breaks, message", [
+    (one_worker_short, "worker-9 address worker-srv-00-9.worker.tf-scene1-case2.svc:2222: no pod has host name "
+                       "worker-srv-00-9 under Service worker"),
+    (overlapping_ordinals, "StatefulSet worker-srv-01 pod worker-srv-01-5 and StatefulSet worker-srv-00 pod "
+                           "worker-srv-00-5 are both task worker-5"),
+    (workers_under_another_service, "worker-0 address worker-srv-00-0.worker.tf-scene1-case2.svc:2222: no pod has "
+                                    "host name worker-srv-00-0 under Service worker"),
+    (no_task_index, "StatefulSet worker-srv-00: TF_CONFIG refers to TFK8S_TASK_INDEX, which no env"),
+])
+def test_a_task_without_exactly_one_pod_at_its_address_is_reported(breaks, message):
+    found = tripped(breaks(objects_of(program_run("scene1-case2"))))
+    assert list(found) == ["tfk8s-tf-config-consistent"], found
+    assert any(message in text for text in found["tfk8s-tf-config-consistent"]), found
 
 
 @pytest.mark.parametrize("policy", list(BROKEN))
@@ -215,16 +250,20 @@ def test_ratio_thresholds_come_from_the_pack_config():
 
 def test_ps_memory_below_its_shard_is_flagged():
     objects = objects_of(program_run("gpu-p40"))
-    container(find(objects, "StatefulSet", "ps-0"))["resources"]["requests"]["memory"] = "1Gi"
+    container(find(objects, "StatefulSet", "ps-cpu-srv-00"))["resources"]["requests"]["memory"] = "1Gi"
     found = violations("tfk8s-ps-memory-fits-shard", objects)
-    assert len(found) == 1 and "PS ps-0 requests 1Gi" in found[0]
+    assert len(found) == 1 and "PS ps-cpu-srv-00 requests 1Gi" in found[0]
 
 
 def test_strict_placement_is_flagged_only_in_production():
     objects = objects_of(program_run("scene1-case1"))
     assert violations("tfk8s-strict-placement-in-production", objects) == []
     found = violations("tfk8s-strict-placement-in-production", objects, stack_tags={"production": "true"})
-    assert len(found) == 11  # 1 PS and 10 workers pinned; the chief is not
+    # The PS and the 10 workers are pinned, by their two workloads; the chief is not.
+    assert sorted(found) == [
+        f"{name} requires one named server for its {pods}; in production a lost server strands them "
+        "(set cluster.strict: false)" for name, pods in (("ps-srv-00", "1 pod"), ("worker-srv-00", "10 pods"))
+    ]
 
 
 def test_a_production_stack_is_advised_against_strict_pinning():
@@ -232,7 +271,7 @@ def test_a_production_stack_is_advised_against_strict_pinning():
     values = copy.deepcopy(values)
     values["tfk8s:cluster"]["production"] = True
     objects = objects_of(run_program(name, values))
-    assert len(violations("tfk8s-strict-placement-in-production", objects)) == 11
+    assert len(violations("tfk8s-strict-placement-in-production", objects)) == 2
     values["tfk8s:cluster"]["strict"] = False
     assert violations("tfk8s-strict-placement-in-production", objects_of(run_program(name, values))) == []
 
@@ -248,7 +287,7 @@ def test_unpartitioned_embedding_is_advisory_flagged():
 
 def test_pod_defaults_advise_on_writable_root_and_tokens():
     objects = objects_of(program_run("scene1-case1"))
-    ps = find(objects, "StatefulSet", "ps-0")
+    ps = find(objects, "StatefulSet", "ps-srv-00")
     container(ps)["securityContext"]["readOnlyRootFilesystem"] = False
     del container(ps)["readinessProbe"]
     pod_spec(ps)["automountServiceAccountToken"] = True

@@ -13,6 +13,7 @@ import pytest
 from components import labels as L
 from components.stack_files import load_stack_file, read_stack_values
 from tests.harness import run_program
+from tests.pods import config_maps_of, pods_of
 from tests.runs import SEED_STACKS, program_run
 from tests.scheduling import admitted_nodes
 
@@ -32,28 +33,15 @@ def container(workload):
     return only
 
 
-def env(workload) -> dict[str, str]:
-    return {item["name"]: item["value"] for item in container(workload).get("env", [])}
-
-
-def pod_env(run, workload) -> dict[str, str]:
-    """The container's environment as kubelet builds it: envFrom ConfigMaps, then env with $(VAR) expanded."""
-    config_maps = {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}
-    variables: dict[str, str] = {}
-    for source in container(workload).get("envFrom", []):
-        variables.update(config_maps[source["configMapRef"]["name"]])
-    for item in container(workload).get("env", []):
-        # A reference the kubelet could not resolve would stay literal: fail on it here.
-        variables[item["name"]] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: variables[m.group(1)], item["value"])
-    return variables
-
-
-def tf_config(run, workload) -> dict:
-    return json.loads(pod_env(run, workload)["TF_CONFIG"])
-
-
 def task_name(workload) -> str:
     return workload.manifest["metadata"]["name"]
+
+
+def expected_workloads(run) -> int:
+    """One workload per role per server, one per role when unpinned, and the chief's Job."""
+    planned = {(task.split("-")[0], server) for server, tasks in run.outputs["placement"].items() for task in tasks}
+    unpinned = {(task.split("-")[0], pool) for pool, tasks in run.outputs["unpinned"].items() for task in tasks}
+    return len(planned | unpinned)
 
 
 def test_registers_the_expected_objects(stack_run):
@@ -65,12 +53,13 @@ def test_registers_the_expected_objects(stack_run):
         if pool.nodes and pool.name in (config.cluster.ps.pool, config.cluster.workers.pool)
     )
     kinds = Counter(r.kind for r in stack_run.resources if r.custom)
+    assert len(pods_of(stack_run)) == 1 + ps + workers
     assert kinds == {
         "Namespace": 1,
         "NetworkPolicy": 1,
         "ConfigMap": 2,
-        "Service": 1 + ps + workers,
-        "StatefulSet": ps + workers,
+        "Service": 3,  # one headless Service per role
+        "StatefulSet": expected_workloads(stack_run) - 1,
         "Job": 1,
         **({"NodePatch": labelled_nodes} if labelled_nodes else {}),
         **({"PersistentVolumeClaim": 1} if config.cluster.chief.checkpoint_volume else {}),
@@ -87,38 +76,43 @@ def test_every_object_validates_against_kubernetes_schema(stack_run):
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
 
 
-def test_tf_config_is_one_cluster_of_task_services(stack_run):
+def test_tf_config_is_one_cluster_of_pod_dns_names(stack_run):
     namespace = f"tf-{stack_run.stack}"
     services = {s.manifest["metadata"]["name"]: s.manifest for s in stack_run.of_kind("Service")}
+    config_maps = config_maps_of(stack_run)
+    pods = pods_of(stack_run)
     clusters = set()
     seen_tasks = set()
-    for workload in workloads(stack_run):
-        config = tf_config(stack_run, workload)
+    for pod in pods:
+        config = pod.tf_config(config_maps)
         clusters.add(json.dumps(config["cluster"], sort_keys=True))
         task = config["task"]
-        assert f"{task['type']}-{task['index']}" == task_name(workload)
+        assert f"{task['type']}-{task['index']}" == pod.task
         seen_tasks.add((task["type"], task["index"]))
+    assert len(seen_tasks) == len(pods), "no two pods run one task"
     assert len(clusters) == 1, "every task must see the identical cluster"
     cluster = json.loads(clusters.pop())
     assert set(cluster) == {"chief", "ps", "worker"}
     assert len(cluster["chief"]) == 1
     assert seen_tasks == {(t, i) for t, addresses in cluster.items() for i in range(len(addresses))}
 
-    pods = {task_name(w): w.manifest["spec"]["template"]["metadata"]["labels"] for w in workloads(stack_run)}
+    pod_of_task = {pod.task: pod for pod in pods}
     for task_type, addresses in cluster.items():
         for index, address in enumerate(addresses):
-            name = f"{task_type}-{index}"
-            assert address == f"{name}.{namespace}.svc:2222"
-            service = services[name]
+            pod = pod_of_task[f"{task_type}-{index}"]
+            # The pod's own DNS name under its role's headless Service.
+            assert address == f"{pod.hostname}.{pod.subdomain}.{namespace}.svc:2222"
+            service = services[pod.subdomain]
             assert service["spec"]["clusterIP"] == "None"
             assert service["spec"]["publishNotReadyAddresses"] is True
             assert [p["port"] for p in service["spec"]["ports"]] == [2222]
             selector = service["spec"]["selector"]
-            selected = [
-                task for task, labels in pods.items()
-                if all(labels.get(k) == v for k, v in selector.items())
-            ]
-            assert selected == [name], f"Service {name} must select exactly its own task's pod"
+            selected = {p.task for p in pods if all(p.labels.get(k) == v for k, v in selector.items())}
+            assert selected == {f"{task_type}-{i}" for i in range(len(addresses))}, (
+                f"Service {pod.subdomain} must select exactly the {task_type} pods"
+            )
+    hostnames = [pod.hostname for pod in pods]
+    assert len(set(hostnames)) == len(hostnames)
 
 
 def _nodes_as_labelled(run) -> dict[str, dict[str, str]]:
@@ -139,12 +133,11 @@ def test_each_pinned_task_admits_exactly_its_planned_server(stack_run):
     nodes = _nodes_as_labelled(stack_run)
     config = load_stack_file(stack_run.stack)
     ps_pool = config.pools[config.cluster.ps.pool]
-    for workload in workloads(stack_run):
-        name = task_name(workload)
-        admitted = admitted_nodes(pod_spec(workload), nodes)
-        if name in planned:
-            assert admitted == {planned[name]}, name
-        elif name == "chief-0" and ps_pool.nodes:
+    for pod in pods_of(stack_run):
+        admitted = admitted_nodes(pod.spec, nodes)
+        if pod.task in planned:
+            assert admitted == {planned[pod.task]}, pod.task
+        elif pod.task == "chief-0" and ps_pool.nodes:
             # Not pinned, but kept to the PS pool of this experiment.
             assert admitted == set(ps_pool.nodes)
 
@@ -157,16 +150,15 @@ def test_preferred_placement_keeps_the_pool_and_prefers_the_server():
     nodes = _nodes_as_labelled(run)
     config = load_stack_file("scene2-case2")
     planned = {t: s for s, tasks in run.outputs["placement"].items() for t in tasks}
-    for workload in workloads(run):
-        name = task_name(workload)
-        if name not in planned:
+    for pod in pods_of(run):
+        if pod.task not in planned:
             continue
-        pool = config.pools["ps-servers" if name.startswith("ps-") else "worker-servers"]
-        affinity = pod_spec(workload)["affinity"]["nodeAffinity"]
-        assert admitted_nodes(pod_spec(workload), nodes) == set(pool.nodes), name
+        pool = config.pools["ps-servers" if pod.task.startswith("ps-") else "worker-servers"]
+        affinity = pod.spec["affinity"]["nodeAffinity"]
+        assert admitted_nodes(pod.spec, nodes) == set(pool.nodes), pod.task
         (preferred,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
         assert preferred["preference"]["matchFields"] == [
-            {"key": "metadata.name", "operator": "In", "values": [planned[name]]}
+            {"key": "metadata.name", "operator": "In", "values": [planned[pod.task]]}
         ]
 
 
@@ -175,7 +167,7 @@ def test_placement_output_lists_every_task_once(stack_run):
     listed = [t for tasks in stack_run.outputs["placement"].values() for t in tasks]
     listed += [t for tasks in stack_run.outputs["unpinned"].values() for t in tasks]
     assert len(listed) == len(set(listed))
-    assert set(listed) == {task_name(w) for w in workloads(stack_run)}
+    assert set(listed) == {pod.task for pod in pods_of(stack_run)}
     assert stack_run.outputs["tasks"] == {
         "chief": 1,
         "ps": config.cluster.ps_count,
@@ -278,11 +270,19 @@ def test_tf_port_reachable_only_from_the_experiment(stack_run):
 
 
 def test_one_pod_per_task_and_the_chief_finishes(stack_run):
+    planned = {t: s for s, tasks in stack_run.outputs["placement"].items() for t in tasks}
     for sts in stack_run.of_kind("StatefulSet"):
-        assert sts.manifest["spec"]["replicas"] == 1
-        assert sts.manifest["spec"]["serviceName"] == task_name(sts)
+        spec = sts.manifest["spec"]
+        # All tasks start together; the ordinals are the task indexes of one role on one server.
+        assert spec["podManagementPolicy"] == "Parallel"
+        role = sts.manifest["metadata"]["labels"][L.COMPONENT]
+        assert spec["serviceName"] == role
+        tasks = [f"{role}-{i}" for i in range(spec["ordinals"]["start"], spec["ordinals"]["start"] + spec["replicas"])]
+        assert len({planned.get(task) for task in tasks}) == 1, f"{task_name(sts)} runs tasks of one server"
     (job,) = stack_run.of_kind("Job")
-    assert task_name(job) == "chief-0"
+    assert task_name(job) == "chief"
+    assert job.manifest["spec"]["template"]["spec"]["hostname"] == "chief-0"
+    assert job.manifest["spec"]["completions"] == 1
     assert job.manifest["spec"]["parallelism"] == 1
     assert job.manifest["spec"]["podReplacementPolicy"] == "Failed"
     assert job.manifest["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
@@ -327,10 +327,11 @@ def test_pods_wait_for_their_servers_labels(stack_run):
     """A pinned workload depends on its own server's NodePatch, not on every node."""
     patch_of = {p.manifest["metadata"]["name"]: p.urn for p in stack_run.of_kind("NodePatch")}
     planned = {t: s for s, tasks in stack_run.outputs["placement"].items() for t in tasks}
+    server_of = {pod.workload.urn: planned.get(pod.task) for pod in pods_of(stack_run)}
     for workload in workloads(stack_run):
         depends = {d.kind for d in stack_run.dependencies_of(workload)}
         assert {"Namespace", "ConfigMap"} <= depends
-        server = planned.get(task_name(workload))
+        server = server_of[workload.urn]
         if server is not None:
             patches = [u for u in workload.dependencies if u in patch_of.values()]
             assert patches == [patch_of[server]]
@@ -341,7 +342,7 @@ def test_gpu_workers_require_the_gpu_product():
     for workload in run.of_kind("StatefulSet"):
         terms = pod_spec(workload)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         keys = {e["key"] for term in terms for e in term["matchExpressions"]}
-        if task_name(workload).startswith("worker-"):
+        if workload.manifest["metadata"]["labels"][L.COMPONENT] == "worker":
             assert L.GPU_PRODUCT in keys
         else:
             assert L.GPU_PRODUCT not in keys
@@ -373,7 +374,7 @@ def test_the_checkpoint_volume_is_a_claim_mounted_only_into_the_chief():
     for workload in workloads(run):
         claims = [v for v in pod_spec(workload)["volumes"] if "persistentVolumeClaim" in v]
         mounts = [m["mountPath"] for m in container(workload)["volumeMounts"]]
-        if task_name(workload) == "chief-0":
+        if task_name(workload) == "chief":
             assert claims == [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": "tfk8s-checkpoints"}}]
             assert "/checkpoints" in mounts
             assert pod_spec(workload)["securityContext"]["fsGroup"] == 1000
@@ -382,7 +383,7 @@ def test_the_checkpoint_volume_is_a_claim_mounted_only_into_the_chief():
     # The pods' settings point the chief's checkpoints at the volume; the chief waits for the claim.
     env = {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}["tfk8s-trainer-env"]
     assert json.loads(env["TFK8S_TRAINER"])["checkpointDir"] == "/checkpoints"
-    chief = next(w for w in workloads(run) if task_name(w) == "chief-0")
+    (chief,) = run.of_kind("Job")
     assert "PersistentVolumeClaim" in {d.kind for d in run.dependencies_of(chief)}
 
 

@@ -22,21 +22,22 @@ def test_rendered_objects_equal_the_registered_ones(stack, tmp_path):
 def test_render_writes_one_numbered_file_per_object_in_apply_order(tmp_path, capsys):
     assert main(["render", "scene1-case2", "--out", str(tmp_path)]) == 0
     names = sorted(path.name for path in tmp_path.iterdir())
-    assert len(names) == 5 + 1 + 1 + 2 + 2 * 56
+    # 5 nodes, namespace, NetworkPolicy, 2 ConfigMaps, a Service per role, the chief's Job, PS and workers per server.
+    assert len(names) == 5 + 1 + 1 + 2 + 3 + 1 + 2 * 5
     assert names[:6] == [f"000{i}-node-srv-0{i}.yaml" for i in range(5)] + ["0005-namespace-tf-scene1-case2.yaml"]
     # Everything a task needs comes before the task.
     kinds = [yaml.safe_load((tmp_path / name).read_text())["kind"] for name in names]
     first_task = kinds.index("Service")
     assert set(kinds[first_task:]) == {"Service", "StatefulSet", "Job"}
     printed = capsys.readouterr().out.splitlines()
-    assert "     5  Node" in printed and "    55  StatefulSet" in printed
-    assert printed[-1].startswith("   121  objects of stack scene1-case2 in ")
+    assert "     5  Node" in printed and "    10  StatefulSet" in printed
+    assert printed[-1].startswith("    23  objects of stack scene1-case2 in ")
 
 
 def test_render_replaces_an_earlier_rendering(tmp_path):
     assert main(["render", "scene1-case3", "--out", str(tmp_path)]) == 0
     assert main(["render", "scene1-case1", "--out", str(tmp_path)]) == 0
-    assert len(list(tmp_path.glob("*.yaml"))) == 1 + 1 + 1 + 2 + 2 * 12
+    assert len(list(tmp_path.glob("*.yaml"))) == 1 + 1 + 1 + 2 + 3 + 1 + 2
 
 
 def test_render_keeps_the_trainer_source_readable(tmp_path):

@@ -34,10 +34,10 @@ def test_a_trainer_change_rolls_the_pods():
     bundle = load_trainer_bundle(PROJECT_ROOT)
     changed = dataclasses.replace(bundle, files={**bundle.files, "settings.py": bundle.files["settings.py"] + "\n# changed\n"})
     before, after = Experiment(config, bundle), Experiment(config, changed)
-    placement = before.plan.placements[1]
+    group = before.groups[1]
 
     def pod_annotations(experiment):
-        return manifests.task_workload(experiment, placement)["spec"]["template"]["metadata"]["annotations"]
+        return manifests.group_workload(experiment, group)["spec"]["template"]["metadata"]["annotations"]
 
     assert pod_annotations(before) != pod_annotations(after)
     assert manifests.trainer_config_map(before)["data"] != manifests.trainer_config_map(after)["data"]

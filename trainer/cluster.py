@@ -45,7 +45,8 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
         raise ClusterConfigError(f"{TF_CONFIG_ENV} is not set; tfk8s sets it on every task")
     unexpanded = UNEXPANDED_REFERENCE.search(raw)
     if unexpanded:
-        # In a pod the kubelet expands $(TFK8S_CLUSTER) from the shared ConfigMap.
+        # In a pod the kubelet expands $(TFK8S_CLUSTER) from the shared ConfigMap
+        # and $(TFK8S_TASK_INDEX) from the pod's index label.
         raise ClusterConfigError(
             f"{TF_CONFIG_ENV} still holds an unexpanded reference ({unexpanded.group(0)}): "
             "outside Kubernetes, set it in full"

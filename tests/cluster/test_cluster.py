@@ -74,6 +74,33 @@ def test_scene1_case2_admitted_placed_and_removed(local_cluster, tmp_path, capsy
     ).items
     assert len(chief) == 1 and chief[0].spec.node_name in servers
 
+    # Every address in TF_CONFIG is the DNS name of the one pod that runs that task: the
+    # EndpointSlice controller published `<host name>.<Service>` for it, which DNS serves, and the
+    # pod's index label, which its TF_CONFIG takes as the task index, is that task's.
+    experiment = load_experiment("scene1-case2")
+    pods = core(local_cluster).list_namespaced_pod("tf-scene1-case2").items
+    published = {
+        f"{endpoint.hostname}.{slice_.metadata.labels['kubernetes.io/service-name']}.tf-scene1-case2.svc:2222":
+            endpoint.target_ref.name
+        for slice_ in client.DiscoveryV1Api(local_cluster.api).list_namespaced_endpoint_slice("tf-scene1-case2").items
+        for endpoint in slice_.endpoints or ()
+    }
+    by_name = {pod.metadata.name: pod for pod in pods}
+    for task_type, addresses in experiment.tf_config.cluster.items():
+        for index, address in enumerate(addresses):
+            assert address in published, f"{task_type}-{index}: {address} is not published"
+            pod = by_name[published[address]]
+            assert pod.metadata.labels[L.COMPONENT] == task_type
+            (container,) = pod.spec.containers
+            index_source = next(e for e in container.env if e.name == "TFK8S_TASK_INDEX")
+            if task_type == "chief":
+                assert index_source.value == str(index)
+            else:
+                field = index_source.value_from.field_ref.field_path
+                assert field == "metadata.labels['apps.kubernetes.io/pod-index']"
+                assert pod.metadata.labels["apps.kubernetes.io/pod-index"] == str(index)
+    assert len(published) == 56
+
     # tfk8s's labels went on under the experiment's field manager.
     for name, labels in node_labels(local_cluster, servers).items():
         assert labels[L.NODE_EXPERIMENT] == "scene1-case2" and labels[L.NODE_ROLE] == "mixed"

@@ -123,9 +123,8 @@ class PodRow:
 def pod_rows(dynamic: DynamicClient, experiment: Experiment) -> list[PodRow]:
     """The PS and worker pods as `kubectl get pods -o wide` rows.
 
-    A pod carries its task's TF_CONFIG, which lists every task: a 2,000-worker
-    experiment's pods are about 100 KB each. The server-side table format sends
-    only the columns, so polling stays cheap for the client.
+    Thousands of whole pods would cost the client most of a core to decode on
+    every poll; the server-side table format sends only the columns.
     """
     response = dynamic.request(
         "get",

@@ -1,0 +1,108 @@
+"""Which workload runs which tasks: one per role per server (pure, no Pulumi).
+
+The plan pins each task to a server. Pinning one workload per task would be
+the plainest model, but Kubernetes' controllers pay for every workload and
+Service in a namespace on each change of each pod: the StatefulSet controller
+lists the namespace's pods on every sync of every StatefulSet, and the
+EndpointSlice controller matches every pod against every Service. Per task,
+that work grows with the square of the experiment (benchmarks/cluster_apply.py
+measured x24 the controller CPU for x10 the tasks). So the tasks of one role
+on one server share a StatefulSet pinned to that server, whose ordinals are
+the task indexes (`spec.ordinals.start`), and each role has one headless
+Service that gives every pod its stable DNS name. A StatefulSet still never
+runs two pods of one task at once.
+
+Names: a pinned group is `<role>-<server>` (`worker-srv-04`, its pods
+`worker-srv-04-30` ...), or `<role>-s<position in the pool>` when a server's
+name cannot be part of a pod's host name. Unpinned tasks form one group per
+role (`worker`, pods `worker-0` ...); the chief's group is `chief`, its one pod
+`chief-0`. So a pod's host name is always `<group>-<task index>`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from .planner import Plan, Task, TaskPlacement, TaskType
+
+# A StatefulSet's name ends up in its pods' `controller-revision-hash` label
+# (`<name>-<10 characters>`, at most 63): longer names cannot create pods.
+MAX_GROUP_NAME = 52
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class TaskGroup:
+    """Tasks of one role that one workload runs: consecutive indexes, one server (or none)."""
+
+    name: str
+    task_type: TaskType
+    pool: str
+    server: Optional[str]  # None: the scheduler places the pods within the pool
+    first_index: int
+    count: int
+
+    @property
+    def tasks(self) -> list[Task]:
+        return [Task(self.task_type, i) for i in range(self.first_index, self.first_index + self.count)]
+
+    def hostname(self, index: int) -> str:
+        """Host name of the pod that runs task `index` (a StatefulSet pod's name is its host name)."""
+        return f"{self.name}-{index}"
+
+
+def group_name(task_type: str, server: Optional[str], position: int, pool_servers: Sequence[str]) -> str:
+    if server is None:
+        return task_type
+    if all(_fits_host_name(task_type, s) for s in pool_servers):
+        return f"{task_type}-{server}"
+    # One long or dotted server name switches the whole pool to positions, so names stay uniform.
+    return f"{task_type}-s{position}"
+
+
+def _fits_host_name(task_type: str, server: str) -> bool:
+    name = f"{task_type}-{server}"
+    return len(name) <= MAX_GROUP_NAME and DNS_LABEL.match(name) is not None
+
+
+def task_groups(plan: Plan, pool_servers: Mapping[str, Sequence[str]]) -> list[TaskGroup]:
+    """The plan's tasks cut into workloads, chief first, then PS, then workers, in index order.
+
+    `pool_servers`: the listed servers of each pool (pools given by a selector have none).
+    """
+    runs: list[list[TaskPlacement]] = []
+    for placement in plan.placements:
+        previous = runs[-1][-1] if runs else None
+        if (
+            previous is not None
+            and placement.task.type != "chief"
+            and (previous.task.type, previous.server, previous.pool)
+            == (placement.task.type, placement.server, placement.pool)
+            and placement.task.index == previous.task.index + 1
+        ):
+            runs[-1].append(placement)
+        else:
+            runs.append([placement])
+
+    groups: list[TaskGroup] = []
+    for run in runs:
+        first = run[0]
+        servers = tuple(pool_servers.get(first.pool) or ())
+        position = servers.index(first.server) if first.server in servers else 0
+        groups.append(
+            TaskGroup(
+                name=group_name(first.task.type, first.server, position, servers),
+                task_type=first.task.type,
+                pool=first.pool,
+                server=first.server,
+                first_index=first.task.index,
+                count=len(run),
+            )
+        )
+    names = [group.name for group in groups]
+    if len(set(names)) != len(names):
+        # The planner puts each role's tasks on a server in one block; a second block would need a second name.
+        raise ValueError(f"tasks of one role on one server are not consecutive: {sorted(names)}")
+    return groups

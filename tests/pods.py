@@ -1,0 +1,79 @@
+"""The pods a registered experiment's workloads make, as their controllers make them.
+
+The StatefulSet controller names a pod `<set>-<ordinal>` for each ordinal from
+`spec.ordinals.start`, makes that name its host name under `serviceName`, and
+labels it `apps.kubernetes.io/pod-index: <ordinal>`; a Job's pod takes its
+template as written. The end-to-end tests (tests/cluster) check the same
+against the real controllers; here they give every task's pod without one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+POD_INDEX = "apps.kubernetes.io/pod-index"
+FIELD_LABEL = re.compile(r"^metadata\.labels\['([^']+)'\]$")
+ENV_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+@dataclass(frozen=True)
+class Pod:
+    workload: Any  # the registered StatefulSet or Job resource
+    name: str
+    hostname: str
+    subdomain: str
+    labels: Mapping[str, str]
+    spec: Mapping[str, Any]
+
+    @property
+    def container(self) -> Mapping[str, Any]:
+        (only,) = self.spec["containers"]
+        return only
+
+    def env(self, config_maps: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+        """The environment as the kubelet builds it: envFrom ConfigMaps, then env with $(VAR) expanded."""
+        variables: dict[str, str] = {}
+        for source in self.container.get("envFrom", []):
+            variables.update(config_maps[source["configMapRef"]["name"]])
+        for item in self.container.get("env", []):
+            if "value" in item:
+                # A reference the kubelet could not resolve would stay literal: fail on it here.
+                variables[item["name"]] = ENV_REFERENCE.sub(lambda m: variables[m.group(1)], item["value"])
+            else:
+                label = FIELD_LABEL.match(item["valueFrom"]["fieldRef"]["fieldPath"])
+                variables[item["name"]] = self.labels[label.group(1)]
+        return variables
+
+    def tf_config(self, config_maps: Mapping[str, Mapping[str, str]]) -> dict:
+        return json.loads(self.env(config_maps)["TF_CONFIG"])
+
+    @property
+    def task(self) -> str:
+        """The task the pod runs, as TF_CONFIG names it (type-index), read from its labels."""
+        role = self.labels["app.kubernetes.io/component"]
+        return f"{role}-{self.labels.get(POD_INDEX, '0')}"
+
+
+def pods_of(run) -> list[Pod]:
+    pods = []
+    for workload in run.of_kind("StatefulSet"):
+        spec = workload.manifest["spec"]
+        start = spec.get("ordinals", {}).get("start", 0)
+        for ordinal in range(start, start + spec["replicas"]):
+            name = f"{workload.manifest['metadata']['name']}-{ordinal}"
+            labels = {**spec["template"]["metadata"]["labels"], POD_INDEX: str(ordinal)}
+            pods.append(Pod(workload, name, name, spec["serviceName"], labels, spec["template"]["spec"]))
+    for workload in run.of_kind("Job"):
+        template = workload.manifest["spec"]["template"]
+        spec = template["spec"]
+        name = f"{workload.manifest['metadata']['name']}-pod"
+        pods.append(Pod(workload, name, spec.get("hostname", name), spec.get("subdomain", ""),
+                        template["metadata"]["labels"], spec))
+    return pods
+
+
+def config_maps_of(run) -> dict[str, Mapping[str, str]]:
+    return {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}

@@ -30,6 +30,8 @@ TF_PORT = 2222
 CLUSTER_ENV = "TFK8S_CLUSTER"
 # The environment variable that holds the task's index (set per pod).
 TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
+# Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
+MAX_ENV_STRING = 131_072
 
 
 def task_address(group: TaskGroup, index: int, namespace: str) -> str:
@@ -52,6 +54,13 @@ def cluster_spec(groups: Sequence[TaskGroup], namespace: str) -> dict[str, list[
         if addresses:
             spec[task_type] = [address for _, address in addresses]
     return spec
+
+
+def tf_config_bytes(cluster: Mapping[str, Sequence[str]]) -> int:
+    """Bytes of the largest expanded `TF_CONFIG=...` environment string of a task of `cluster`."""
+    largest_task = {"type": "worker", "index": max(len(a) for a in cluster.values())}
+    text = json.dumps({"cluster": cluster, "task": largest_task}, separators=(",", ":"))
+    return len(f"TF_CONFIG={text}".encode()) + 1
 
 
 class TFConfigRenderer:

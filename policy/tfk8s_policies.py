@@ -871,9 +871,9 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="tfk8s-tf-config-consistent",
-        description="Every task has the same TF_CONFIG cluster, a unique in-range task, and each address is a Service on 2222 selecting exactly one task; at least one PS and one worker.",
+        description="Every task (every pod of a StatefulSet) has the same TF_CONFIG cluster and a unique in-range task, and each address is the DNS name of exactly its task's pod under a Service on 2222 that selects it; at least one PS and one worker.",
         validate=_validate_tf_config, enforcement_level=MANDATORY, severity=Severity.HIGH,
-        remediation_steps="Render TF_CONFIG from one cluster spec and one headless Service per task.",
+        remediation_steps="Render TF_CONFIG from one cluster spec of pod host names under one headless Service per role, with each pod's index from its StatefulSet ordinal.",
     ),
     ResourceValidationPolicy(
         name="tfk8s-ps-without-gpu",

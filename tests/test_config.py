@@ -8,6 +8,10 @@ import pulumi
 import pytest
 
 from components.config import StackConfigError, load_stack_config
+from components.experiment import Experiment
+from components.stack_files import PROJECT_ROOT
+from components.tf_config import MAX_ENV_STRING, tf_config_bytes
+from components.trainer_bundle import load_trainer_bundle
 from tests.harness import by_identity, run_program
 
 STACK = "bad-stack"
@@ -214,6 +218,12 @@ BAD_INPUTS = {
         lambda v: v.pop("tfk8s:cluster"),
         r"tfk8s:cluster: missing; every stack needs it",
     ),
+    "more tasks than one environment variable can list": (
+        lambda v: cluster(v)["workers"].update(replicas=3000),
+        r"tfk8s:cluster\.workers\.replicas: 3,003 tasks make a TF_CONFIG of 1[0-9]{2},[0-9]{3} bytes, but Linux "
+        r"passes at most 131,072 bytes in one environment variable \(about 2,[0-9]{3} tasks with these names\); "
+        r"use fewer PS and workers",
+    ),
 }
 
 
@@ -236,6 +246,17 @@ def test_every_problem_is_reported_at_once():
         load_stack_config(STACK, values)
     text = str(error.value)
     assert "tfk8s:cluster.workers.replicas" in text and "tfk8s:cluster.placement" in text
+
+
+def test_the_tf_config_limit_is_the_kernels():
+    def tf_config_size(workers: int) -> int:
+        config = load_stack_config(STACK, mutated(lambda v: cluster(v)["workers"].update(replicas=workers)))
+        experiment = Experiment(config, load_trainer_bundle(PROJECT_ROOT))
+        return tf_config_bytes(experiment.tf_config.cluster)
+
+    assert tf_config_size(2000) <= MAX_ENV_STRING
+    with pytest.raises(StackConfigError, match="Linux passes at most 131,072 bytes"):
+        tf_config_size(3000)
 
 
 def test_ratio_stands_in_for_ps_replicas():

@@ -14,6 +14,8 @@ TF_CONFIG_ENV = "TF_CONFIG"
 SETTINGS_FILE_ENV = "TFK8S_TRAINER_FILE"
 ROLES = ("chief", "ps", "worker")
 UNEXPANDED_REFERENCE = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")
+# Set in each pod from its StatefulSet ordinal (components/tf_config.py).
+TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
 
 
 class ClusterConfigError(ValueError):
@@ -43,6 +45,12 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
     raw = environ.get(TF_CONFIG_ENV)
     if not raw:
         raise ClusterConfigError(f"{TF_CONFIG_ENV} is not set; tfk8s sets it on every task")
+    if environ.get(TASK_INDEX_ENV) == "":
+        # The downward API gives an empty value for a label the pod does not have.
+        raise ClusterConfigError(
+            f"{TASK_INDEX_ENV} is empty: the pod has no apps.kubernetes.io/pod-index label, which "
+            "StatefulSets set from Kubernetes 1.28 on; tfk8s needs Kubernetes 1.28 or newer"
+        )
     unexpanded = UNEXPANDED_REFERENCE.search(raw)
     if unexpanded:
         # In a pod the kubelet expands $(TFK8S_CLUSTER) from the shared ConfigMap

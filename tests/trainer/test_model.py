@@ -189,6 +189,8 @@ def test_task_config_errors_are_clear():
         read_task_config({"TF_CONFIG": '{"cluster":$(TFK8S_CLUSTER),"task":{"type":"ps","index":0}}'})
     with pytest.raises(ClusterConfigError, match=r"unexpanded reference \(\$\(TFK8S_TASK_INDEX\)\)"):
         read_task_config({"TF_CONFIG": '{"cluster":{"ps":["a:1"]},"task":{"type":"ps","index":$(TFK8S_TASK_INDEX)}}'})
+    with pytest.raises(ClusterConfigError, match="no apps.kubernetes.io/pod-index label.*Kubernetes 1.28 or newer"):
+        read_task_config({"TFK8S_TASK_INDEX": "", "TF_CONFIG": '{"cluster":{"ps":["a:1"]},"task":{"type":"ps","index":}}'})
     with pytest.raises(ClusterConfigError, match="task worker-5 is not in the cluster"):
         read_task_config({"TF_CONFIG": '{"cluster": {"ps": ["a:1"], "worker": ["b:1"]}, "task": {"type": "worker", "index": 5}}'})
     assert ps_named_in("failed on /job:ps/replica:0/task:3/device:CPU:0") == 3

@@ -8,10 +8,12 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from .cluster import ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
+from .lifeline import die_with_launcher  # noqa: E402
 from .settings import SettingsError  # noqa: E402
 
 
 def main() -> int:
+    die_with_launcher()
     try:
         task = read_task_config()
         settings = read_settings()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from .lifeline import LAUNCHER_PID_ENV
 from .settings import SETTINGS_ENV, TrainerSettings, to_camel
 
 STARTUP_TIMEOUT = 90.0
@@ -278,6 +279,7 @@ class LocalCluster:
         # TensorFlow writes generated code to TMPDIR: keep it in the work folder.
         env["TMPDIR"] = str(self.workdir / "tmp")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env[LAUNCHER_PID_ENV] = str(os.getpid())  # the task dies with this process
         return env
 
     def start_servers(self, out=sys.stdout) -> dict[str, list[str]]:

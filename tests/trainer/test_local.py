@@ -133,6 +133,41 @@ def test_ctrl_c_stops_every_process(tmp_path):
     assert processes_under(tmp_path) == []
 
 
+def test_a_sigkilled_launcher_leaves_no_task_behind(tmp_path):
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "trainer.local", "--workdir", str(tmp_path), *SMALL, "--steps", "100000"],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT
+        for line in launcher.stdout:
+            if line.startswith("step "):
+                break
+            assert time.monotonic() < deadline
+        assert len(processes_under(tmp_path)) >= 5, "chief, 2 PS and 2 workers are running"
+        launcher.kill()  # no chance to stop its tasks: the kernel ends them
+        launcher.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while processes_under(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        left = processes_under(tmp_path)
+        for pid in left:  # a failing run must not leave its tasks to the next test
+            os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
+def test_a_task_whose_launcher_is_already_gone_exits_at_once():
+    code = "from trainer.lifeline import die_with_launcher; die_with_launcher({'TFK8S_LAUNCHER_PID': '1'}); print('ran')"
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (1, "")
+
+
 def test_stacks_are_validated_by_the_one_schema_and_scaled_to_this_machine():
     from trainer.local import LaunchError, read_stack, scale_to_machine
 

@@ -383,9 +383,9 @@ def _tf_config_size(config: StackConfig) -> list[str]:
     """A TF_CONFIG the kernel would refuse to pass to the trainer is an error now, not a crash loop later."""
     from .planner import plan_stack
     from .tf_config import MAX_ENV_STRING, cluster_spec, tf_config_bytes
-    from .workloads import task_groups
+    from .workloads import pool_servers, task_groups
 
-    groups = task_groups(plan_stack(config), {pool.name: pool.nodes or () for pool in config.node_pools})
+    groups = task_groups(plan_stack(config), pool_servers(config))
     size = tf_config_bytes(cluster_spec(groups, config.namespace))
     if size <= MAX_ENV_STRING:
         return []

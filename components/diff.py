@@ -2,9 +2,9 @@
 
 `python -m components diff <stackA> <stackB>` prints what changes from A to B.
 Objects are matched by kind and name, which say what they are for (a role's
-tasks on a server, a role's Service, the shared ConfigMaps), not by namespace: the stack name and namespace are written as
-placeholders before comparing, so two stacks of the same shape differ only
-where their experiments do.
+tasks on a server, a role's Service, the shared ConfigMaps), not by namespace:
+the stack name and namespace are written as placeholders before comparing, so
+two stacks of the same shape differ only where their experiments do.
 """
 
 from __future__ import annotations

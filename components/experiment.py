@@ -17,7 +17,7 @@ from .planner import Plan, plan_stack
 from .sizing import ps_memory_request
 from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
-from .workloads import TaskGroup, task_groups
+from .workloads import TaskGroup, pool_servers, task_groups
 from trainer.settings import TrainerSettings
 
 # Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
@@ -44,7 +44,7 @@ class Experiment:
     @cached_property
     def groups(self) -> list[TaskGroup]:
         """The workloads that run the plan's tasks: one per role per server."""
-        return task_groups(self.plan, {pool.name: pool.nodes or () for pool in self.config.node_pools})
+        return task_groups(self.plan, pool_servers(self.config))
 
     @cached_property
     def tf_config(self) -> TFConfigRenderer:

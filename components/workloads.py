@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from .planner import Plan, Task, TaskPlacement, TaskType
+
+if TYPE_CHECKING:
+    from .config import StackConfig
 
 # A StatefulSet's name ends up in its pods' `controller-revision-hash` label
 # (`<name>-<10 characters>`, at most 63): longer names cannot create pods.
@@ -65,6 +68,11 @@ def group_name(task_type: str, server: Optional[str], position: int, pool_server
 def _fits_host_name(task_type: str, server: str) -> bool:
     name = f"{task_type}-{server}"
     return len(name) <= MAX_GROUP_NAME and DNS_LABEL.match(name) is not None
+
+
+def pool_servers(config: "StackConfig") -> dict[str, tuple[str, ...]]:
+    """The listed servers of each pool (none for a pool given by a selector)."""
+    return {pool.name: pool.nodes or () for pool in config.node_pools}
 
 
 def task_groups(plan: Plan, pool_servers: Mapping[str, Sequence[str]]) -> list[TaskGroup]:

@@ -512,16 +512,46 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
                 if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
                     report(f"{where}: task {task[0]}-{task[1]} of {pod_name} is outside the cluster",
                            workload.resource.urn)
-        pods = [(pod, task) for workload in group for pod, task in workload.pod_tasks()]
+        pods = ExperimentPods([(pod, task) for workload in group for pod, task in workload.pod_tasks()])
+        in_namespace = {name_of(s.props): s for s in services if namespace_of(s.props) == namespace}
         for task_type, addresses in cluster.items():
             for index, address in enumerate(as_list(addresses)):
-                problem = _address_problem(str(address), (task_type, index), namespace, services, pods)
+                problem = _address_problem(str(address), (task_type, index), namespace, in_namespace, pods)
                 if problem:
                     report(f"{where}: {task_type}-{index} address {address}: {problem}")
 
 
+class ExperimentPods:
+    """An experiment's pods with their tasks, looked up by DNS name and by Service (each once)."""
+
+    def __init__(self, pods: list[tuple[PodIdentity, tuple[str, int]]]) -> None:
+        self.pods = pods
+        self.by_name: dict[tuple, list[tuple[PodIdentity, tuple[str, int]]]] = {}
+        for pod, task in pods:
+            self.by_name.setdefault((pod.hostname, pod.subdomain), []).append((pod, task))
+        self._selected: dict[str, list[tuple[PodIdentity, tuple[str, int]]]] = {}
+        self._selected_ids: dict[str, set[int]] = {}
+
+    def selected_by(self, service: Any) -> list[tuple[PodIdentity, tuple[str, int]]]:
+        """The pods the Service selects, in order (the first call per Service computes them)."""
+        name = name_of(service.props)
+        if name not in self._selected:
+            selector = get(service.props, "spec", "selector", default={}) or {}
+            self._selected[name] = [
+                (pod, task) for pod, task in self.pods
+                if selector and all(pod.labels.get(k) == v for k, v in selector.items())
+            ]
+        return self._selected[name]
+
+    def is_selected(self, service: Any, pod: PodIdentity) -> bool:
+        name = name_of(service.props)
+        if name not in self._selected_ids:
+            self._selected_ids[name] = {id(selected) for selected, _ in self.selected_by(service)}
+        return id(pod) in self._selected_ids[name]
+
+
 def _address_problem(
-    address: str, task: tuple[str, int], namespace: str, services: list, pods: list[tuple[PodIdentity, Any]]
+    address: str, task: tuple[str, int], namespace: str, services: Mapping[str, Any], pods: ExperimentPods
 ) -> Optional[str]:
     """Why `address` does not reach the pod of `task` (None when it does)."""
     match = ADDRESS.match(address)
@@ -532,25 +562,24 @@ def _address_problem(
         return f"port {port}, not {TF_PORT}"
     if service_namespace != namespace:
         return f"points to namespace {service_namespace}"
-    service = next((s for s in services if name_of(s.props) == service_name and namespace_of(s.props) == namespace), None)
+    service = services.get(service_name)
     if service is None:
         return f"no Service {service_name} in {namespace}"
     if TF_PORT not in [number(get(p, "port")) for p in as_list(get(service.props, "spec", "ports"))]:
         return f"Service {service_name} does not serve port {TF_PORT}"
-    selector = get(service.props, "spec", "selector", default={}) or {}
-    selected = [(pod, t) for pod, t in pods if selector and all(pod.labels.get(k) == v for k, v in selector.items())]
+    selected = pods.selected_by(service)
     if host is None:
         # The Service's own name resolves to the pods it selects: it must be exactly this task's one.
         if [t for _, t in selected] != [task]:
             return f"Service {service_name} selects {len(selected)} tasks' pods, not exactly {task[0]}-{task[1]}'s"
         return None
     # A pod's name resolves under a headless Service it is selected by and names as its subdomain.
-    named = [(pod, t) for pod, t in pods if pod.hostname == host and pod.subdomain == service_name]
+    named = pods.by_name.get((host, service_name), [])
     if not named:
         return f"no pod has host name {host} under Service {service_name}"
     if [t for _, t in named] != [task]:
         return f"pod {host} runs {', '.join(f'{t[0]}-{t[1]}' for _, t in named)}, not {task[0]}-{task[1]}"
-    if named[0] not in selected:
+    if not pods.is_selected(service, named[0][0]):
         return f"Service {service_name} does not select pod {host}, so the name does not resolve"
     return None
 

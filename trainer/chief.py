@@ -208,7 +208,12 @@ class TrainingLoop:
             self._collect_oldest()
 
     def _checkpoint(self) -> None:
-        step = int(self.model.step.numpy())
+        # The chief's count of finished calls is the step. The coordinator runs a
+        # call again when its worker is lost mid-call, and that call's assign_add
+        # may already have landed on the PS: the PS counter would run ahead.
+        step = self.progress.steps_done
+        if int(self.model.step.numpy()) != step:
+            self.model.step.assign(step)
         if step != self.saved_step:
             self.manager.save(checkpoint_number=step)
             self.saved_step = step

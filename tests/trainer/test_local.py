@@ -75,10 +75,14 @@ def test_two_ps_two_workers_train_and_clean_up(tmp_path):
 @pytest.mark.slow
 def test_killed_worker_does_not_stop_training_and_rejoins(tmp_path):
     # Long enough for the restarted worker to come back (a TensorFlow start takes seconds).
-    code, _, summary = launch(tmp_path, "--ps", "2", "--workers", "2", "--steps", "1500", "--kill", "worker-1@20")
+    code, lines, summary = launch(tmp_path, "--ps", "2", "--workers", "2", "--steps", "1500", "--kill", "worker-1@20")
     assert code == 0, summary["_stderr"][-2000:]
     assert "fault drill: killing worker-1" in summary["_stderr"]
     assert summary["steps"] == 1500
+    # Checkpoints every 500 steps: a call run again after the kill does not shift their numbers.
+    assert [line for line in lines if line.startswith("checkpoint at")] == [
+        "checkpoint at step 500", "checkpoint at step 1000", "checkpoint at step 1500"
+    ]
     assert summary["worker_restarts"] >= 1
     # Steps are counted per worker process: the restarted worker-1 is a second process, and it ran steps.
     worker_1 = [steps for process, steps in summary["steps_by_worker_process"].items() if process.startswith("worker-1@")]

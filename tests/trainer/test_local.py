@@ -113,21 +113,29 @@ def test_restart_resumes_from_checkpoint_into_more_ps(tmp_path):
     assert second["loss_first"] < first["loss_first"] - 0.02
 
 
-@pytest.mark.slow
-def test_ctrl_c_stops_every_process(tmp_path):
+def training_launcher(workdir: Path) -> subprocess.Popen:
+    """A launcher with a long run, returned once its first step is reported (its tasks all running)."""
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "trainer.local", "--workdir", str(tmp_path), *SMALL, "--steps", "100000"],
+        [sys.executable, "-m", "trainer.local", "--workdir", str(workdir), *SMALL, "--steps", "100000"],
         cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
+    deadline = time.monotonic() + RUN_TIMEOUT
+    for line in launcher.stdout:
+        if line.startswith("step "):
+            return launcher
+        if time.monotonic() > deadline:
+            break
+    launcher.kill()
+    raise AssertionError("the launcher reported no step")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_process(tmp_path):
+    launcher = training_launcher(tmp_path)
     try:
-        deadline = time.monotonic() + RUN_TIMEOUT
-        for line in launcher.stdout:
-            if line.startswith("step "):
-                break
-            assert time.monotonic() < deadline
         assert processes_under(tmp_path), "tasks are running"
         launcher.send_signal(signal.SIGINT)
         assert launcher.wait(timeout=60) == 130
@@ -138,19 +146,8 @@ def test_ctrl_c_stops_every_process(tmp_path):
 
 
 def test_a_sigkilled_launcher_leaves_no_task_behind(tmp_path):
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "trainer.local", "--workdir", str(tmp_path), *SMALL, "--steps", "100000"],
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    launcher = training_launcher(tmp_path)
     try:
-        deadline = time.monotonic() + RUN_TIMEOUT
-        for line in launcher.stdout:
-            if line.startswith("step "):
-                break
-            assert time.monotonic() < deadline
         assert len(processes_under(tmp_path)) >= 5, "chief, 2 PS and 2 workers are running"
         launcher.kill()  # no chance to stop its tasks: the kernel ends them
         launcher.wait(timeout=10)

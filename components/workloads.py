@@ -56,13 +56,16 @@ class TaskGroup:
         return f"{self.name}-{index}"
 
 
-def group_name(task_type: str, server: Optional[str], position: int, pool_servers: Sequence[str]) -> str:
+def group_name(task_type: str, server: Optional[str], position: int, by_server_name: bool) -> str:
+    """`by_server_name`: every server of the pool fits into a host name (see `names_fit`)."""
     if server is None:
         return task_type
-    if all(_fits_host_name(task_type, s) for s in pool_servers):
-        return f"{task_type}-{server}"
-    # One long or dotted server name switches the whole pool to positions, so names stay uniform.
-    return f"{task_type}-s{position}"
+    return f"{task_type}-{server}" if by_server_name else f"{task_type}-s{position}"
+
+
+def names_fit(task_type: str, servers: Sequence[str]) -> bool:
+    """One long or dotted server name switches the whole pool to positions, so names stay uniform."""
+    return all(_fits_host_name(task_type, server) for server in servers)
 
 
 def _fits_host_name(task_type: str, server: str) -> bool:
@@ -75,10 +78,10 @@ def pool_servers(config: "StackConfig") -> dict[str, tuple[str, ...]]:
     return {pool.name: pool.nodes or () for pool in config.node_pools}
 
 
-def task_groups(plan: Plan, pool_servers: Mapping[str, Sequence[str]]) -> list[TaskGroup]:
+def task_groups(plan: Plan, servers_of_pool: Mapping[str, Sequence[str]]) -> list[TaskGroup]:
     """The plan's tasks cut into workloads, chief first, then PS, then workers, in index order.
 
-    `pool_servers`: the listed servers of each pool (pools given by a selector have none).
+    `servers_of_pool`: the listed servers of each pool (pools given by a selector have none).
     """
     runs: list[list[TaskPlacement]] = []
     for placement in plan.placements:
@@ -94,16 +97,20 @@ def task_groups(plan: Plan, pool_servers: Mapping[str, Sequence[str]]) -> list[T
         else:
             runs.append([placement])
 
+    positions = {pool: {server: i for i, server in enumerate(servers)} for pool, servers in servers_of_pool.items()}
+    fit: dict[tuple[str, str], bool] = {}
     groups: list[TaskGroup] = []
     for run in runs:
         first = run[0]
-        servers = tuple(pool_servers.get(first.pool) or ())
-        position = servers.index(first.server) if first.server in servers else 0
+        task_type, pool = first.task.type, first.pool
+        if (task_type, pool) not in fit:
+            fit[task_type, pool] = names_fit(task_type, servers_of_pool.get(pool) or ())
+        position = positions.get(pool, {}).get(first.server, 0)
         groups.append(
             TaskGroup(
-                name=group_name(first.task.type, first.server, position, servers),
-                task_type=first.task.type,
-                pool=first.pool,
+                name=group_name(task_type, first.server, position, fit[task_type, pool]),
+                task_type=task_type,
+                pool=pool,
                 server=first.server,
                 first_index=first.task.index,
                 count=len(run),

@@ -11,9 +11,10 @@ from typing import Any, Optional
 from . import labels as L
 from .config import NodePoolSpec
 from .experiment import CHECKPOINT_MOUNT, Experiment
-from .tf_config import CLUSTER_ENV, TASK_INDEX_ENV, TF_PORT
+from .tf_config import CLUSTER_ENV, TF_PORT
 from .trainer_bundle import TRAINER_PACKAGE
 from .workloads import TaskGroup
+from trainer.cluster import TASK_INDEX_ENV
 from trainer.settings import SETTINGS_ENV
 
 Manifest = dict[str, Any]

@@ -24,12 +24,11 @@ from typing import Mapping, Sequence
 
 from .planner import TASK_TYPES
 from .workloads import TaskGroup
+from trainer.cluster import TASK_INDEX_ENV  # the variable the trainer checks, set per pod
 
 TF_PORT = 2222
 # The environment variable (from the shared ConfigMap) that holds the cluster JSON.
 CLUSTER_ENV = "TFK8S_CLUSTER"
-# The environment variable that holds the task's index (set per pod).
-TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
 MAX_ENV_STRING = 131_072
 

@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 
 from trainer.settings import SettingsError, TrainerSettings
 
-from .sizing import embedding_shard_bytes
+from .sizing import checkpoint_bytes, embedding_shard_bytes
 
 CONFIG_NAMESPACE = "tfk8s"
 DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0"
@@ -166,7 +166,10 @@ class CheckpointVolumeSpec(_Model):
 
 class ChiefSpec(_Model):
     cpu: CpuQuantity = Field(default="1", description="CPU request and limit of the chief")
-    memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of the chief")
+    memory: Optional[MemoryQuantity] = Field(
+        default=None,
+        description="memory request and limit of the chief (default: derived from the checkpoint it writes, at least 2Gi)",
+    )
     restarts: int = Field(
         default=6, strict=True, ge=0, description="times the chief is restarted (from its checkpoint) before the Job fails"
     )
@@ -480,6 +483,16 @@ def _cross_checks(config: StackConfig) -> list[str]:
                 f"that each PS's embedding shard needs ({config.trainer.embedding_rows} rows x "
                 f"{config.trainer.embedding_dim} over {config.trainer.shard_count(cluster.ps_count)} "
                 f"shard(s), optimizer slots included); raise it or leave it unset to derive it"
+            )
+
+    if cluster.chief.memory is not None:
+        checkpoint = checkpoint_bytes(config.trainer)
+        if quantity_value(cluster.chief.memory) < checkpoint:
+            errors.append(
+                f"{ns}:cluster.chief.memory: {cluster.chief.memory} is below the {math.ceil(checkpoint / 2**20)}Mi "
+                f"of one checkpoint ({config.trainer.embedding_rows} rows x {config.trainer.embedding_dim}, "
+                "optimizer slots included), which passes through the chief's memory when it saves; "
+                "raise it or leave it unset to derive it"
             )
 
     volume = cluster.chief.checkpoint_volume

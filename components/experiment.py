@@ -14,7 +14,7 @@ from functools import cached_property
 from .config import NodePoolSpec, StackConfig
 from .labels import node_role
 from .planner import Plan, plan_stack
-from .sizing import ps_memory_request
+from .sizing import SCRATCH_BASE_BYTES, chief_memory_request, chief_scratch_bytes, mebibytes, ps_memory_request
 from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
 from .workloads import TaskGroup, pool_servers, task_groups
@@ -72,6 +72,18 @@ class Experiment:
     @property
     def ps_memory(self) -> str:
         return ps_memory_request(self.config)
+
+    @property
+    def chief_memory(self) -> str:
+        return chief_memory_request(self.config)
+
+    def scratch_size(self, task_type: str) -> str:
+        """The size limit of a task's scratch volume (and the chief's ephemeral-storage request)."""
+        if task_type != "chief":
+            return mebibytes(SCRATCH_BASE_BYTES)
+        # "default" is the chief's scratch folder (trainer/chief.py); a volume or a remote URL is not.
+        on_scratch = self.trainer_settings.checkpoint_dir == "default"
+        return mebibytes(chief_scratch_bytes(self.trainer_settings, on_scratch))
 
     @property
     def ps_pool(self) -> NodePoolSpec:

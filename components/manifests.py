@@ -195,7 +195,8 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
                 "name": TRAINER_VOLUME,
                 "configMap": {"name": TRAINER_CONFIG_MAP},
             },
-            {"name": SCRATCH_VOLUME, "emptyDir": {}},
+            # Bounded: a task that fills it is evicted, not the server's disk.
+            {"name": SCRATCH_VOLUME, "emptyDir": {"sizeLimit": experiment.scratch_size(group.task_type)}},
         ],
     }
     if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
@@ -308,9 +309,12 @@ def _resources(experiment: Experiment, task_type: str) -> Manifest:
     elif task_type == "worker":
         cpu, memory = cluster.workers.cpu, cluster.workers.memory
     else:
-        cpu, memory = cluster.chief.cpu, cluster.chief.memory
+        cpu, memory = cluster.chief.cpu, experiment.chief_memory
     requests = {"cpu": cpu, "memory": memory}
     limits = dict(requests)
+    if task_type == "chief":
+        # Room for the checkpoints it keeps on scratch: scheduled where the disk has it.
+        requests["ephemeral-storage"] = experiment.scratch_size(task_type)
     # GPUs only on workers and only when asked; never on PS (seed 001: PS work
     # is memory-bound lookups and updates).
     if task_type == "worker" and cluster.workers.gpus:

@@ -3,6 +3,10 @@
 A PS holds its shard of the embedding table plus the optimizer's slots for the
 same rows (slots live beside their shard). Its memory request is that, plus
 headroom for the TensorFlow runtime, gRPC buffers and the dense tower.
+
+The chief writes and reads every checkpoint itself (trainer/chief.py): the
+whole table and its slots pass through its memory while it saves, and, on its
+scratch space, it keeps CHECKPOINTS_KEPT of them plus the one being written.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from trainer.settings import TrainerSettings
+from trainer.settings import CHECKPOINTS_KEPT, TrainerSettings
 
 if TYPE_CHECKING:
     from .config import StackConfig
@@ -21,6 +25,11 @@ MIB = 1024 * 1024
 RUNTIME_HEADROOM_BYTES = 512 * MIB
 # Proportional headroom: gradient buffers and ids in flight scale with the shard.
 SHARD_HEADROOM_FRACTION = 0.25
+# The chief: TensorFlow, the coordinator and its queues; never less than the former fixed 2Gi.
+CHIEF_RUNTIME_BYTES = 1024 * MIB
+CHIEF_MEMORY_FLOOR_BYTES = 2048 * MIB
+# Scratch of every task: TensorFlow's temporary files, metrics, the task files.
+SCRATCH_BASE_BYTES = 512 * MIB
 
 
 def embedding_shard_bytes(settings: TrainerSettings, ps_count: int) -> int:
@@ -35,6 +44,27 @@ def ps_memory_bytes(settings: TrainerSettings, ps_count: int) -> int:
     return shard + math.ceil(shard * SHARD_HEADROOM_FRACTION) + RUNTIME_HEADROOM_BYTES
 
 
+def checkpoint_bytes(settings: TrainerSettings) -> int:
+    """Bytes of one checkpoint: the whole table and its optimizer slots (the dense tower is small)."""
+    return settings.embedding_rows * settings.embedding_dim * BYTES_PER_FLOAT * (1 + settings.optimizer_slots)
+
+
+def chief_memory_bytes(settings: TrainerSettings) -> int:
+    checkpoint = checkpoint_bytes(settings)
+    return max(CHIEF_MEMORY_FLOOR_BYTES, CHIEF_RUNTIME_BYTES + checkpoint + math.ceil(checkpoint * SHARD_HEADROOM_FRACTION))
+
+
+def chief_scratch_bytes(settings: TrainerSettings, checkpoints_on_scratch: bool) -> int:
+    """The chief's scratch space: the kept checkpoints and the one being written, when they are kept there."""
+    kept = (CHECKPOINTS_KEPT + 1) * checkpoint_bytes(settings) if checkpoints_on_scratch else 0
+    return SCRATCH_BASE_BYTES + kept
+
+
+def mebibytes(size: int) -> str:
+    """A size as a Kubernetes quantity, rounded up to whole MiB."""
+    return f"{math.ceil(size / MIB)}Mi"
+
+
 def ps_memory_request(config: "StackConfig") -> str:
     """The PS memory request of a stack: `cluster.ps.memory`, else derived from the model."""
     explicit = config.cluster.ps.memory
@@ -43,4 +73,9 @@ def ps_memory_request(config: "StackConfig") -> str:
 
 def ps_memory_quantity(settings: TrainerSettings, ps_count: int) -> str:
     """The PS memory request as a Kubernetes quantity, rounded up to whole MiB."""
-    return f"{math.ceil(ps_memory_bytes(settings, ps_count) / MIB)}Mi"
+    return mebibytes(ps_memory_bytes(settings, ps_count))
+
+
+def chief_memory_request(config: "StackConfig") -> str:
+    """The chief's memory request: `cluster.chief.memory`, else derived from a checkpoint's size."""
+    return config.cluster.chief.memory or mebibytes(chief_memory_bytes(config.trainer))

@@ -9,7 +9,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from .cluster import ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
 from .lifeline import die_with_launcher  # noqa: E402
+from .peers import set_grpc_options  # noqa: E402
 from .settings import SettingsError  # noqa: E402
+from .termination import exit_on_termination  # noqa: E402
 
 
 def main() -> int:
@@ -20,6 +22,9 @@ def main() -> int:
     except (ClusterConfigError, SettingsError) as error:
         print(f"trainer: {error}", file=sys.stderr)
         return 2
+    # Both before TensorFlow starts a thread or opens a channel.
+    exit_on_termination(task.name)
+    set_grpc_options()
     if task.task_type in ("ps", "worker"):
         serve(task)
         return 0

@@ -7,6 +7,13 @@ checkpoint stood, into any number of PS (sharded variables re-shard on
 restore). A lost worker is the coordinator's business: its functions run
 elsewhere and it rejoins when restarted. A lost PS ends the chief at once with
 a message naming it, so the cluster restarts from the checkpoint.
+
+Checkpoints are written and read by the chief alone (TensorFlow's
+`experimental_io_device`): by default every PS would write its own shards to
+`checkpointDir` on its own filesystem, and in a pod that folder exists only
+in the chief's. The shards travel to the chief and are saved there, so the
+chief holds a whole checkpoint in memory while it writes (components/sizing.py
+sizes it for that).
 """
 
 from __future__ import annotations
@@ -14,7 +21,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -26,10 +32,13 @@ import tensorflow as tf
 from .cluster import TaskConfig, ps_named_in
 from .data import TASK_PROCESS_FILE, worker_dataset_fn
 from .model import SparseModel, table_partitioner
-from .settings import TrainerSettings
+from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
+from .settings import CHECKPOINTS_KEPT, TrainerSettings
 
 EXIT_PS_LOST = 3
-CHECKPOINTS_KEPT = 3
+EXIT_CHECKPOINT_FAILED = 4
+# Where checkpoints are written and read: the chief's own CPU, so its own filesystem.
+CHECKPOINT_IO_DEVICE = "/job:chief/replica:0/task:0/device:CPU:0"
 
 
 @dataclass
@@ -49,7 +58,8 @@ class Progress:
     losses: list[float] = field(default_factory=list)
     rows_per_shard: Optional[list[int]] = None
     steps_measured: int = 0
-    # "worker-1@4242" -> steps it ran: a restarted worker shows up as a second process.
+    # "worker-1@<host> pid <pid> started <time>" -> steps it ran: a replaced worker
+    # (same pod name, same PID 1 in a container) shows up as a second process.
     steps_by_worker_process: dict[str, int] = field(default_factory=dict)
 
     def add(self, steps: int, loss: float, rows: list[int], batch_size: int, worker_process: str) -> None:
@@ -63,10 +73,23 @@ class Progress:
         self.rows_per_shard = [a + b for a, b in zip(self.rows_per_shard, rows)]
 
 
+def describe_cause(cause: Exception) -> str:
+    """TensorFlow's whole message: its first line is often only "Graph execution error:"."""
+    text = getattr(cause, "message", None) or str(cause)
+    return f"{type(cause).__name__}: {text.strip()}"
+
+
 class PsLostError(RuntimeError):
     def __init__(self, index: Optional[int], address: Optional[str], cause: Exception) -> None:
         who = f"ps-{index} ({address})" if index is not None else "a parameter server"
-        super().__init__(f"{who} is unreachable: {type(cause).__name__}: {str(cause).splitlines()[0]}")
+        super().__init__(f"{who} is unreachable: {describe_cause(cause)}")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written or read: not a lost server."""
+
+    def __init__(self, action: str, directory: str, cause: Exception) -> None:
+        super().__init__(f"could not {action} {directory}: {describe_cause(cause)}")
 
 
 def _emit(out: TextIO, event: str, **fields: Any) -> None:
@@ -104,21 +127,18 @@ def make_train_function(model: SparseModel) -> Callable:
 
 # What a lost PS looks like to the chief: unreachable or cut off mid-call, or,
 # once restarted, an empty server whose variables are missing (NotFound) or
-# uninitialized (FailedPrecondition). Counted only when the error names a PS.
-PS_FAILURES = (
-    tf.errors.UnavailableError,
-    tf.errors.AbortedError,
-    tf.errors.CancelledError,
-    tf.errors.FailedPreconditionError,
-    tf.errors.NotFoundError,
-)
+# uninitialized (FailedPrecondition). Counted only when the error names a PS,
+# and never for checkpoint I/O, which is told apart where it happens.
+PS_CONNECTION_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError)
+PS_FAILURES = (*PS_CONNECTION_FAILURES, tf.errors.FailedPreconditionError, tf.errors.NotFoundError)
 
 
 def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -> dict[str, Any]:
     """Train to `settings.steps`; return the summary (also printed as the last line).
 
     A PS failure at any stage (connecting, restoring, creating the datasets,
-    training) raises PsLostError naming the PS.
+    training) raises PsLostError naming the PS; a checkpoint that cannot be
+    written or read raises CheckpointError.
     """
     try:
         return _train(task, settings, options)
@@ -137,7 +157,7 @@ def _train(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(model=model), options.checkpoint_dir, max_to_keep=CHECKPOINTS_KEPT
     )
-    restored_from = manager.restore_or_initialize()
+    restored_from = restore_latest(manager)
     progress = Progress(steps_done=int(model.step.numpy()))
     if restored_from:
         _emit(options.out, "restored", checkpoint=restored_from, step=progress.steps_done)
@@ -215,7 +235,7 @@ class TrainingLoop:
         if int(self.model.step.numpy()) != step:
             self.model.step.assign(step)
         if step != self.saved_step:
-            self.manager.save(checkpoint_number=step)
+            save(self.manager, step)
             self.saved_step = step
             _emit(self.options.out, "checkpoint", step=step)
 
@@ -245,6 +265,36 @@ class TrainingLoop:
         if self.metrics:
             self.metrics.write(json.dumps(record) + "\n")
             self.metrics.flush()
+
+
+def _checkpoint_io(action: str, directory: str, operation: Callable[[], Any]) -> Any:
+    """Run a save or restore; a PS lost meanwhile is still a lost PS, anything else a CheckpointError."""
+    try:
+        return operation()
+    except PS_CONNECTION_FAILURES as error:
+        if ps_named_in(str(error)) is None:
+            raise CheckpointError(action, directory, error) from None
+        raise
+    except tf.errors.OpError as error:
+        raise CheckpointError(action, directory, error) from None
+
+
+def restore_latest(manager: tf.train.CheckpointManager) -> Optional[str]:
+    """Restore the newest checkpoint, read by the chief; its path, or None for a fresh start."""
+    latest = manager.latest_checkpoint
+    if latest is None:
+        return None
+    options = tf.train.CheckpointOptions(experimental_io_device=CHECKPOINT_IO_DEVICE)
+    _checkpoint_io("restore the checkpoint", latest, lambda: manager.checkpoint.restore(latest, options=options))
+    return latest
+
+
+def save(manager: tf.train.CheckpointManager, step: int) -> str:
+    """Write checkpoint `step` from the chief; its path."""
+    options = tf.train.CheckpointOptions(experimental_io_device=CHECKPOINT_IO_DEVICE)
+    return _checkpoint_io(
+        f"write the checkpoint of step {step} to", manager.directory, lambda: manager.save(checkpoint_number=step, options=options)
+    )
 
 
 def _next_multiple(step: int, every: int) -> Optional[int]:
@@ -285,48 +335,6 @@ def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[st
     }
 
 
-# The coordinator can take a lost PS for a lost worker and retry its steps
-# forever (seen with a PS killed mid-training), so the chief process also
-# watches the PS itself: one that refuses connections this long is lost.
-PS_WATCH_INTERVAL_S = 2.0
-PS_WATCH_GRACE_S = 10.0
-
-
-def watch_parameter_servers(
-    addresses: list[str],
-    on_lost: Callable[[int, str], None],
-    stop: threading.Event,
-    interval_s: float = PS_WATCH_INTERVAL_S,
-    grace_s: float = PS_WATCH_GRACE_S,
-) -> threading.Thread:
-    """Call `on_lost(index, address)` once a PS has refused connections for `grace_s`,
-    unless `stop` is set first (the chief is done)."""
-
-    def reachable(address: str) -> bool:
-        host, port = address.rsplit(":", 1)
-        try:
-            with socket.create_connection((host, int(port)), timeout=interval_s):
-                return True
-        except OSError:
-            return False
-
-    def watch() -> None:
-        down_since: dict[int, float] = {}
-        while not stop.is_set():
-            now = time.monotonic()
-            for index, address in enumerate(addresses):
-                if reachable(address):
-                    down_since.pop(index, None)
-                elif now - down_since.setdefault(index, now) >= grace_s and not stop.is_set():
-                    on_lost(index, address)
-                    return
-            stop.wait(interval_s)
-
-    thread = threading.Thread(target=watch, name="ps-watchdog", daemon=True)
-    thread.start()
-    return thread
-
-
 def main(task: TaskConfig, settings: TrainerSettings) -> int:
     scratch = os.environ.get("TMPDIR", ".")
     checkpoint_dir = settings.checkpoint_dir
@@ -348,16 +356,32 @@ def main(task: TaskConfig, settings: TrainerSettings) -> int:
         print(f"chief: {message}", file=sys.stderr, flush=True)
         os._exit(EXIT_PS_LOST)
 
+    def say(line: str) -> None:
+        print(f"chief: {line}", file=options.out, flush=True)
+
+    waited = wait_for_cluster(task, say)
+    _emit(options.out, "cluster_serving", waited_sec=round(waited, 2))
     # Stopped when this function returns: a chief run in-process must not be ended later.
     done = threading.Event()
     watch_parameter_servers(task.cluster["ps"], exit_ps_lost, done)
     try:
         run_chief(task, settings, options)
     except PsLostError as error:
-        message = f"{error}; exiting so the cluster restarts from the last checkpoint"
-        _emit(options.out, "failed", error=message)
-        print(f"chief: {message}", file=sys.stderr, flush=True)
-        return EXIT_PS_LOST
+        return _fail(options, f"{error}; exiting so the cluster restarts from the last checkpoint", EXIT_PS_LOST)
+    except CheckpointError as error:
+        return _fail(options, str(error), EXIT_CHECKPOINT_FAILED)
     finally:
         done.set()
     return 0
+
+
+def wait_for_cluster(task: TaskConfig, say: Callable[[str], None]) -> float:
+    """Every PS and worker serving before the chief connects (see trainer/peers.py); seconds waited."""
+    others = {f"{role}-{index}": address for role in ("ps", "worker") for index, address in enumerate(task.cluster[role])}
+    return wait_until_serving(others, say)
+
+
+def _fail(options: ChiefOptions, message: str, code: int) -> int:
+    _emit(options.out, "failed", error=message)
+    print(f"chief: {message}", file=sys.stderr, flush=True)
+    return code

@@ -7,7 +7,9 @@ epoch is reshuffled.
 
 from __future__ import annotations
 
+import datetime
 import os
+import socket
 
 import tensorflow as tf
 
@@ -18,7 +20,9 @@ from .settings import TrainerSettings
 # it no worker index, so each task writes its index to this file in its working
 # directory at start and the pipeline reads it where it runs, on the worker.
 TASK_INDEX_FILE = "tfk8s-task-index"
-# "worker-<index>@<pid>": which worker process ran a step (a restarted worker is a new process).
+# Which worker process ran a step: "worker-<index>@<host> pid <pid> started <UTC time>".
+# A replaced worker pod keeps its name (StatefulSet) and its PID (1 in a
+# container), so only the start time tells it from the one it replaced.
 TASK_PROCESS_FILE = "tfk8s-task-process"
 SYNTHETIC_RECORDS = 1 << 40  # effectively endless, still indexable record by record
 SHUFFLE_BUFFER = 10_000
@@ -103,7 +107,12 @@ def write_task_index(index: int, directory: str = ".") -> None:
     with open(f"{directory}/{TASK_INDEX_FILE}", "w", encoding="ascii") as handle:
         handle.write(str(index))
     with open(f"{directory}/{TASK_PROCESS_FILE}", "w", encoding="ascii") as handle:
-        handle.write(f"worker-{index}@{os.getpid()}")
+        handle.write(worker_process_name(index))
+
+
+def worker_process_name(index: int) -> str:
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+    return f"worker-{index}@{socket.gethostname()} pid {os.getpid()} started {started}"
 
 
 def worker_dataset_fn(settings: TrainerSettings, workers: int):

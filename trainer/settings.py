@@ -24,6 +24,8 @@ OPTIMIZERS = ("adagrad", "sgd", "adam")
 OPTIMIZER_SLOTS = {"sgd": 0, "adagrad": 1, "adam": 2}
 
 SETTINGS_ENV = "TFK8S_TRAINER"
+# Checkpoints the chief keeps; the program sizes the chief's scratch space for them.
+CHECKPOINTS_KEPT = 3
 
 
 class SettingsError(ValueError):

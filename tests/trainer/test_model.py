@@ -235,9 +235,10 @@ def test_a_lost_ps_before_the_loop_exits_3_naming_it(stage, error, strategy, mon
         raise error
 
     if stage == "restore":
-        monkeypatch.setattr(tf.train.CheckpointManager, "restore_or_initialize", fail)
+        monkeypatch.setattr(chief, "restore_latest", fail)
     else:
         monkeypatch.setattr(chief, "worker_dataset_fn", fail)
+    monkeypatch.setattr(chief, "wait_for_cluster", lambda task, say: 0.0)  # the addresses are made up
     cluster = {"chief": ["c:1"], "ps": ["ps-a:2222", "ps-b:2222"], "worker": ["w:1"]}
     task = TaskConfig(cluster, "chief", 0)
     monkeypatch.setenv("TFK8S_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
@@ -261,6 +262,7 @@ def test_an_error_that_names_no_ps_is_not_taken_for_a_lost_ps(strategy, monkeypa
         raise tf.errors.NotFoundError(None, None, "/data/part-*.tfrecord: no files match")
 
     monkeypatch.setattr(chief, "worker_dataset_fn", missing_data)
+    monkeypatch.setattr(chief, "wait_for_cluster", lambda task, say: 0.0)
     monkeypatch.setenv("TFK8S_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
     task = TaskConfig({"chief": ["c:1"], "ps": ["a:1", "b:1"], "worker": ["w:1"]}, "chief", 0)
     with pytest.raises(tf.errors.NotFoundError, match="no files match"):
@@ -271,7 +273,7 @@ def test_the_ps_watchdog_reports_a_ps_that_stops_answering():
     import socket
     import threading
 
-    from trainer.chief import watch_parameter_servers
+    from trainer.peers import watch_parameter_servers
 
     servers = [socket.socket(), socket.socket()]
     for server in servers:
@@ -295,7 +297,7 @@ def test_the_ps_watchdog_reports_a_ps_that_stops_answering():
 def test_the_ps_watchdog_stops_with_the_chief():
     import threading
 
-    from trainer.chief import watch_parameter_servers
+    from trainer.peers import watch_parameter_servers
 
     done = threading.Event()
     lost = []

@@ -1,6 +1,8 @@
 """The local cluster from the command line (the Makefile's cluster-up, apply, delete, cluster-down).
 
-  python -m tools.localcluster up --stack S [--stack T ...]   start it, one fake node per server of S, T
+  python -m tools.localcluster up --stack S [--stack T ...] [--real srv-00,srv-01]
+                                                             start it, one node per server of S, T: kwok,
+                                                             or a real kubelet for those named in --real
   python -m tools.localcluster nodes --stack S                add the servers of another stack
   python -m tools.localcluster apply S                        render S, apply it, wait until its pods run
   python -m tools.localcluster delete S                       delete S's objects and exactly its node labels
@@ -18,7 +20,7 @@ from components.config import StackConfigError
 from components.render import read_rendered, render
 from components.stack_files import PROJECT_ROOT, load_experiment
 
-from . import control_plane, paths
+from . import control_plane, lifecycle, paths
 from .client import api_client
 from .experiments import ApplyError, apply_manifests, delete_manifests, wait_for_pods
 from .nodes import create_fake_nodes
@@ -46,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start the local control plane with the stacks' servers")
-    up.add_argument("--stack", action="append", default=[], help="create a fake node per server of this stack")
+    up.add_argument("--stack", action="append", default=[], help="create a node per server of this stack")
+    up.add_argument(
+        "--real", default="", help="comma-separated servers that run as real kubelet nodes (containerd, runc) instead of kwok"
+    )
     nodes = commands.add_parser("nodes", help="add the fake servers of more stacks")
     nodes.add_argument("--stack", action="append", required=True)
     for name, text in (("apply", "render and apply a stack, wait until its pods run"), ("delete", "delete a stack's objects and node labels")):
@@ -60,15 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             started = time.monotonic()
-            plane = control_plane.up()
-            _say(f"control plane ready in {time.monotonic() - started:.1f} s at {plane.server}")
-            if args.stack:
-                _say(f"{add_nodes(args.stack)} fake servers for {', '.join(args.stack)}")
+            real = [name for name in args.real.split(",") if name]
+            plane = lifecycle.up(stacks=args.stack, real=real, say=_say)
+            _say(f"cluster ready in {time.monotonic() - started:.1f} s at {plane.server}")
             _say(f"kubeconfig: {paths.KUBECONFIG.relative_to(PROJECT_ROOT)}; stop it with `make cluster-down`")
         elif args.command == "nodes":
             _say(f"{add_nodes(args.stack)} fake servers for {', '.join(args.stack)}")
         elif args.command == "down":
-            stopped = control_plane.down()
+            stopped = lifecycle.down(say=_say)
             _say(f"stopped {', '.join(stopped)}" if stopped else "nothing was running")
         elif args.command == "apply":
             experiment = load_experiment(args.stack)

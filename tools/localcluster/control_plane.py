@@ -28,7 +28,7 @@ from typing import Callable, Optional
 import yaml
 
 from . import paths
-from .pki import Pki, create_pki
+from .pki import Pki, create_pki, issue_client_certificate
 
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
@@ -46,6 +46,8 @@ CLIENT_QPS = "500"
 CLIENT_BURST = "1000"
 
 _PR_SET_PDEATHSIG = 1
+KUBELET_CLIENT_CERT = "apiserver-kubelet-client.crt"
+KUBELET_CLIENT_KEY = "apiserver-kubelet-client.key"
 
 
 class ClusterError(RuntimeError):
@@ -91,7 +93,7 @@ def _is_ours(pid: int) -> bool:
         executable = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return False
-    return executable.startswith(str(paths.TOOLS_BIN))
+    return executable.startswith(str(paths.TOOLS_BIN)) or executable in paths.SYSTEM_BINARIES.values()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -189,11 +191,12 @@ class _Launcher:
         self.tie_to_parent = tie_to_parent
         self.processes: dict[str, int] = {}
 
-    def start(self, name: str, args: list[str]) -> None:
+    def start(self, name: str, args: list[str], executable: Optional[Path] = None) -> int:
+        """Start `executable` (default: the toolchain's binary `name`) logging to logs/<name>.log; its PID."""
         log = open(self.where.log_dir / f"{name}.log", "wb")
         try:
             process = subprocess.Popen(
-                [str(paths.binary(name)), *args],
+                [str(executable or paths.binary(name)), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -204,6 +207,7 @@ class _Launcher:
         finally:
             log.close()
         self.processes[name] = process.pid
+        return process.pid
 
 
 def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = False) -> ControlPlane:
@@ -220,6 +224,10 @@ def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = Fa
             old.unlink()
     where.log_dir.mkdir(parents=True)
     pki = create_pki(where.pki_dir)
+    issue_client_certificate(
+        pki, "kube-apiserver-kubelet-client", "system:masters",
+        where.pki_dir / KUBELET_CLIENT_CERT, where.pki_dir / KUBELET_CLIENT_KEY,
+    )
     ports = {
         name: _free_port()
         for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
@@ -273,7 +281,15 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
             f"--tls-private-key-file={pki.serving_key}",
             f"--cert-dir={where.pki_dir}",
             f"--token-auth-file={pki.token_file}",
-            "--authorization-mode=RBAC",
+            # Real nodes' kubelets authenticate with certificates from the cluster's CA,
+            # and the Node authorizer lets each read only what its pods need.
+            f"--client-ca-file={pki.serving_cert}",
+            "--authorization-mode=Node,RBAC",
+            # For logs and exec: the API server's identity towards kubelets.
+            f"--kubelet-client-certificate={where.pki_dir / KUBELET_CLIENT_CERT}",
+            f"--kubelet-client-key={where.pki_dir / KUBELET_CLIENT_KEY}",
+            # Node names (srv-00) are not host names this machine resolves.
+            "--kubelet-preferred-address-types=InternalIP",
             f"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki.service_account_public_key}",
             f"--service-account-signing-key-file={pki.service_account_key}",

@@ -80,10 +80,20 @@ def fake_nodes(configs: Iterable[StackConfig]) -> list[dict[str, Any]]:
     return [fake_node(name, index, gpus) for index, (name, gpus) in enumerate(servers.items())]
 
 
-def create_fake_nodes(api: client.ApiClient, configs: Iterable[StackConfig]) -> list[str]:
-    """Create (or restore) the fake servers of the given stacks; their names."""
+def create_fake_nodes(
+    api: client.ApiClient, configs: Iterable[StackConfig], skip: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
+    """Create (or restore) the fake servers of the given stacks, but those in `skip`; their names."""
     dynamic = DynamicClient(api)
-    nodes = fake_nodes(configs)
+    nodes = [node for node in fake_nodes(configs) if node["metadata"]["name"] not in skip]
     for node in nodes:
         apply_manifest(dynamic, node, NODE_FIELD_MANAGER)
     return [node["metadata"]["name"] for node in nodes]
+
+
+def label_real_nodes(api: client.ApiClient, names: Iterable[str]) -> None:
+    """Give real nodes (registered by their kubelets) the rack and zone a real server has."""
+    dynamic = DynamicClient(api)
+    for index, name in enumerate(names):
+        labels = {key: value for key, value in own_labels(name, index).items() if key in (RACK_LABEL, ZONE_LABEL)}
+        apply_manifest(dynamic, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}, NODE_FIELD_MANAGER)

@@ -10,6 +10,10 @@ TOOLS_BIN = PROJECT_ROOT / ".tools" / "bin"
 CLUSTER_ROOT = PROJECT_ROOT / ".cluster"
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+# Real nodes: the toolchain's kubelet and CoreDNS, and Debian's container runtime.
+REAL_NODE_BINARIES = ("kubelet", "coredns")
+SYSTEM_BINARIES = {"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "runc": "/usr/sbin/runc"}
+CNI_PLUGIN_DIR = Path("/usr/lib/cni")
 
 
 @dataclass(frozen=True)

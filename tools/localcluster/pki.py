@@ -21,6 +21,7 @@ from cryptography.x509.oid import NameOID
 
 ADMIN_USER = "tfk8s-admin"
 ADMIN_GROUP = "system:masters"
+TOKEN_FILE = "tokens.csv"
 
 
 @dataclass(frozen=True)
@@ -66,14 +67,7 @@ def create_pki(directory: Path) -> Pki:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(serving_key, hashes.SHA256())
     )
-    pki = Pki(
-        serving_cert=directory / "apiserver.crt",
-        serving_key=directory / "apiserver.key",
-        service_account_key=directory / "service-account.key",
-        service_account_public_key=directory / "service-account.pub",
-        token_file=directory / "tokens.csv",
-        admin_token=secrets.token_hex(24),
-    )
+    pki = _layout(directory, admin_token=secrets.token_hex(24))
     pki.serving_cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     _write_private_key(serving_key, pki.serving_key)
     account_key = ec.generate_private_key(ec.SECP256R1())
@@ -87,3 +81,45 @@ def create_pki(directory: Path) -> Pki:
     pki.token_file.write_text(f'{pki.admin_token},{ADMIN_USER},{ADMIN_USER},"{ADMIN_GROUP}"\n')
     pki.token_file.chmod(0o600)
     return pki
+
+
+def issue_client_certificate(pki: Pki, common_name: str, organization: str, cert: Path, key: Path) -> None:
+    """A client certificate signed by the cluster's CA (the serving certificate, which is a CA):
+    a kubelet's identity towards the API server (`system:node:<name>` in `system:nodes`),
+    or the API server's towards kubelets."""
+    ca_key = serialization.load_pem_private_key(pki.serving_key.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(pki.serving_cert.read_bytes())
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization), x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    )
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(client_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    _write_private_key(client_key, key)
+
+
+def load_pki(directory: Path) -> Pki:
+    """The PKI a running cluster created in `directory`."""
+    return _layout(directory, admin_token=(directory / TOKEN_FILE).read_text().split(",", 1)[0])
+
+
+def _layout(directory: Path, admin_token: str) -> Pki:
+    return Pki(
+        serving_cert=directory / "apiserver.crt",
+        serving_key=directory / "apiserver.key",
+        service_account_key=directory / "service-account.key",
+        service_account_public_key=directory / "service-account.pub",
+        token_file=directory / TOKEN_FILE,
+        admin_token=admin_token,
+    )

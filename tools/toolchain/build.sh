@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds the local control plane into .tools/bin from the Go module proxy only:
-# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes),
-# etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok).
+# Builds the local cluster's binaries into .tools/bin from the Go module proxy only:
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kubelet
+# (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok)
+# and CoreDNS (github.com/coredns/coredns), and installs the Debian packages
+# real nodes run on (containerd, runc, CNI plugins, iptables; debootstrap for
+# their image), pinned in versions.env.
 # A binary already built at the recorded version is kept; the script says what it built.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,11 +22,34 @@ export GOBIN="$bin"
 built=()
 kept=()
 
+# Debian packages, at the versions recorded; installed only when one differs.
+debian_packages=(
+  "containerd=$CONTAINERD_DEB" "runc=$RUNC_DEB" "containernetworking-plugins=$CNI_PLUGINS_DEB"
+  "iptables=$IPTABLES_DEB" "debootstrap=$DEBOOTSTRAP_DEB"
+)
+need_debs=()
+for pinned in "${debian_packages[@]}"; do
+  installed="$(dpkg-query -W -f='${Version}' "${pinned%%=*}" 2>/dev/null || true)"
+  [ "$installed" = "${pinned#*=}" ] || need_debs+=("$pinned")
+done
+if [ "${#need_debs[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "toolchain: real nodes need these Debian packages, installed as root: ${need_debs[*]}" >&2
+    exit 1
+  fi
+  echo "toolchain: installing ${need_debs[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_debs[@]}" >/dev/null
+  built+=("${need_debs[@]}")
+else
+  kept+=("${debian_packages[@]}")
+fi
+
 # up_to_date NAME VERSION: the binary exists and was built at VERSION.
 up_to_date() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.version" 2>/dev/null)" = "$2" ]; }
 stamp() { echo "$2" > "$bin/.$1.version"; }
 
-kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 need_kube=0
 for name in "${kube_binaries[@]}"; do
   up_to_date "$name" "$KUBERNETES_VERSION" || need_kube=1
@@ -110,6 +136,41 @@ if ! up_to_date kwok "$KWOK_VERSION"; then
   stamp kwok "$KWOK_VERSION"; built+=("kwok $KWOK_VERSION")
 else
   kept+=("kwok $KWOK_VERSION")
+fi
+
+if ! up_to_date coredns "$COREDNS_VERSION"; then
+  echo "toolchain: building CoreDNS $COREDNS_VERSION (only the plugins the local cluster uses)"
+  module="$src/coredns"
+  rm -rf "$module" && mkdir -p "$module"
+  cat > "$module/go.mod" <<MOD
+module tfk8s.local/coredns
+
+go 1.24
+
+require github.com/coredns/coredns $COREDNS_VERSION
+MOD
+  # CoreDNS registers a plugin when its package is imported: importing only
+  # these five builds in minutes instead of the full set's eleven.
+  cat > "$module/main.go" <<'GO'
+// Cluster DNS for the local cluster's real nodes: CoreDNS with the plugins its Corefile uses.
+package main
+
+import (
+	_ "github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+)
+
+func main() { coremain.Run() }
+GO
+  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/coredns" .)
+  stamp coredns "$COREDNS_VERSION"; built+=("coredns $COREDNS_VERSION")
+else
+  kept+=("coredns $COREDNS_VERSION")
 fi
 
 for line in "${built[@]+"${built[@]}"}"; do echo "toolchain: built $line -> .tools/bin/${line%% *}"; done

@@ -1,0 +1,56 @@
+"""A whole local cluster: the control plane, kwok nodes for the stacks' servers, real nodes for some.
+
+`make cluster-up STACK=s REAL=srv-00,srv-01` and the tests start it through
+`up`; `down` stops everything and puts the host back, also after a start that
+failed half-way.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from components.stack_files import load_experiment
+
+from . import control_plane, paths, realnodes
+from .client import api_client
+from .nodes import create_fake_nodes, label_real_nodes
+
+Say = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def up(
+    where: paths.ClusterDir = paths.DEFAULT_CLUSTER,
+    stacks: Iterable[str] = (),
+    real: Iterable[str] = (),
+    tie_to_parent: bool = False,
+    say: Say = _quiet,
+) -> control_plane.ControlPlane:
+    """Start the cluster; the servers of `stacks` are kwok nodes except those named in `real`."""
+    real = list(real)
+    configs = [load_experiment(stack).config for stack in stacks]
+    realnodes.teardown(where, say)  # what a killed earlier run left behind
+    plane = control_plane.up(where, tie_to_parent=tie_to_parent)
+    try:
+        if real:
+            realnodes.start(where, plane.server, real, tie_to_parent=tie_to_parent, say=say)
+            label_real_nodes(api_client(where.kubeconfig), real)
+        fakes = create_fake_nodes(api_client(where.kubeconfig), configs, skip=set(real))
+        if fakes:
+            say(f"{len(fakes)} kwok nodes for {', '.join(stacks)}")
+    except BaseException:
+        down(where, say)
+        raise
+    return plane
+
+
+def down(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, say: Say = _quiet) -> list[str]:
+    """Stop the real nodes (putting the host back), then the control plane; the names stopped."""
+    problems = realnodes.teardown(where, say)
+    stopped = control_plane.down(where)
+    if problems:
+        raise control_plane.ClusterError("could not undo: " + "; ".join(problems))
+    return stopped

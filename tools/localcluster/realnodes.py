@@ -1,0 +1,475 @@
+"""Real nodes beside the kwok ones: a kubelet with its own containerd and runc per server.
+
+What a real node needs on this machine, and why:
+- containerd with its own root, state, socket and runc root, and
+  `restrict_oom_score_adj` (root here lacks CAP_SYS_RESOURCE, so runc could not
+  lower a container's OOM score and every sandbox failed);
+- the sandbox ("pause") and TensorFlow images imported into it, since no
+  registry is reachable (tools/nodeimage builds them);
+- a kubelet with its own root dir, node IP on the pod bridge, cgroup root,
+  client certificate (`system:node:<name>`) and pod log folder;
+- pod networking: one CNI bridge for every node (so pod IPs never collide),
+  host-local addresses, no gateway and no masquerade: pods reach each other and
+  cluster DNS, nothing off the machine; the bridge does not enforce NetworkPolicy;
+- cluster DNS: CoreDNS on the host at the bridge's gateway address, serving the
+  headless Services' names from the API server (no kube-proxy: tfk8s uses
+  headless Services only).
+
+Everything lives under the cluster's folder; what is changed on the host
+(bridge, cgroups, sysctls, iptables chains) is recorded first and put back by
+`teardown` (tools/localcluster/host.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
+from kubernetes import client
+
+from tools.nodeimage.images import Image, pause_image, tensorflow_image
+
+from . import host, paths
+from .client import api_client
+from .control_plane import ClusterError, _free_port, _group_alive, _Launcher, _wait_until, stop_processes
+from .pki import Pki, issue_client_certificate, load_pki
+
+CLUSTER_DOMAIN = "cluster.local"
+CRI_NAMESPACE = "k8s.io"
+NODE_READY_TIMEOUT_S = 120.0
+STATE_FILE = "real-nodes.json"
+Say = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class NodeDir:
+    """Everything one real node writes."""
+
+    root: Path
+
+    @property
+    def containerd_config(self) -> Path:
+        return self.root / "containerd.toml"
+
+    @property
+    def containerd_socket(self) -> Path:
+        return self.root / "containerd.sock"
+
+    @property
+    def kubelet_config(self) -> Path:
+        return self.root / "kubelet.yaml"
+
+    @property
+    def kubelet_kubeconfig(self) -> Path:
+        return self.root / "kubelet.kubeconfig"
+
+
+@dataclass
+class RealNodes:
+    """The real nodes of one cluster and the host state they changed; saved as JSON."""
+
+    nodes: dict[str, str] = field(default_factory=dict)  # name -> node IP
+    processes: dict[str, int] = field(default_factory=dict)  # name -> PID (= process group)
+    host_state: Optional[host.HostState] = None
+
+    @staticmethod
+    def path(where: paths.ClusterDir) -> Path:
+        return where.root / STATE_FILE
+
+    def save(self, where: paths.ClusterDir) -> None:
+        state = {
+            "nodes": self.nodes,
+            "processes": self.processes,
+            "host_state": self.host_state.to_json() if self.host_state else None,
+        }
+        self.path(where).write_text(json.dumps(state, indent=2))
+
+    @classmethod
+    def load(cls, where: paths.ClusterDir) -> Optional["RealNodes"]:
+        if not cls.path(where).exists():
+            return None
+        state = json.loads(cls.path(where).read_text())
+        host_state = host.HostState.from_json(state["host_state"]) if state.get("host_state") else None
+        return cls(nodes=state["nodes"], processes=state["processes"], host_state=host_state)
+
+
+def nodes_dir(where: paths.ClusterDir) -> Path:
+    return where.root / "nodes"
+
+
+def cni_dir(where: paths.ClusterDir) -> Path:
+    return where.root / "cni"
+
+
+def cgroup_name(node: str) -> str:
+    return f"tfk8s-{node}"
+
+
+def missing_prerequisites() -> list[str]:
+    """What a real node needs that this machine lacks, each with how to get it."""
+    missing = []
+    for name in paths.REAL_NODE_BINARIES:
+        if not (paths.TOOLS_BIN / name).is_file():
+            missing.append(f"{name} (make toolchain)")
+    for name, binary in paths.SYSTEM_BINARIES.items():
+        if not Path(binary).is_file():
+            missing.append(f"{binary} (make toolchain installs Debian's {name})")
+    for plugin in ("bridge", "host-local", "loopback"):
+        if not (paths.CNI_PLUGIN_DIR / plugin).is_file():
+            missing.append(f"{paths.CNI_PLUGIN_DIR / plugin} (make toolchain installs containernetworking-plugins)")
+    for image in (pause_image(), tensorflow_image()):
+        if not image.archive.is_file():
+            missing.append(f"{image.reference} (make node-image)")
+    return missing
+
+
+# -- configuration files ----------------------------------------------------------
+
+
+def containerd_config(node: NodeDir, where: paths.ClusterDir) -> str:
+    cri = 'plugins."io.containerd.grpc.v1.cri"'
+    return f"""version = 2
+root = "{node.root / 'containerd' / 'root'}"
+state = "{node.root / 'containerd' / 'state'}"
+
+[grpc]
+  address = "{node.containerd_socket}"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{node.root / 'containerd' / 'opt'}"
+
+[{cri}]
+  sandbox_image = "{pause_image().reference}"
+  # Root here lacks CAP_SYS_RESOURCE: runc may only raise a container's OOM score.
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  # Pod network namespaces under this node's state, not the host's /var/run/netns.
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+
+[{cri}.containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+
+[{cri}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[{cri}.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+  Root = "{node.root / 'runc'}"
+
+[{cri}.cni]
+  bin_dir = "{paths.CNI_PLUGIN_DIR}"
+  conf_dir = "{cni_dir(where) / 'net.d'}"
+"""
+
+
+def cni_config(where: paths.ClusterDir) -> dict:
+    first, last = host.POD_RANGE
+    return {
+        "cniVersion": "0.4.0",
+        "name": "tfk8s",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": host.BRIDGE,
+                # No default route in the pods and no NAT: nothing leaves the machine.
+                "isGateway": False,
+                "ipMasq": False,
+                "hairpinMode": True,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": str(host.SUBNET), "rangeStart": first, "rangeEnd": last}]],
+                    "dataDir": str(cni_dir(where) / "ipam"),
+                },
+            }
+        ],
+    }
+
+
+def kubelet_config(node: NodeDir, address: str, ca_file: Path, healthz_port: int) -> dict:
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": address,
+        "port": 10250,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": healthz_port,
+        "containerRuntimeEndpoint": f"unix://{node.containerd_socket}",
+        "cgroupDriver": "cgroupfs",
+        # Each kubelet removes pod cgroups it does not know under its root: one root each.
+        "cgroupRoot": f"/{cgroup_name(Path(node.root).name)}",
+        # This machine runs cgroup v1 (hybrid) and has no swap accounting set up.
+        "failCgroupV1": False,
+        "failSwapOn": False,
+        "clusterDomain": CLUSTER_DOMAIN,
+        "clusterDNS": [host.GATEWAY],
+        # No host search domains or name servers leak into the pods.
+        "resolvConf": "",
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": False},
+            "x509": {"clientCAFile": str(ca_file)},
+        },
+        # Only the API server holds a certificate from this CA for kubelets.
+        "authorization": {"mode": "AlwaysAllow"},
+        "podLogsDir": str(node.root / "pod-logs"),
+        "volumePluginDir": str(node.root / "volume-plugins"),
+        "serializeImagePulls": False,
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "staticPodPath": "",
+        "registerNode": True,
+    }
+
+
+def kubeconfig_for(server: str, ca_file: Path, cert: Path, key: Path, user: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "tfk8s-local", "cluster": {"server": server, "certificate-authority": str(ca_file)}}],
+        "users": [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "contexts": [{"name": "tfk8s-local", "context": {"cluster": "tfk8s-local", "user": user}}],
+        "current-context": "tfk8s-local",
+    }
+
+
+def corefile(kubeconfig: Path) -> str:
+    return f"""{CLUSTER_DOMAIN}:53 {{
+    bind {host.GATEWAY}
+    errors
+    kubernetes {CLUSTER_DOMAIN} {{
+        kubeconfig {kubeconfig} tfk8s-local
+        ttl 5
+    }}
+}}
+"""
+
+
+# -- start ------------------------------------------------------------------------
+
+
+def start(
+    where: paths.ClusterDir,
+    server: str,
+    names: list[str],
+    tie_to_parent: bool = False,
+    say: Say = _quiet,
+) -> RealNodes:
+    """Make `names` real nodes of the running cluster in `where`; wait until each is Ready.
+
+    A start that fails tears down what it had done before raising.
+    """
+    host.require_root()
+    missing = missing_prerequisites()
+    if missing:
+        raise ClusterError("real nodes need: " + "; ".join(missing))
+    if RealNodes.load(where) is not None:
+        teardown(where, say)
+    real = RealNodes(host_state=host.record())
+    real.nodes = {name: host.node_address(index) for index, name in enumerate(names)}
+    real.save(where)  # from here on, teardown knows what to put back
+    launcher = _Launcher(where, tie_to_parent)
+    try:
+        _start_all(where, server, real, launcher, say)
+    except BaseException:
+        real.processes.update(launcher.processes)
+        real.save(where)
+        teardown(where, say)
+        raise
+    real.processes.update(launcher.processes)
+    real.save(where)
+    return real
+
+
+def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: _Launcher, say: Say) -> None:
+    pki = load_pki(where.pki_dir)
+    host.create_bridge(real.host_state, real.nodes.values())
+    real.save(where)
+    (cni_dir(where) / "net.d").mkdir(parents=True, exist_ok=True)
+    (cni_dir(where) / "net.d" / "10-tfk8s.conflist").write_text(json.dumps(cni_config(where), indent=2))
+    _start_dns(where, server, pki, launcher)
+
+    images = [pause_image(), tensorflow_image()]
+    for name, address in real.nodes.items():
+        node = NodeDir(nodes_dir(where) / name)
+        node.root.mkdir(parents=True, exist_ok=True)
+        host.create_cgroup(real.host_state, cgroup_name(name))
+        real.save(where)
+        started = time.monotonic()
+        _start_containerd(node, where, name, launcher)
+        for image in images:
+            _import_image(node, image)
+        say(f"{name}: containerd with {', '.join(i.reference for i in images)} in {time.monotonic() - started:.0f} s")
+        _start_kubelet(node, name, address, server, pki, where, launcher)
+    _wait_ready(where, list(real.nodes), launcher, say)
+
+
+def _start_dns(where: paths.ClusterDir, server: str, pki: Pki, launcher: _Launcher) -> None:
+    dns_dir = where.root / "dns"
+    dns_dir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = dns_dir / "kubeconfig"
+    cert, key = dns_dir / "coredns.crt", dns_dir / "coredns.key"
+    # CoreDNS lists Services and EndpointSlices cluster-wide; a system:masters client keeps this local setup short.
+    issue_client_certificate(pki, "tfk8s-coredns", "system:masters", cert, key)
+    kubeconfig.write_text(yaml.safe_dump(kubeconfig_for(server, pki.serving_cert, cert, key, "coredns")))
+    (dns_dir / "Corefile").write_text(corefile(kubeconfig))
+    launcher.start("coredns", ["-conf", str(dns_dir / "Corefile")])
+
+
+def _start_containerd(node: NodeDir, where: paths.ClusterDir, name: str, launcher: _Launcher) -> None:
+    node.containerd_config.write_text(containerd_config(node, where))
+    launcher.start(
+        f"containerd-{name}",
+        ["--config", str(node.containerd_config)],
+        executable=Path(paths.SYSTEM_BINARIES["containerd"]),
+    )
+    _wait_until(lambda: _ctr(node, "version", check=False).returncode == 0, f"containerd of {name}", launcher)
+
+
+def _ctr(node: NodeDir, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [paths.SYSTEM_BINARIES["ctr"], "--address", str(node.containerd_socket), "--namespace", CRI_NAMESPACE, *args],
+        check=check,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _import_image(node: NodeDir, image: Image) -> None:
+    try:
+        _ctr(node, "images", "import", str(image.archive))
+    except subprocess.CalledProcessError as error:
+        raise ClusterError(f"could not load {image.reference} into {node.root.name}: {error.stderr.strip()}") from None
+
+
+def _start_kubelet(
+    node: NodeDir, name: str, address: str, server: str, pki: Pki, where: paths.ClusterDir, launcher: _Launcher
+) -> None:
+    cert, key = node.root / "kubelet-client.crt", node.root / "kubelet-client.key"
+    issue_client_certificate(pki, f"system:node:{name}", "system:nodes", cert, key)
+    node.kubelet_kubeconfig.write_text(
+        yaml.safe_dump(kubeconfig_for(server, pki.serving_cert, cert, key, f"system:node:{name}"))
+    )
+    healthz_port = _free_port()
+    node.kubelet_config.write_text(yaml.safe_dump(kubelet_config(node, address, pki.serving_cert, healthz_port)))
+    launcher.start(
+        f"kubelet-{name}",
+        [
+            f"--config={node.kubelet_config}",
+            f"--kubeconfig={node.kubelet_kubeconfig}",
+            f"--root-dir={node.root / 'kubelet'}",
+            f"--cert-dir={node.root / 'kubelet-pki'}",
+            f"--hostname-override={name}",
+            f"--node-ip={address}",
+            "--v=1",
+        ],
+        executable=paths.binary("kubelet"),
+    )
+
+
+def _wait_ready(where: paths.ClusterDir, names: list[str], launcher: _Launcher, say: Say) -> None:
+    core = client.CoreV1Api(api_client(where.kubeconfig))
+    started = time.monotonic()
+
+    def all_ready() -> bool:
+        ready = set()
+        for node in core.list_node().items:
+            if node.metadata.name in names:
+                conditions = {c.type: c.status for c in node.status.conditions or []}
+                if conditions.get("Ready") == "True":
+                    ready.add(node.metadata.name)
+        return ready == set(names)
+
+    deadline = started + NODE_READY_TIMEOUT_S
+    while not all_ready():
+        for name, pid in launcher.processes.items():
+            if not _group_alive(pid):
+                raise ClusterError(f"{name} exited during start-up; see {where.log_dir / (name + '.log')}")
+        if time.monotonic() > deadline:
+            raise ClusterError(f"real nodes not Ready after {NODE_READY_TIMEOUT_S:.0f} s; logs in {where.log_dir}")
+        time.sleep(0.5)
+    say(f"real nodes {', '.join(names)} Ready in {time.monotonic() - started:.1f} s")
+
+
+# -- teardown ---------------------------------------------------------------------
+
+
+def teardown(where: paths.ClusterDir, say: Say = _quiet) -> list[str]:
+    """Stop the real nodes and everything they started; put the host back. What could not be undone."""
+    real = RealNodes.load(where)
+    if real is None:
+        return []
+    problems: list[str] = []
+    kubelets = {name: pid for name, pid in real.processes.items() if name.startswith("kubelet-")}
+    stop_processes(kubelets)
+    for name in real.nodes:
+        _kill_containers(cgroup_name(name))
+    runtimes = {name: pid for name, pid in real.processes.items() if name not in kubelets}
+    stop_processes(runtimes)
+    for name in real.nodes:
+        node = NodeDir(nodes_dir(where) / name)
+        _kill_shims(node)
+        problems.extend(f"mount {point}" for point in host.unmount_all(node.root))
+    if real.host_state is not None:
+        problems.extend(host.restore(real.host_state))
+    if problems:
+        real.processes = {}
+        real.save(where)
+        say("could not undo: " + "; ".join(problems))
+    else:
+        RealNodes.path(where).unlink()
+        for name in real.nodes:
+            _remove_tree(nodes_dir(where) / name)
+        _remove_tree(cni_dir(where))
+    return problems
+
+
+def _kill_containers(cgroup: str) -> None:
+    """SIGKILL every process in the node's pods (their cgroups are under the node's root)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pids = host.processes_in_cgroup(cgroup)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+
+
+def _kill_shims(node: NodeDir) -> None:
+    """containerd's shims outlive containerd by design; ours name this node's socket."""
+    socket_arg = str(node.containerd_socket)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if command and command[0].endswith(b"containerd-shim-runc-v2") and socket_arg.encode() in command:
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _remove_tree(path: Path) -> None:
+    if path.exists():
+        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False)

@@ -1,0 +1,86 @@
+"""Container image archives in the `docker save` layout, which `ctr images import` reads.
+
+No registry is reachable from these machines, so images are packed here from a
+root filesystem folder: one uncompressed layer, its config, and a manifest
+that names the image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    """The parts of an image config a pod relies on."""
+
+    env: tuple[str, ...] = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",)
+    entrypoint: tuple[str, ...] = ()
+    cmd: tuple[str, ...] = ()
+    working_dir: str = "/"
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def pack_layer(rootfs: Path, layer: Path) -> None:
+    """Tar `rootfs` as one layer: numeric owners, links, devices and modes kept."""
+    subprocess.run(
+        ["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-cf", str(layer), "."],
+        check=True,
+    )
+
+
+def write_image_archive(rootfs: Path, reference: str, config: ImageConfig, archive: Path) -> str:
+    """Write `rootfs` as image `reference` to `archive` (written next to it, then renamed); its layer digest."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=archive.parent) as work:
+        layer = Path(work) / "layer.tar"
+        pack_layer(rootfs, layer)
+        layer_digest = _sha256_of(layer)
+        image_config = {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {
+                "Env": list(config.env),
+                "Entrypoint": list(config.entrypoint) or None,
+                "Cmd": list(config.cmd) or None,
+                "WorkingDir": config.working_dir,
+                "Labels": dict(config.labels),
+            },
+            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
+            "history": [{"created_by": "tfk8s tools/nodeimage"}],
+        }
+        config_bytes = json.dumps(image_config, sort_keys=True).encode()
+        config_name = f"{hashlib.sha256(config_bytes).hexdigest()}.json"
+        layer_name = f"{layer_digest}/layer.tar"
+        manifest = [{"Config": config_name, "RepoTags": [reference], "Layers": [layer_name]}]
+        partial = archive.with_name(archive.name + ".partial")
+        with tarfile.open(partial, "w") as out:
+            _add_bytes(out, config_name, config_bytes)
+            _add_bytes(out, "manifest.json", json.dumps(manifest).encode())
+            out.add(layer, arcname=layer_name)
+        partial.replace(archive)
+    return layer_digest
+
+
+def _add_bytes(out: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    out.addfile(info, io.BytesIO(data))

@@ -1,0 +1,82 @@
+"""Which images the real nodes need, and where their archives are cached.
+
+An archive's file name carries a key derived from everything that goes into
+it (versions, this package's source), so a changed input builds a new archive
+and an unchanged one is never rebuilt. The cache lives outside the clone
+(`TFK8S_CACHE`, default ~/.cache/tfk8s): a fresh CI clone finds it warm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+VERSIONS_FILE = PROJECT_ROOT / "tools" / "toolchain" / "versions.env"
+TRAINER_REQUIREMENTS = PROJECT_ROOT / "trainer" / "requirements.txt"
+TENSORFLOW_PACKAGE = "tensorflow-cpu"
+IMAGE_REPOSITORY = "localhost/tfk8s"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("TFK8S_CACHE", Path.home() / ".cache" / "tfk8s"))
+
+
+def versions() -> dict[str, str]:
+    """NAME=value lines of tools/toolchain/versions.env, the one record of versions."""
+    pairs = {}
+    for line in VERSIONS_FILE.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            name, value = line.split("=", 1)
+            pairs[name] = value
+    return pairs
+
+
+def tensorflow_version() -> str:
+    """The trainer's pinned TensorFlow: the image runs exactly what the trainer is tested with."""
+    match = re.search(rf"^{TENSORFLOW_PACKAGE}==([\w.]+)", TRAINER_REQUIREMENTS.read_text(), re.M)
+    if not match:
+        raise ValueError(f"{TRAINER_REQUIREMENTS} pins no {TENSORFLOW_PACKAGE}")
+    return match.group(1)
+
+
+def _key(*parts: str | Path) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.read_bytes() if isinstance(part, Path) else part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Image:
+    name: str
+    tag: str
+    key: str
+
+    @property
+    def reference(self) -> str:
+        return f"{IMAGE_REPOSITORY}/{self.name}:{self.tag}"
+
+    @property
+    def archive(self) -> Path:
+        return cache_root() / "images" / f"{self.name}-{self.tag}-{self.key}.tar"
+
+
+def tensorflow_image() -> Image:
+    """Stands in for tensorflow/tensorflow:<version>: Debian with Python 3 and the pinned TensorFlow."""
+    version = tensorflow_version()
+    pinned = versions()
+    key = _key(version, pinned["DEBIAN_SUITE"], HERE / "build.py", HERE / "archive.py")
+    return Image("tensorflow", version, key)
+
+
+def pause_image() -> Image:
+    """The pod sandbox image containerd starts first in every pod."""
+    source = HERE / "pause" / "main.go"
+    return Image("pause", "tfk8s", _key(source, HERE / "archive.py"))

@@ -1,0 +1,3 @@
+module tfk8s.local/pause
+
+go 1.22

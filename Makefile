@@ -17,7 +17,7 @@ STACKS ?= scene1-case2 scene2-case2
 PARTITIONS ?= none auto
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	toolchain render cluster-up cluster-down apply delete status diff report clean
+	test-real bench-real node-image toolchain render cluster-up cluster-down apply delete status diff report clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,14 +48,18 @@ plan: $(STAMP)
 local: $(STAMP) $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(STACK) --steps $(STEPS)
 
-test: setup test-program test-trainer test-cluster
+test: setup test-program test-trainer test-cluster test-real
 
 test-program: $(STAMP) $(POLICY_STAMP)
-	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster
+	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods
 
 # Real admission and scheduling: the objects against a local control plane.
 test-cluster: $(STAMP) toolchain
 	$(VENV)/bin/python -m pytest tests/cluster
+
+# Experiments in real pods on two real kubelet nodes (root; builds the images first).
+test-real: $(STAMP) toolchain node-image
+	$(VENV)/bin/python -m pytest tests/realpods
 
 test-trainer: $(STAMP) $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m pytest tests/trainer --confcutdir=tests/trainer
@@ -66,6 +70,9 @@ bench: $(STAMP)
 bench-cluster: $(STAMP) toolchain
 	$(VENV)/bin/python benchmarks/cluster_apply.py
 
+bench-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image
+	$(VENV)/bin/python benchmarks/real_node.py
+
 bench-trainer: $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python benchmarks/trainer_partitioning.py
 
@@ -75,12 +82,18 @@ bench-trainer: $(TRAINER_STAMP)
 toolchain:
 	bash tools/toolchain/build.sh
 
+# The real nodes' images (TensorFlow, pause), cached outside the clone by their inputs.
+node-image: toolchain
+	$(PYTHON) -m tools.nodeimage
+
 # Every object the program registers, one YAML file each, into out/$(STACK)/.
 render: $(STAMP)
 	$(VENV)/bin/python -m components render $(STACK)
 
-cluster-up: $(STAMP) toolchain
-	$(VENV)/bin/python -m tools.localcluster up --stack $(STACK)
+# REAL=srv-00,srv-01: those servers run as real kubelet nodes (root), the others on kwok.
+REAL ?=
+cluster-up: $(STAMP) toolchain $(if $(REAL),node-image)
+	$(VENV)/bin/python -m tools.localcluster up --stack $(STACK) $(if $(REAL),--real $(REAL))
 
 cluster-down: $(STAMP)
 	$(VENV)/bin/python -m tools.localcluster down

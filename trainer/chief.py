@@ -19,6 +19,7 @@ sizes it for that).
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import os
 import sys
@@ -62,11 +63,15 @@ class Progress:
     # (same pod name, same PID 1 in a container) shows up as a second process.
     steps_by_worker_process: dict[str, int] = field(default_factory=dict)
 
-    def add(self, steps: int, loss: float, rows: list[int], batch_size: int, worker_process: str) -> None:
+    def add_unreported(self, steps: int, batch_size: int) -> None:
+        """Steps that ran, whose loss and rows were lost with their worker."""
         self.steps_done += steps
         self.steps_measured += steps
-        self.steps_by_worker_process[worker_process] = self.steps_by_worker_process.get(worker_process, 0) + steps
         self.examples += steps * batch_size
+
+    def add(self, steps: int, loss: float, rows: list[int], batch_size: int, worker_process: str) -> None:
+        self.add_unreported(steps, batch_size)
+        self.steps_by_worker_process[worker_process] = self.steps_by_worker_process.get(worker_process, 0) + steps
         self.losses.append(loss)
         if self.rows_per_shard is None:
             self.rows_per_shard = [0] * len(rows)
@@ -241,9 +246,23 @@ class TrainingLoop:
 
     def _collect_oldest(self) -> None:
         steps, remote = self.in_flight.popleft()
-        loss, rows, worker_process = remote.fetch()
         progress = self.progress
-        progress.add(steps, float(loss), [int(r) for r in rows], self.settings.batch_size, worker_process.decode())
+        try:
+            loss, rows, worker_process = remote.fetch()
+        except tf.errors.UnavailableError as error:
+            if ps_named_in(str(error)) is not None:
+                raise
+            # fetch() returns once the call has finished (a call cut off with its worker is
+            # run again elsewhere), so its steps are on the PS; only its results, still on
+            # the worker that was lost, cannot be copied.
+            progress.add_unreported(steps, self.settings.batch_size)
+            _emit(self.options.out, "results_lost", steps=steps, step=progress.steps_done, reason="their worker is gone")
+            return
+        worker_process = worker_process.decode()
+        if worker_process not in progress.steps_by_worker_process:
+            # A worker process's first steps: at the start, or a replaced worker rejoining.
+            _emit(self.options.out, "worker_joined", worker=worker_process, step=progress.steps_done)
+        progress.add(steps, float(loss), [int(r) for r in rows], self.settings.batch_size, worker_process)
         if progress.steps_done >= self.next_report or progress.steps_done >= self.settings.steps:
             self._report()
             self.next_report = progress.steps_done + self.options.progress_every
@@ -284,17 +303,21 @@ def restore_latest(manager: tf.train.CheckpointManager) -> Optional[str]:
     latest = manager.latest_checkpoint
     if latest is None:
         return None
-    options = tf.train.CheckpointOptions(experimental_io_device=CHECKPOINT_IO_DEVICE)
-    _checkpoint_io("restore the checkpoint", latest, lambda: manager.checkpoint.restore(latest, options=options))
+    _checkpoint_io("restore the checkpoint", latest, lambda: manager.checkpoint.restore(latest, options=_io_options()))
     return latest
 
 
 def save(manager: tf.train.CheckpointManager, step: int) -> str:
     """Write checkpoint `step` from the chief; its path."""
-    options = tf.train.CheckpointOptions(experimental_io_device=CHECKPOINT_IO_DEVICE)
     return _checkpoint_io(
-        f"write the checkpoint of step {step} to", manager.directory, lambda: manager.save(checkpoint_number=step, options=options)
+        f"write the checkpoint of step {step} to", manager.directory, lambda: manager.save(checkpoint_number=step, options=_io_options())
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _io_options() -> tf.train.CheckpointOptions:
+    # One object for every save: the saver traces its save function again for each new options object.
+    return tf.train.CheckpointOptions(experimental_io_device=CHECKPOINT_IO_DEVICE)
 
 
 def _next_multiple(step: int, every: int) -> Optional[int]:

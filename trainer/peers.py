@@ -63,7 +63,7 @@ def wait_until_serving(
     """
     started = time.monotonic()
     waiting = dict(tasks)
-    next_report = started + report_every_s
+    next_report = started  # say at once whom it waits for, then every report_every_s
     while True:
         waiting = {name: address for name, address in waiting.items() if not serving(address, timeout_s=poll_s * 4)}
         if not waiting:

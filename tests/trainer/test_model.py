@@ -305,3 +305,27 @@ def test_the_ps_watchdog_stops_with_the_chief():
     done.set()  # the chief returned before the grace ran out
     thread.join(timeout=5)
     assert not thread.is_alive() and lost == []
+
+
+def test_a_checkpoint_that_cannot_be_written_is_not_taken_for_a_lost_ps(strategy, monkeypatch, tmp_path, capsys):
+    """The chief names the checkpoint and prints TensorFlow's whole cause, exiting 4, not 3."""
+    from trainer import chief
+    from trainer.cluster import TaskConfig
+
+    settings = TrainerSettings(**{**SMALL.__dict__, "steps": 8, "checkpoint_every": 4})
+    chosen = strategy(settings)
+    monkeypatch.setattr(chief, "build_cluster", lambda task, s: (chosen, tf.distribute.coordinator.ClusterCoordinator(chosen)))
+    monkeypatch.setattr(chief, "wait_for_cluster", lambda task, say: 0.0)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("TFK8S_CHECKPOINT_DIR", str(blocker / "checkpoints"))
+    monkeypatch.setenv("TFK8S_METRICS_FILE", str(tmp_path / "metrics.jsonl"))
+    task = TaskConfig({"chief": ["c:1"], "ps": ["a:1", "b:1"], "worker": ["w:1"]}, "chief", 0)
+
+    assert chief.main(task, settings) == chief.EXIT_CHECKPOINT_FAILED
+    err = capsys.readouterr().err
+    assert f"could not write the checkpoint of step 4 to {blocker / 'checkpoints'}" in err
+    assert "unreachable" not in err
+    cause = err.split("could not write the checkpoint", 1)[1]
+    assert "Graph execution error" not in cause.splitlines()[0] or len(cause.splitlines()) > 1, "the whole cause, not its first line"
+    assert "not-a-folder" in cause

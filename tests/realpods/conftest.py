@@ -1,0 +1,267 @@
+"""Experiments in real pods: two real kubelet nodes (containerd, runc, pod bridge, CoreDNS).
+
+The servers srv-00 and srv-01 are real nodes of one local cluster for the
+whole session. It needs the toolchain, the node images and root; without them
+every test here fails with the command that provides them, so CI cannot pass
+without having run pods. At the end the cluster is stopped and the host is
+checked to be as it was: no process, mount, bridge, cgroup, iptables chain or
+sysctl of ours left.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+import yaml
+from kubernetes import client
+
+from components import labels as L
+from components.render import read_rendered, render
+from components.stack_files import load_experiment, read_stack_values
+from tests.harness import reset_pulumi
+from tools.localcluster import host, lifecycle, paths, realnodes
+from tools.localcluster.client import api_client
+from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods
+from tools.nodeimage.images import tensorflow_image
+
+REAL_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "realpods")
+REAL_SERVERS = ("srv-00", "srv-01")
+POD_WAIT_S = 180.0
+TRAIN_WAIT_S = 300.0
+
+# Sized for two real nodes of this machine (2 CPUs each): a chief, 2 PS and 2 workers.
+SMALL_CLUSTER = {
+    "image": tensorflow_image().reference,
+    "chief": {"cpu": "300m", "memory": "1Gi"},
+}
+SMALL_TRAINER = {"embeddingRows": 20000, "batchSize": 128, "partition": "auto"}
+
+
+@pytest.fixture(autouse=True)
+def _reset_pulumi_runtime():
+    yield
+    reset_pulumi()
+    gc.enable()
+
+
+def write_variant(directory: Path, base: str, name: str, edit: Callable[[dict[str, Any]], None]) -> str:
+    """A stack file derived from seed stack `base`, changed by `edit(values)`; its path."""
+    _, values = read_stack_values(base)
+    values = copy.deepcopy(values)
+    edit(values)
+    path = directory / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": values}, sort_keys=False))
+    return str(path)
+
+
+def scaled_to_real_nodes(ps_pool: str, worker_pool: str, trainer: dict[str, Any]) -> Callable[[dict], None]:
+    """A seed stack's shape on the real servers: 2 PS, 2 workers, the local image, a small model."""
+
+    def edit(values: dict[str, Any]) -> None:
+        pools = {pool["name"]: pool for pool in values["tfk8s:nodePools"]}
+        pools[ps_pool]["nodes"] = [REAL_SERVERS[0]]
+        pools[worker_pool]["nodes"] = [REAL_SERVERS[1] if worker_pool != ps_pool else REAL_SERVERS[0]]
+        cluster = values["tfk8s:cluster"]
+        cluster.update(copy.deepcopy(SMALL_CLUSTER))
+        cluster["ps"] = {"replicas": 2, "pool": ps_pool, "cpu": "300m"}
+        cluster["workers"] = {"replicas": 2, "pool": worker_pool, "cpu": "400m", "memory": "1Gi"}
+        values["tfk8s:trainer"] = {**SMALL_TRAINER, **trainer}
+
+    return edit
+
+
+@dataclass
+class TaskLog:
+    """A container's log as the kubelet keeps it: (timestamp, line) pairs."""
+
+    lines: list[tuple[float, str]]
+
+    def events(self, name: Optional[str] = None) -> list[tuple[float, dict]]:
+        found = []
+        for stamp, line in self.lines:
+            if line.startswith("{"):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if name is None or event.get("event") == name:
+                    found.append((stamp, event))
+        return found
+
+    def first(self, text: str) -> Optional[float]:
+        return next((stamp for stamp, line in self.lines if text in line), None)
+
+
+def _parse_stamp(stamp: str) -> float:
+    # RFC 3339 with nanoseconds, as the kubelet writes it.
+    from datetime import datetime
+
+    seconds, _, fraction = stamp.rstrip("Z").partition(".")
+    return datetime.fromisoformat(seconds + "+00:00").timestamp() + float(f"0.{fraction or 0}")
+
+
+@dataclass
+class RealCluster:
+    kubeconfig: Path
+    stacks_dir: Path
+
+    @property
+    def api(self) -> client.ApiClient:
+        return api_client(self.kubeconfig)
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    def apply(self, stack: str, out: Path, wait: bool = True) -> None:
+        experiment = load_experiment(stack)
+        render(experiment, out)
+        apply_manifests(self.api, experiment.stack, read_rendered(out))
+        if wait:
+            wait_for_pods(self.api, experiment, POD_WAIT_S)
+
+    def delete(self, stack: str, out: Path) -> None:
+        experiment = load_experiment(stack)
+        render(experiment, out)
+        delete_manifests(self.api, experiment.stack, read_rendered(out))
+
+    def pods(self, stack: str, role: str) -> list[Any]:
+        experiment = load_experiment(stack)
+        selector = L.selector_text(experiment.stack, (role,))
+        return self.core.list_namespaced_pod(experiment.namespace, label_selector=selector).items
+
+    def log(self, namespace: str, pod: str, previous: bool = False) -> TaskLog:
+        text = self.core.read_namespaced_pod_log(pod, namespace, timestamps=True, previous=previous)
+        lines = []
+        for raw in text.splitlines():
+            stamp, _, line = raw.partition(" ")
+            lines.append((_parse_stamp(stamp), line))
+        return TaskLog(lines)
+
+    def chief_summary(self, stack: str, timeout_s: float = TRAIN_WAIT_S) -> tuple[dict, Any]:
+        """Wait until the chief's Job completes; its summary and its pod."""
+        experiment = load_experiment(stack)
+        batch = client.BatchV1Api(self.api)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            job = batch.read_namespaced_job("chief", experiment.namespace)
+            if job.status.succeeded:
+                pod = next(p for p in self.pods(stack, "chief") if p.status.phase == "Succeeded")
+                summary = self.log(experiment.namespace, pod.metadata.name).events("summary")[-1][1]
+                return summary, pod
+            if job.status.failed and job.status.failed > experiment.config.cluster.chief.restarts:
+                pytest.fail(f"the chief's Job failed: {job.status}")
+            time.sleep(1.0)
+        pods = [(p.metadata.name, p.status.phase) for p in self.pods(stack, "chief")]
+        pytest.fail(f"the chief did not complete within {timeout_s:.0f} s: {pods}")
+
+    def _running_logs(self, stack: str, role: str):
+        namespace = load_experiment(stack).namespace
+        for pod in self.pods(stack, role):
+            if pod.status.phase == "Running":
+                try:
+                    yield self.log(namespace, pod.metadata.name)
+                except client.ApiException:
+                    continue  # the container is starting
+
+    def wait_for_event(self, stack: str, event: str, timeout_s: float = TRAIN_WAIT_S, **match: Any) -> dict:
+        """Wait until the running chief logs `event` whose fields match (a value, or a predicate); the event."""
+
+        def matches(found: dict) -> bool:
+            return all(value(found.get(key)) if callable(value) else found.get(key) == value for key, value in match.items())
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for log in self._running_logs(stack, "chief"):
+                for _, found in log.events(event):
+                    if matches(found):
+                        return found
+            time.sleep(0.5)
+        pytest.fail(f"the chief logged no {event} {match} within {timeout_s:.0f} s")
+
+    def wait_for_restarted_chief_event(self, stack: str, event: str, timeout_s: float = 120.0) -> dict:
+        """The last `event` of the chief's container before it was restarted (read while the pod
+        still has it: the kubelet drops a finished pod's earlier containers)."""
+        namespace = load_experiment(stack).namespace
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for pod in self.pods(stack, "chief"):
+                statuses = pod.status.container_statuses or []
+                if statuses and statuses[0].restart_count >= 1:
+                    try:
+                        found = self.log(namespace, pod.metadata.name, previous=True).events(event)
+                    except client.ApiException:
+                        continue
+                    if found:
+                        return found[-1][1]
+            time.sleep(0.5)
+        pytest.fail(f"no restarted chief with a {event} event within {timeout_s:.0f} s")
+
+    def wait_for_log(self, stack: str, role: str, text: str, timeout_s: float = POD_WAIT_S) -> None:
+        """Wait until a running pod of `role` has logged `text`."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(log.first(text) is not None for log in self._running_logs(stack, role)):
+                return
+            time.sleep(0.5)
+        pytest.fail(f"no {role} pod logged '{text}' within {timeout_s:.0f} s")
+
+
+def host_snapshot() -> dict[str, Any]:
+    """What the tests must leave as they found it."""
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {
+        "sysctls": {name: Path("/proc/sys", name).read_text().strip() for name in host.KUBELET_SYSCTLS},
+        "iptables": {table: host._chains(table) for table in host.IPTABLES_TABLES},
+        "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
+        "mounts": [str(p) for p in host.mounts_under(paths.CLUSTER_ROOT)],
+        "cgroups": sorted(str(p) for h in host.cgroup_hierarchies() for p in h.glob("tfk8s-*")),
+        "folders": {folder: host._entries(Path(folder)) for folder in host.FIXED_HOST_FOLDERS},
+        "processes": sorted(_our_processes()),
+    }
+
+
+def _our_processes() -> list[str]:
+    """Processes that name the cluster folder or the toolchain: control plane, kubelets,
+    containerd and its shims (a pod's processes keep its node's cgroup, checked apart)."""
+    found = []
+    markers = (str(paths.CLUSTER_ROOT).encode(), str(paths.TOOLS_BIN).encode())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(marker in command for marker in markers):
+            words = command.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{entry.name} {words[:120]}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory) -> RealCluster:
+    missing = [f"{name} (make toolchain)" for name in paths.BINARIES if not (paths.TOOLS_BIN / name).is_file()]
+    missing += realnodes.missing_prerequisites()
+    if os.geteuid() != 0:
+        missing.append("root (containerd, kubelet, a bridge and cgroups)")
+    if missing:
+        pytest.fail("real pods need: " + "; ".join(missing))
+    before = host_snapshot()
+    stacks_dir = tmp_path_factory.mktemp("stacks")
+    lifecycle.up(REAL_CLUSTER, real=REAL_SERVERS, tie_to_parent=True, say=print)
+    try:
+        yield RealCluster(REAL_CLUSTER.kubeconfig, stacks_dir)
+    finally:
+        lifecycle.down(REAL_CLUSTER)
+        after = host_snapshot()
+        assert after == before, "the real nodes left the host changed"

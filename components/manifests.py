@@ -311,7 +311,10 @@ def _resources(experiment: Experiment, task_type: str) -> Manifest:
     else:
         cpu, memory = cluster.chief.cpu, experiment.chief_memory
     requests = {"cpu": cpu, "memory": memory}
-    limits = dict(requests)
+    # A memory limit, no CPU limit: the CPU request reserves the task's share, and
+    # a limit would make the kernel throttle TensorFlow's bursts of gRPC and op
+    # threads even on an idle server (benchmarks/real_node.py measures both).
+    limits = {"memory": memory}
     if task_type == "chief":
         # Room for the checkpoints it keeps on scratch: scheduled where the disk has it.
         requests["ephemeral-storage"] = experiment.scratch_size(task_type)

@@ -1,0 +1,261 @@
+"""Real pods on a real kubelet node against the same training as local processes.
+
+One run, figures side by side, on one real node (srv-00: kubelet, containerd,
+runc, CoreDNS) of the local cluster:
+
+- the timeline of an experiment in pods: apply -> every task serving -> the
+  chief starts training -> first step -> the chief complete, and where the
+  time before training goes (TensorFlow's import in each pod);
+- examples/s in pods against `python -m trainer.local` with the same trainer
+  settings and task counts (2 PS, 2 workers; goal: at least 0.85), with the
+  pods as tfk8s renders them and with CPU limits set equal to the requests;
+- how long `kubectl delete pod` takes for a PS and a worker;
+- CPU seconds and peak memory of each pod, from its cgroup.
+
+Root only; needs `make toolchain node-image`. The cluster lives under
+.cluster/bench-real and is stopped, the host put back, at the end.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT_ROOT))
+
+from kubernetes import client  # noqa: E402
+
+from components import labels as L  # noqa: E402
+from components.render import read_rendered, render  # noqa: E402
+from components.stack_files import load_experiment  # noqa: E402
+from tools.localcluster import host, lifecycle, paths  # noqa: E402
+from tools.localcluster.client import api_client  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests  # noqa: E402
+from tools.nodeimage.images import tensorflow_image  # noqa: E402
+
+CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "bench-real")
+SERVER = "srv-00"
+TRAINER = {"embeddingRows": 100000, "batchSize": 512, "steps": 1500, "checkpointEvery": 500, "partition": "auto"}
+# Requests that fill the node's 2 CPUs: what a user sizing this server would ask for.
+RESOURCES = {"chief": "200m", "ps": "400m", "workers": "500m"}
+TRAINER_PYTHON = PROJECT_ROOT / ".venv-trainer" / "bin" / "python"
+GOAL_RATIO = 0.85
+WAIT_S = 600
+
+
+def stack_values() -> dict[str, Any]:
+    return {
+        "tfk8s:nodePools": [{"name": "servers", "nodes": [SERVER]}],
+        "tfk8s:cluster": {
+            "placement": "colocated",
+            "image": tensorflow_image().reference,
+            "ps": {"replicas": 2, "pool": "servers", "cpu": RESOURCES["ps"]},
+            "workers": {"replicas": 2, "pool": "servers", "cpu": RESOURCES["workers"], "memory": "1Gi"},
+            "chief": {"cpu": RESOURCES["chief"], "memory": "1Gi"},
+        },
+        "tfk8s:trainer": dict(TRAINER),
+    }
+
+
+def run_local() -> dict[str, Any]:
+    """trainer.local with the same settings and task counts; its summary."""
+    flags = {"embeddingRows": "--embedding-rows", "batchSize": "--batch-size", "steps": "--steps",
+             "checkpointEvery": "--checkpoint-every", "partition": "--partition"}
+    args = [str(TRAINER_PYTHON), "-m", "trainer.local", "--ps", "2", "--workers", "2", "--progress-every", "500"]
+    for key, flag in flags.items():
+        args += [flag, str(TRAINER[key])]
+    result = subprocess.run(args, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=WAIT_S)
+    if result.returncode != 0:
+        raise RuntimeError(f"trainer.local failed: {result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class PodUsage:
+    cpu_s: float = 0.0
+    peak_mib: float = 0.0
+
+
+@dataclass
+class PodRun:
+    label: str
+    summary: dict[str, Any] = field(default_factory=dict)
+    timeline: dict[str, float] = field(default_factory=dict)  # seconds after the apply
+    import_s: dict[str, float] = field(default_factory=dict)  # container start -> serving
+    usage: dict[str, PodUsage] = field(default_factory=dict)
+    delete_s: dict[str, float] = field(default_factory=dict)
+
+
+def _pod_cgroup(hierarchy: str, uid: str) -> Optional[Path]:
+    root = Path("/sys/fs/cgroup") / hierarchy / f"tfk8s-{SERVER}"
+    matches = list(root.glob(f"kubepods*/**/pod{uid}")) or list(root.glob(f"kubepods*/pod{uid}"))
+    return matches[0] if matches else None
+
+
+def _read_usage(uid: str) -> Optional[PodUsage]:
+    cpu, memory = _pod_cgroup("cpuacct", uid), _pod_cgroup("memory", uid)
+    try:
+        return PodUsage(
+            cpu_s=int((cpu / "cpuacct.usage").read_text()) / 1e9,
+            peak_mib=int((memory / "memory.max_usage_in_bytes").read_text()) / 2**20,
+        )
+    except (OSError, TypeError, ValueError):
+        return None
+
+
+def _stamp(text: str) -> float:
+    from datetime import datetime
+
+    seconds, _, fraction = text.rstrip("Z").partition(".")
+    return datetime.fromisoformat(seconds + "+00:00").timestamp() + float(f"0.{fraction or 0}")
+
+
+def _log(core: client.CoreV1Api, namespace: str, pod: str) -> list[tuple[float, str]]:
+    text = core.read_namespaced_pod_log(pod, namespace, timestamps=True)
+    return [(_stamp(raw.partition(" ")[0]), raw.partition(" ")[2]) for raw in text.splitlines()]
+
+
+def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool) -> PodRun:
+    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    experiment = load_experiment(stack)
+    namespace = experiment.namespace
+    with tempfile.TemporaryDirectory() as out:
+        render(experiment, Path(out))
+        manifests = read_rendered(Path(out))
+    if cpu_limits:
+        for manifest in manifests:
+            for container in _containers(manifest):
+                container["resources"]["limits"]["cpu"] = container["resources"]["requests"]["cpu"]
+    run = PodRun(label)
+    usage: dict[str, PodUsage] = {}
+    names: dict[str, str] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        # The chief's cgroup goes with its container: sample while it runs.
+        while not done.is_set():
+            for pod in core.list_namespaced_pod(namespace).items:
+                names[pod.metadata.uid] = pod.metadata.name
+                read = _read_usage(pod.metadata.uid)
+                if read:
+                    usage[pod.metadata.uid] = read
+            done.wait(1.0)
+
+    applied = time.time()
+    apply_manifests(api, experiment.stack, manifests)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    deadline = time.monotonic() + WAIT_S
+    while not (batch.read_namespaced_job("chief", namespace).status.succeeded or 0):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{label}: the chief did not complete within {WAIT_S} s")
+        time.sleep(0.5)
+    completed = time.time()
+    time.sleep(1.5)
+    done.set()
+    sampler.join()
+
+    pods = core.list_namespaced_pod(namespace).items
+    serving: dict[str, float] = {}
+    for pod in pods:
+        role = pod.metadata.labels[L.COMPONENT]
+        lines = _log(core, namespace, pod.metadata.name)
+        started = pod.status.container_statuses[0].state
+        started_at = (started.running or started.terminated).started_at.timestamp()
+        if role == "chief":
+            events = {json.loads(line)["event"]: t for t, line in lines if line.startswith("{")}
+            first_step = next(t for t, line in lines if line.startswith("step "))
+            run.summary = json.loads(next(line for _, line in reversed(lines) if '"summary"' in line))
+            run.timeline.update(
+                {"chief starts training": events["start"] - applied, "first step reported": first_step - applied}
+            )
+            run.import_s[pod.metadata.name] = events["cluster_serving"] - started_at
+        else:
+            serving[pod.metadata.name] = next(t for t, line in lines if "serving on" in line)
+            run.import_s[pod.metadata.name] = serving[pod.metadata.name] - started_at
+    run.timeline["every task serving"] = max(serving.values()) - applied
+    run.timeline["chief complete"] = completed - applied
+    run.usage = {names[uid]: value for uid, value in usage.items() if uid in names}
+
+    for role in ("ps", "worker"):
+        pod = next(p for p in pods if p.metadata.labels[L.COMPONENT] == role)
+        started = time.monotonic()
+        core.delete_namespaced_pod(pod.metadata.name, namespace)
+        while any(p.metadata.uid == pod.metadata.uid for p in core.list_namespaced_pod(namespace).items):
+            time.sleep(0.05)
+        run.delete_s[role] = time.monotonic() - started
+    delete_manifests(api, experiment.stack, manifests)
+    return run
+
+
+def _containers(manifest: dict) -> list[dict]:
+    spec = manifest.get("spec", {}).get("template", {}).get("spec", {})
+    return spec.get("containers", [])
+
+
+def main() -> int:
+    host.require_root()
+    print(f"settings: {json.dumps(TRAINER)}; 2 PS, 2 workers; CPU requests {RESOURCES}", flush=True)
+    started = time.monotonic()
+    local = run_local()
+    print(f"trainer.local: {local['examples_per_sec']:.0f} examples/s ({time.monotonic() - started:.0f} s)", flush=True)
+
+    with tempfile.TemporaryDirectory() as stacks:
+        stack = str(Path(stacks) / "Pulumi.bench-real.yaml")
+        Path(stack).write_text(yaml.safe_dump({"config": stack_values()}, sort_keys=False))
+        started = time.monotonic()
+        lifecycle.up(CLUSTER, real=[SERVER], tie_to_parent=True)
+        print(f"cluster with real node {SERVER} up in {time.monotonic() - started:.0f} s", flush=True)
+        try:
+            api = api_client(CLUSTER.kubeconfig)
+            runs = [
+                run_in_pods(api, stack, "pods as rendered (CPU requests, no CPU limit)", cpu_limits=False),
+                run_in_pods(api, stack, "pods with CPU limits = requests", cpu_limits=True),
+            ]
+        finally:
+            lifecycle.down(CLUSTER)
+    report(local, runs)
+    return 0
+
+
+def report(local: dict[str, Any], runs: list[PodRun]) -> None:
+    first = runs[0]
+    print("\nseconds after the apply (pods as rendered)")
+    for stage, seconds in sorted(first.timeline.items(), key=lambda item: item[1]):
+        print(f"  {stage:<24} {seconds:6.1f}")
+    imports = sorted(first.import_s.values())
+    print(f"  container start -> serving (TensorFlow import), per pod: {imports[0]:.1f} to {imports[-1]:.1f} s")
+    print(f"  training (chief's own count): {first.summary['seconds']:.1f} s for {first.summary['steps']} steps")
+
+    print(f"\n{'run':<48} {'examples/s':>10} {'ratio':>6}")
+    print(f"{'trainer.local (processes, 2 PS, 2 workers)':<48} {local['examples_per_sec']:>10.0f} {1.0:>6.2f}")
+    for run in runs:
+        ratio = run.summary["examples_per_sec"] / local["examples_per_sec"]
+        print(f"{run.label:<48} {run.summary['examples_per_sec']:>10.0f} {ratio:>6.2f}")
+    ratio = first.summary["examples_per_sec"] / local["examples_per_sec"]
+    print(f"goal pods / local >= {GOAL_RATIO}: {'met' if ratio >= GOAL_RATIO else 'MISSED'} ({ratio:.2f})")
+
+    print("\nkubectl delete pod (SIGTERM to gone), seconds")
+    for run in runs:
+        print(f"  {run.label:<48} " + ", ".join(f"{role} {s:.2f}" for role, s in run.delete_s.items()))
+
+    print("\nper pod over the run: CPU seconds, peak memory MiB")
+    for run in runs:
+        print(f"  {run.label}")
+        for name, use in sorted(run.usage.items()):
+            print(f"    {name:<20} {use.cpu_s:7.1f} s {use.peak_mib:8.0f} MiB")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -175,6 +175,14 @@ BAD_INPUTS = {
         r"tfk8s:cluster\.ps\.memory: 1Gi is below the 2442Mi that each PS's embedding shard needs "
         r"\(20000000 rows x 32 over 2 shard\(s\), optimizer slots included\)",
     ),
+    "chief memory below one checkpoint": (
+        lambda v: (
+            cluster(v).update(chief={"memory": "1Gi"}),
+            v.update({"tfk8s:trainer": {"embeddingRows": 20000000, "embeddingDim": 32}}),
+        ),
+        r"tfk8s:cluster\.chief\.memory: 1Gi is below the 4883Mi of one checkpoint \(20000000 rows x 32, "
+        r"optimizer slots included\), which passes through the chief's memory when it saves",
+    ),
     "replicas quoted": (
         lambda v: cluster(v)["workers"].update(replicas="20"),
         r"tfk8s:cluster\.workers\.replicas: Input should be a valid integer \(got '20'\)",

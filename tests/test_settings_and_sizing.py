@@ -8,7 +8,14 @@ import sys
 
 import pytest
 
-from components.sizing import embedding_shard_bytes, ps_memory_bytes, ps_memory_quantity
+from components.sizing import (
+    checkpoint_bytes,
+    chief_memory_bytes,
+    chief_scratch_bytes,
+    embedding_shard_bytes,
+    ps_memory_bytes,
+    ps_memory_quantity,
+)
 from trainer.settings import SettingsError, TrainerSettings
 from tests.harness import PROJECT_ROOT
 
@@ -72,3 +79,40 @@ def test_optimizer_slots_count_against_ps_memory():
     sgd = TrainerSettings(optimizer="sgd")
     adam = TrainerSettings(optimizer="adam")
     assert embedding_shard_bytes(adam, 2) == 3 * embedding_shard_bytes(sgd, 2)
+
+
+def test_the_chief_is_sized_for_the_checkpoints_that_pass_through_it():
+    """The chief writes every checkpoint itself: the whole table and its slots pass through its memory,
+    and on scratch it keeps 3 of them plus the one being written."""
+    settings = TrainerSettings(embedding_rows=20_000_000, embedding_dim=16, optimizer="adagrad")
+    # 20M rows x 16 dims x 4 bytes x (1 + 1 Adagrad slot) = 2.56 GB
+    assert checkpoint_bytes(settings) == 2_560_000_000
+    # 1 GiB runtime + 2.56 GB + 25 % = 1,073,741,824 + 2,560,000,000 + 640,000,000
+    assert chief_memory_bytes(settings) == 4_273_741_824
+    # 512 MiB + (3 kept + 1 being written) x 2.56 GB; a volume or a remote folder takes them off scratch
+    assert chief_scratch_bytes(settings, checkpoints_on_scratch=True) == 536_870_912 + 4 * 2_560_000_000
+    assert chief_scratch_bytes(settings, checkpoints_on_scratch=False) == 536_870_912
+    # A small model keeps the former fixed 2Gi.
+    assert chief_memory_bytes(TrainerSettings(embedding_rows=1000)) == 2 * 1024**3
+
+
+@pytest.mark.parametrize(
+    "stack, scratch",
+    [
+        # 1M rows x 16 x 4 B x 2 = 128 MB a checkpoint; 512 MiB + 4 x 128 MB = 1000.3 MiB
+        pytest.param("scene1-case3", "1001Mi", id="checkpoints on the chief's scratch"),
+        pytest.param("scene1-case2-durable", "512Mi", id="checkpoints on a volume"),
+    ],
+)
+def test_the_chief_pod_asks_for_room_for_its_checkpoints(stack, scratch):
+    from components import manifests
+    from components.stack_files import load_experiment
+
+    experiment = load_experiment(stack)
+    chief = next(group for group in experiment.groups if group.task_type == "chief")
+    spec = manifests.group_workload(experiment, chief)["spec"]["template"]["spec"]
+    volume = next(v for v in spec["volumes"] if v["name"] == manifests.SCRATCH_VOLUME)
+    resources = spec["containers"][0]["resources"]
+    assert volume["emptyDir"]["sizeLimit"] == scratch
+    assert resources["requests"]["ephemeral-storage"] == scratch
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == "2048Mi"

@@ -16,6 +16,15 @@ tools="$root/.tools"
 bin="$tools/bin"
 src="$tools/src"
 mkdir -p "$bin" "$src"
+# Built binaries are kept outside the clone too, keyed by what builds them, so a
+# fresh clone (CI) links them instead of building again.
+cache_key="$(cat "$here/versions.env" "$here/build.sh" | sha256sum | cut -c1-16)"
+cache="${TFK8S_CACHE:-$HOME/.cache/tfk8s}/toolchain/$cache_key"
+if [ -d "$cache" ]; then
+  for cached in "$cache"/* "$cache"/.*.version; do
+    [ -f "$cached" ] && [ ! -e "$bin/$(basename "$cached")" ] && { ln "$cached" "$bin/" 2>/dev/null || cp -p "$cached" "$bin/"; }
+  done
+fi
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 export GOBIN="$bin"
 
@@ -172,6 +181,11 @@ GO
 else
   kept+=("coredns $COREDNS_VERSION")
 fi
+
+mkdir -p "$cache"
+for made in "$bin"/* "$bin"/.*.version; do
+  [ -f "$made" ] && ! [ "$made" -ef "$cache/$(basename "$made")" ] && { ln -f "$made" "$cache/" 2>/dev/null || cp -p "$made" "$cache/"; }
+done
 
 for line in "${built[@]+"${built[@]}"}"; do echo "toolchain: built $line -> .tools/bin/${line%% *}"; done
 if [ "${#built[@]}" = 0 ]; then

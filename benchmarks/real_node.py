@@ -18,7 +18,6 @@ Root only; needs `make toolchain node-image`. The cluster lives under
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys

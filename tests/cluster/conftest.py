@@ -8,18 +8,17 @@ when it is killed, and are stopped by process group at the end.
 
 from __future__ import annotations
 
-import copy
 import gc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from components.render import read_rendered, render
-from components.stack_files import load_experiment, read_stack_values
+from components.stack_files import load_experiment
 from tests.harness import reset_pulumi
+from tests.stack_variants import write_variant
 from tools.localcluster import control_plane, paths
 from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods
@@ -36,16 +35,6 @@ def _reset_pulumi_runtime():
     yield
     reset_pulumi()
     gc.enable()
-
-
-def write_variant(directory: Path, base: str, name: str, edit) -> str:
-    """A stack file derived from `base`, changed by `edit(values)`; its path."""
-    _, values = read_stack_values(base)
-    values = copy.deepcopy(values)
-    edit(values)
-    path = directory / f"Pulumi.{name}.yaml"
-    path.write_text(yaml.safe_dump({"config": values}, sort_keys=False))
-    return str(path)
 
 
 def _loose(values: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ sysctl of ours left.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import json
@@ -18,15 +19,14 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
-import yaml
 from kubernetes import client
 
 from components import labels as L
 from components.render import read_rendered, render
-from components.stack_files import load_experiment, read_stack_values
+from components.stack_files import load_experiment
 from tests.harness import reset_pulumi
 from tools.localcluster import host, lifecycle, paths, realnodes
 from tools.localcluster.client import api_client
@@ -51,16 +51,6 @@ def _reset_pulumi_runtime():
     yield
     reset_pulumi()
     gc.enable()
-
-
-def write_variant(directory: Path, base: str, name: str, edit: Callable[[dict[str, Any]], None]) -> str:
-    """A stack file derived from seed stack `base`, changed by `edit(values)`; its path."""
-    _, values = read_stack_values(base)
-    values = copy.deepcopy(values)
-    edit(values)
-    path = directory / f"Pulumi.{name}.yaml"
-    path.write_text(yaml.safe_dump({"config": values}, sort_keys=False))
-    return str(path)
 
 
 def scaled_to_real_nodes(ps_pool: str, worker_pool: str, trainer: dict[str, Any]) -> Callable[[dict], None]:
@@ -128,6 +118,15 @@ class RealCluster:
         apply_manifests(self.api, experiment.stack, read_rendered(out))
         if wait:
             wait_for_pods(self.api, experiment, POD_WAIT_S)
+
+    @contextlib.contextmanager
+    def running(self, stack: str, out: Path) -> Iterator[str]:
+        """Apply `stack` and wait for its pods; delete it afterwards. Yields its namespace."""
+        self.apply(stack, out)
+        try:
+            yield load_experiment(stack).namespace
+        finally:
+            self.delete(stack, out)
 
     def delete(self, stack: str, out: Path) -> None:
         experiment = load_experiment(stack)

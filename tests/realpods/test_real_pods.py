@@ -18,7 +18,8 @@ from kubernetes.stream import stream
 
 from components.render import read_rendered, render
 from components.stack_files import load_experiment
-from tests.realpods.conftest import REAL_SERVERS, RealCluster, scaled_to_real_nodes, write_variant
+from tests.realpods.conftest import REAL_SERVERS, RealCluster, scaled_to_real_nodes
+from tests.stack_variants import write_variant
 from tools.localcluster.experiments import apply_manifests
 from trainer.peers import PS_WATCH_GRACE_S
 
@@ -76,9 +77,7 @@ def _serving_times(cluster: RealCluster, stack: str, role: str) -> dict[str, flo
 
 def test_a_seed_experiment_trains_to_completion_in_real_pods(real_cluster, tmp_path):
     stack = _colocated(real_cluster, "real-scene1", steps=400, checkpointEvery=100)
-    namespace = load_experiment(stack).namespace
-    real_cluster.apply(stack, tmp_path)
-    try:
+    with real_cluster.running(stack, tmp_path) as namespace:
         summary, chief = real_cluster.chief_summary(stack)
         # Checkpoints at 100..400 were written with each PS and the chief in its own pod.
         assert summary["steps"] == 400 and summary["resumed_from_step"] == 0
@@ -92,8 +91,6 @@ def test_a_seed_experiment_trains_to_completion_in_real_pods(real_cluster, tmp_p
         ps_pod = real_cluster.pods(stack, "ps")[0].metadata.name
         probe = "import os\ntry:\n open('/probe', 'w')\nexcept OSError as e:\n print(os.getuid(), os.getgid(), e.strerror)"
         assert _exec(real_cluster, namespace, ps_pod, probe).strip() == "1000 1000 Read-only file system"
-    finally:
-        real_cluster.delete(stack, tmp_path)
 
 
 def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tmp_path):
@@ -122,9 +119,7 @@ def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tm
 
 def test_a_deleted_ps_pod_restarts_training_from_its_checkpoint(real_cluster, tmp_path):
     stack = _colocated(real_cluster, "real-lost-ps", steps=1600, checkpointEvery=200)
-    namespace = load_experiment(stack).namespace
-    real_cluster.apply(stack, tmp_path)
-    try:
+    with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
         ps_pod = real_cluster.pods(stack, "ps")[1].metadata.name
         assert _delete_pod(real_cluster, namespace, ps_pod) < DELETE_WITHIN_S
@@ -134,15 +129,11 @@ def test_a_deleted_ps_pod_restarts_training_from_its_checkpoint(real_cluster, tm
         assert summary["steps"] == 1600
         assert summary["resumed_from_step"] >= checkpoint["step"], "resumed from the checkpoint, not from 0"
         assert chief.status.container_statuses[0].restart_count >= 1
-    finally:
-        real_cluster.delete(stack, tmp_path)
 
 
 def test_a_deleted_worker_pod_is_replaced_and_its_replacement_runs_steps(real_cluster, tmp_path):
     stack = _colocated(real_cluster, "real-lost-worker", steps=2400, checkpointEvery=0)
-    namespace = load_experiment(stack).namespace
-    real_cluster.apply(stack, tmp_path)
-    try:
+    with real_cluster.running(stack, tmp_path) as namespace:
         real_cluster.wait_for_event(stack, "worker_joined", worker=lambda w: w and w.startswith("worker-1@"))
         time.sleep(5)
         worker = next(p for p in real_cluster.pods(stack, "worker") if p.metadata.labels["apps.kubernetes.io/pod-index"] == "1")
@@ -158,8 +149,6 @@ def test_a_deleted_worker_pod_is_replaced_and_its_replacement_runs_steps(real_cl
             if event["worker"].startswith("worker-1@")
         ]
         assert len(joined) == 2 and joined[1] - replacement_serving <= REJOINS_WITHIN_S
-    finally:
-        real_cluster.delete(stack, tmp_path)
 
 
 @pytest.fixture
@@ -206,9 +195,7 @@ def test_a_replaced_chief_pod_resumes_from_its_checkpoint_volume(real_cluster, l
         values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
 
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-durable", durable)
-    namespace = load_experiment(stack).namespace
-    real_cluster.apply(stack, tmp_path)
-    try:
+    with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
         first_chief = real_cluster.pods(stack, "chief")[0].metadata.name
         assert _delete_pod(real_cluster, namespace, first_chief) < DELETE_WITHIN_S
@@ -216,8 +203,6 @@ def test_a_replaced_chief_pod_resumes_from_its_checkpoint_volume(real_cluster, l
         assert chief.metadata.name != first_chief, "a new pod, not a restarted container"
         assert summary["steps"] == 1600
         assert summary["resumed_from_step"] >= checkpoint["step"]
-    finally:
-        real_cluster.delete(stack, tmp_path)
 
 
 def test_scene2_isolated_ps_and_workers_on_two_real_nodes(real_cluster, tmp_path):
@@ -228,11 +213,8 @@ def test_scene2_isolated_ps_and_workers_on_two_real_nodes(real_cluster, tmp_path
         "real-scene2",
         scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": 300, "checkpointEvery": 100}),
     )
-    real_cluster.apply(stack, tmp_path)
-    try:
+    with real_cluster.running(stack, tmp_path):
         summary, _ = real_cluster.chief_summary(stack)
         assert summary["steps"] == 300 and summary["loss_last"] < summary["loss_first"]
         assert {p.spec.node_name for p in real_cluster.pods(stack, "ps")} == {REAL_SERVERS[0]}
         assert {p.spec.node_name for p in real_cluster.pods(stack, "worker")} == {REAL_SERVERS[1]}
-    finally:
-        real_cluster.delete(stack, tmp_path)

@@ -290,7 +290,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
             f"--kubelet-client-key={where.pki_dir / KUBELET_CLIENT_KEY}",
             # Node names (srv-00) are not host names this machine resolves.
             "--kubelet-preferred-address-types=InternalIP",
-            f"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki.service_account_public_key}",
             f"--service-account-signing-key-file={pki.service_account_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",

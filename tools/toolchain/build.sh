@@ -58,6 +58,19 @@ fi
 up_to_date() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.version" 2>/dev/null)" = "$2" ]; }
 stamp() { echo "$2" > "$bin/.$1.version"; }
 
+# build_wrapper NAME VERSION MODULE GO: build .tools/bin/NAME from a module of our own that
+# requires MODULE at VERSION and whose main.go comes on stdin. (`go install MODULE@VERSION`
+# reads the module's version list, which the proxy refuses for some modules.)
+build_wrapper() {
+  local name="$1" version="$2" requirement="$3" go_version="$4"
+  local module="$src/$name"
+  rm -rf "$module" && mkdir -p "$module"
+  printf 'module tfk8s.local/%s\n\ngo %s\n\nrequire %s %s\n' "$name" "$go_version" "$requirement" "$version" > "$module/go.mod"
+  cat > "$module/main.go"
+  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/$name" .)
+  stamp "$name" "$version"; built+=("$name $version")
+}
+
 kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 need_kube=0
 for name in "${kube_binaries[@]}"; do
@@ -112,16 +125,7 @@ fi
 
 if ! up_to_date etcd "$ETCD_VERSION"; then
   echo "toolchain: building etcd $ETCD_VERSION"
-  module="$src/etcd"
-  rm -rf "$module" && mkdir -p "$module"
-  cat > "$module/go.mod" <<MOD
-module tfk8s.local/etcd
-
-go 1.23
-
-require go.etcd.io/etcd/server/v3 $ETCD_VERSION
-MOD
-  cat > "$module/main.go" <<'GO'
+  build_wrapper etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 1.23 <<'GO'
 // etcd's own server entry point, built from its published module.
 package main
 
@@ -133,8 +137,6 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/etcd" .)
-  stamp etcd "$ETCD_VERSION"; built+=("etcd $ETCD_VERSION")
 else
   kept+=("etcd $ETCD_VERSION")
 fi
@@ -149,18 +151,9 @@ fi
 
 if ! up_to_date coredns "$COREDNS_VERSION"; then
   echo "toolchain: building CoreDNS $COREDNS_VERSION (only the plugins the local cluster uses)"
-  module="$src/coredns"
-  rm -rf "$module" && mkdir -p "$module"
-  cat > "$module/go.mod" <<MOD
-module tfk8s.local/coredns
-
-go 1.24
-
-require github.com/coredns/coredns $COREDNS_VERSION
-MOD
   # CoreDNS registers a plugin when its package is imported: importing only
   # these five builds in minutes instead of the full set's eleven.
-  cat > "$module/main.go" <<'GO'
+  build_wrapper coredns "$COREDNS_VERSION" github.com/coredns/coredns 1.24 <<'GO'
 // Cluster DNS for the local cluster's real nodes: CoreDNS with the plugins its Corefile uses.
 package main
 
@@ -176,8 +169,6 @@ import (
 
 func main() { coremain.Run() }
 GO
-  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/coredns" .)
-  stamp coredns "$COREDNS_VERSION"; built+=("coredns $COREDNS_VERSION")
 else
   kept+=("coredns $COREDNS_VERSION")
 fi

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -140,4 +141,6 @@ def _shown(path: Path) -> str:
 
 
 if __name__ == "__main__":
+    # Killed quietly by a closed pipe (`plan ... | head`), as command-line tools are.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

@@ -8,8 +8,11 @@ phase, and for a pod that is not where the plan put it or not running, why
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 from . import labels as L
@@ -176,19 +179,45 @@ def status_json(experiment: Experiment, statuses: list[TaskStatus]) -> str:
     )
 
 
+def _kubeconfig_looked_for(kubeconfig: Optional[str]) -> tuple[Path, str]:
+    """The kubeconfig file the client reads, and why that one."""
+    if kubeconfig:
+        return Path(kubeconfig), "given with --kubeconfig"
+    if os.environ.get("KUBECONFIG"):
+        return Path(os.environ["KUBECONFIG"].split(os.pathsep)[0]).expanduser(), "from $KUBECONFIG"
+    return Path("~/.kube/config").expanduser(), "the default; set --kubeconfig or $KUBECONFIG for another"
+
+
 def cluster_status(
     experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool
 ) -> int:
     """Print the status; 0 when every task runs as planned, 1 when not, 2 when the cluster cannot be read."""
     from kubernetes import config
     from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+    from urllib3.exceptions import HTTPError, MaxRetryError
 
+    where = f"stack '{experiment.stack}'"
+    kubeconfig_path, source = _kubeconfig_looked_for(kubeconfig)
+    if not kubeconfig_path.is_file():
+        print(
+            f"{where}: no kubeconfig at {kubeconfig_path} ({source}); for the local cluster run "
+            f"`make cluster-up STACK={experiment.stack}` and then `make status STACK={experiment.stack}` "
+            "(which passes --kubeconfig .cluster/kubeconfig)",
+            file=sys.stderr,
+        )
+        return 2
+    # One clear line for an API server that does not answer, not urllib3's retries and warnings.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
     try:
-        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+        api = config.new_client_from_config(config_file=str(kubeconfig_path), context=context)
+        api.configuration.retries = False
         statuses = read_status(api, experiment)
+    except MaxRetryError as error:
+        reason = getattr(error.reason, "args", [error.reason])[-1]
+        print(f"{where}: the API server at {api.configuration.host} does not answer ({reason})", file=sys.stderr)
+        return 2
     except (config.ConfigException, ApiException, HTTPError, OSError) as error:
-        print(f"stack '{experiment.stack}': cannot read the cluster: {error}", file=sys.stderr)
+        print(f"{where}: cannot read the cluster from {kubeconfig_path}: {error}", file=sys.stderr)
         return 2
     print(status_json(experiment, statuses) if as_json else status_table(experiment, statuses))
     return 0 if all(s.as_planned for s in statuses) else 1

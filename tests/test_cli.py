@@ -62,3 +62,48 @@ def test_plan_of_a_bad_stack_file_explains(tmp_path):
     assert "stack 'typo'" in result.stderr
     assert "tfk8s:cluster.workers.replica: unknown key (did you mean 'replicas'?)" in result.stderr
     assert result.stdout == ""
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """`python -m components plan ... | head` must not end in a BrokenPipe traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "components", "plan", "scene1-case4"],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    process.stdout.close()  # the reader is gone before the table is written
+    _, stderr = process.communicate(timeout=60)
+    assert stderr.decode() == ""
+
+
+def test_status_without_a_kubeconfig_names_the_file_and_how_to_start_a_cluster(tmp_path):
+    result = run_cli("status", "scene1-case3", "--kubeconfig", str(tmp_path / "missing"))
+    assert result.returncode == 2
+    assert f"no kubeconfig at {tmp_path / 'missing'} (given with --kubeconfig)" in result.stderr
+    assert "make cluster-up STACK=scene1-case3" in result.stderr
+
+
+def test_status_against_an_api_server_that_does_not_answer_says_so_in_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens here once the probe is closed
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    result = run_cli("status", "scene1-case3", "--kubeconfig", str(kubeconfig))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"the API server at https://127.0.0.1:{port} does not answer" in result.stderr

@@ -247,14 +247,19 @@ def _our_processes() -> list[str]:
     return found
 
 
-@pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory) -> RealCluster:
+def require_real_node_prerequisites() -> None:
+    """Fail (not skip) without what real nodes need: CI must not pass without having run pods."""
     missing = [f"{name} (make toolchain)" for name in paths.BINARIES if not (paths.TOOLS_BIN / name).is_file()]
     missing += realnodes.missing_prerequisites()
     if os.geteuid() != 0:
         missing.append("root (containerd, kubelet, a bridge and cgroups)")
     if missing:
         pytest.fail("real pods need: " + "; ".join(missing))
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory) -> RealCluster:
+    require_real_node_prerequisites()
     before = host_snapshot()
     stacks_dir = tmp_path_factory.mktemp("stacks")
     lifecycle.up(REAL_CLUSTER, real=REAL_SERVERS, tie_to_parent=True, say=print)

@@ -20,7 +20,7 @@ from components.config import StackConfigError
 from components.render import read_rendered, render
 from components.stack_files import PROJECT_ROOT, load_experiment
 
-from . import control_plane, lifecycle, paths
+from . import control_plane, host, lifecycle, paths
 from .client import api_client
 from .experiments import ApplyError, apply_manifests, delete_manifests, wait_for_pods
 from .nodes import create_fake_nodes
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     except StackConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    except (control_plane.ClusterError, ApplyError, FileNotFoundError) as error:
+    except (control_plane.ClusterError, host.HostError, ApplyError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0

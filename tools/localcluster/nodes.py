@@ -1,7 +1,7 @@
 """Fake nodes (kwok) standing in for the servers a stack names.
 
-One node per server in the stack's pools, with a real server's CPU, memory and
-pod capacity and, for GPU pools, `nvidia.com/gpu` capacity. Nodes carry labels
+One node per server in the stack's pools, with a real server's CPU, memory,
+local disk and pod capacity and, for GPU pools, `nvidia.com/gpu` capacity. Nodes carry labels
 of their own before tfk8s labels them (rack, zone), as a real cluster's do, so
 that tests can check tfk8s removes only what it added.
 
@@ -26,6 +26,8 @@ NODE_FIELD_MANAGER = "tfk8s-local-nodes"
 SERVER_CPU = "64"
 SERVER_MEMORY = "256Gi"
 SERVER_PODS = "250"
+# Local disk for pods' scratch space: the chief asks for room for its checkpoints.
+SERVER_EPHEMERAL_STORAGE = "1Ti"
 RACK_LABEL = "topology.tfk8s.local/rack"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 SERVERS_PER_RACK = 4
@@ -52,7 +54,7 @@ def own_labels(name: str, index: int) -> dict[str, str]:
 
 
 def fake_node(name: str, index: int, gpus: int) -> dict[str, Any]:
-    capacity = {"cpu": SERVER_CPU, "memory": SERVER_MEMORY, "pods": SERVER_PODS}
+    capacity = {"cpu": SERVER_CPU, "memory": SERVER_MEMORY, "pods": SERVER_PODS, "ephemeral-storage": SERVER_EPHEMERAL_STORAGE}
     if gpus:
         capacity["nvidia.com/gpu"] = str(gpus)
     return {

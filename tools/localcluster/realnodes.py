@@ -271,14 +271,13 @@ def start(
 ) -> RealNodes:
     """Make `names` real nodes of the running cluster in `where`; wait until each is Ready.
 
-    A start that fails tears down what it had done before raising.
+    What an earlier run left must be torn down first (lifecycle.up does). A
+    start that fails tears down what it had done before raising.
     """
     host.require_root()
     missing = missing_prerequisites()
     if missing:
         raise ClusterError("real nodes need: " + "; ".join(missing))
-    if RealNodes.load(where) is not None:
-        teardown(where, say)
     real = RealNodes(host_state=host.record())
     real.nodes = {name: host.node_address(index) for index, name in enumerate(names)}
     real.save(where)  # from here on, teardown knows what to put back

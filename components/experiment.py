@@ -64,9 +64,12 @@ class Experiment:
 
     @cached_property
     def trainer_hash(self) -> str:
-        """Hash of what the pods run: trainer code and settings."""
+        """Hash of everything the pods take from the shared ConfigMaps: trainer code, settings and
+        the TF cluster. Neither a mounted ConfigMap nor envFrom restarts a running pod, so a pod
+        template annotation of this hash is what rolls every task (the chief's Job included) when
+        one of them changes."""
         return hashlib.sha256(
-            f"{self.trainer_bundle.sha256}\0{self.trainer_settings_json}".encode()
+            f"{self.trainer_bundle.sha256}\0{self.trainer_settings_json}\0{self.tf_config.cluster_json}".encode()
         ).hexdigest()
 
     @property

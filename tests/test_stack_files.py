@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import re
+import shutil
 
 import pytest
 
 from components import manifests
 from components.experiment import Experiment
-from components.stack_files import STACKS_DIR, load_stack_file
+from components.config import load_stack_config
+from components.stack_files import STACKS_DIR, load_stack_file, read_stack_values
 from components.trainer_bundle import load_trainer_bundle
 from tests.harness import PROJECT_ROOT
 
@@ -49,3 +52,36 @@ def test_a_settings_change_rolls_the_pods():
     faster = config.model_copy(update={"trainer": dataclasses.replace(config.trainer, learning_rate=0.5)})
     before, after = Experiment(config, bundle), Experiment(faster, bundle)
     assert before.trainer_hash != after.trainer_hash
+
+
+def test_a_topology_change_rolls_every_pod_the_chief_included():
+    """5 PS / 50 workers -> 6 / 60: the TF cluster in the shared ConfigMap changes, and every
+    pod, the chief's Job too, must restart to read it."""
+    bundle = load_trainer_bundle(PROJECT_ROOT)
+    values = read_stack_values("scene1-case2")[1]
+    grown = copy.deepcopy(values)
+    grown["tfk8s:nodePools"][0]["nodes"].append("srv-05")
+    grown["tfk8s:cluster"]["workers"]["replicas"] = 60
+    grown["tfk8s:cluster"]["ps"]["replicas"] = 6
+    before = Experiment(load_stack_config("scene1-case2", values), bundle)
+    after = Experiment(load_stack_config("scene1-case2", grown), bundle)
+    assert after.config.cluster.ps_count == before.config.cluster.ps_count + 1
+    chief_before, chief_after = (
+        manifests.group_workload(e, next(g for g in e.groups if g.task_type == "chief")) for e in (before, after)
+    )
+    assert chief_before["spec"]["template"] != chief_after["spec"]["template"]
+
+
+def test_the_pods_get_only_the_modules_they_import(tmp_path):
+    bundle = load_trainer_bundle(PROJECT_ROOT)
+    assert sorted(bundle.files) == [
+        "__init__.py", "__main__.py", "chief.py", "cluster.py", "data.py", "ids.py", "lifeline.py",
+        "model.py", "optimizers.py", "peers.py", "settings.py", "termination.py",
+    ]
+    # Editing the local launcher or the report changes no pod.
+    copy_root = tmp_path / "project"
+    shutil.copytree(PROJECT_ROOT / "trainer", copy_root / "trainer", ignore=shutil.ignore_patterns("__pycache__"))
+    for local_only in ("local.py", "report.py"):
+        path = copy_root / "trainer" / local_only
+        path.write_text(path.read_text() + "\n# edited\n")
+    assert load_trainer_bundle(copy_root).sha256 == bundle.sha256

@@ -56,9 +56,11 @@ def test_the_text_names_the_changes_in_the_stack_files_own_keys(capsys):
     assert "  tfk8s:cluster.workers.replicas: 50 -> 100" in out
     assert any(line.startswith("  srv-07") and line.endswith("appears") for line in out.splitlines())
     assert "  ConfigMap: changed 1 (tfk8s-trainer-env)" in out  # the cluster lists the new tasks
-    # A PS and a worker workload per new server; the old PS get less memory (smaller shards).
+    # A PS and a worker workload per new server. Every existing task restarts to read the larger
+    # cluster (the chief's Job too), and the old PS get less memory (smaller shards).
     assert "  StatefulSet: added 10 (ps-srv-05, ps-srv-06, ps-srv-07, ps-srv-08, ps-srv-09, worker-srv-05, … 4 more)" in out
-    assert "changed 5 (ps-srv-00, ps-srv-01, ps-srv-02, ps-srv-03, ps-srv-04)" in out
+    assert "changed 10 (ps-srv-00, ps-srv-01, ps-srv-02, ps-srv-03, ps-srv-04, worker-srv-00, … 4 more)" in out
+    assert "  Job: changed 1 (chief)" in out
     assert "Service" not in out
 
 

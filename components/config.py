@@ -356,21 +356,24 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
         where = f"{CONFIG_NAMESPACE}:trainer" + (f".{exc.key}" if exc.key else "")
         errors.append(f"{where}: {exc.message}")
 
+    # Every problem in one pass: the pools and the cluster are checked even when the trainer
+    # settings or the top-level keys have errors of their own.
     config: StackConfig | None = None
-    if not errors:
+    if all(required in given for required in ("nodePools", "cluster")):
         try:
             config = StackConfig.model_validate(
                 {
                     "stack": stack,
                     "nodePools": given["nodePools"],
                     "cluster": given["cluster"],
-                    "trainer": trainer,
+                    "trainer": trainer or TrainerSettings(),
                 }
             )
         except ValidationError as exc:
             errors.extend(_describe_validation_error(exc))
 
-    if config is not None:
+    # The cross checks size memory from the trainer settings: only with settings that are valid.
+    if config is not None and trainer is not None:
         errors.extend(_cross_checks(config))
     if config is not None and not errors:
         errors.extend(_tf_config_size(config))

@@ -256,6 +256,17 @@ def test_every_problem_is_reported_at_once():
     assert "tfk8s:cluster.workers.replicas" in text and "tfk8s:cluster.placement" in text
 
 
+def test_a_typo_in_the_trainer_and_one_in_the_cluster_are_both_reported():
+    values = mutated(
+        lambda v: (cluster(v)["workers"].update(replics=3), v.update({"tfk8s:trainer": {"batchSise": 64}}))
+    )
+    with pytest.raises(StackConfigError) as error:
+        load_stack_config(STACK, values)
+    text = str(error.value)
+    assert "tfk8s:trainer.batchSise: unknown setting (did you mean 'batchSize'?)" in text
+    assert "tfk8s:cluster.workers.replics: unknown key (did you mean 'replicas'?)" in text
+
+
 def test_the_tf_config_limit_is_the_kernels():
     def tf_config_size(workers: int) -> int:
         config = load_stack_config(STACK, mutated(lambda v: cluster(v)["workers"].update(replicas=workers)))

@@ -8,8 +8,13 @@ from __future__ import annotations
 from components.stack_files import read_stack_values, stack_names
 from tests.harness import ProgramRun, run_program
 
+# Every stack in stacks/, a user's own included: the generic checks run on each.
 ALL_STACKS = stack_names()
 SEED_STACKS = [f"scene{scene}-case{case}" for scene in (1, 2) for case in (1, 2, 3, 4)]
+# The stacks tfk8s ships: the tests know what each should give (present ones only).
+EXAMPLE_STACKS = [
+    name for name in (*SEED_STACKS, "gpu-p40", "spread-managed", "scene1-case2-durable") if name in ALL_STACKS
+]
 
 _runs: dict[str, ProgramRun] = {}
 

@@ -85,6 +85,11 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 class StackConfigError(ValueError):
     """A stack file is wrong. The message names the stack, the field and the fix."""
 
+    @classmethod
+    def listing(cls, stack: str, errors: list[str]) -> "StackConfigError":
+        lines = "\n".join(f"  - {error}" for error in errors)
+        return cls(f"stack '{stack}' has an invalid configuration:\n{lines}")
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(
@@ -375,33 +380,10 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     # The cross checks size memory from the trainer settings: only with settings that are valid.
     if config is not None and trainer is not None:
         errors.extend(_cross_checks(config))
-    if config is not None and not errors:
-        errors.extend(_tf_config_size(config))
-
     if errors:
-        lines = "\n".join(f"  - {error}" for error in errors)
-        raise StackConfigError(f"stack '{stack}' has an invalid configuration:\n{lines}")
+        raise StackConfigError.listing(stack, errors)
     assert config is not None
     return config
-
-
-def _tf_config_size(config: StackConfig) -> list[str]:
-    """A TF_CONFIG the kernel would refuse to pass to the trainer is an error now, not a crash loop later."""
-    from .planner import plan_stack
-    from .tf_config import MAX_ENV_STRING, cluster_spec, tf_config_bytes
-    from .workloads import pool_servers, task_groups
-
-    groups = task_groups(plan_stack(config), pool_servers(config))
-    size = tf_config_bytes(cluster_spec(groups, config.namespace))
-    if size <= MAX_ENV_STRING:
-        return []
-    tasks = sum(group.count for group in groups)
-    return [
-        f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a TF_CONFIG of {size:,} bytes, "
-        f"but Linux passes at most {MAX_ENV_STRING:,} bytes in one environment variable (about "
-        f"{tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers, or shorter "
-        "server and stack names"
-    ]
 
 
 def _cross_checks(config: StackConfig) -> list[str]:

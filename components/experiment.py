@@ -10,12 +10,13 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, Mapping
 
-from .config import NodePoolSpec, StackConfig
+from .config import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, StackConfigError, load_stack_config
 from .labels import node_role
 from .planner import Plan, plan_stack
 from .sizing import SCRATCH_BASE_BYTES, chief_memory_request, chief_scratch_bytes, mebibytes, ps_memory_request
-from .tf_config import TFConfigRenderer, cluster_spec
+from .tf_config import MAX_ENV_STRING, TFConfigRenderer, cluster_spec, tf_config_bytes
 from .trainer_bundle import TrainerBundle
 from .workloads import TaskGroup, pool_servers, task_groups
 from trainer.settings import TrainerSettings
@@ -114,3 +115,30 @@ class Experiment:
     def pool_role(self, pool_name: str) -> str:
         """What the plan runs on the pool's servers: ps, worker or mixed."""
         return self._pool_roles[pool_name]
+
+
+def load_experiment_values(stack: str, values: Mapping[str, Any], bundle: TrainerBundle) -> Experiment:
+    """Validate a stack's values, then what only its plan can show; the experiment, planned once.
+
+    The config checks (components/config.py) need no plan; the checks here do,
+    and reuse the plan, task groups and TF cluster the experiment then serves.
+    """
+    experiment = Experiment(load_stack_config(stack, values), bundle)
+    errors = tf_config_size_errors(experiment)
+    if errors:
+        raise StackConfigError.listing(stack, errors)
+    return experiment
+
+
+def tf_config_size_errors(experiment: Experiment) -> list[str]:
+    """A TF_CONFIG the kernel would refuse to pass to the trainer is an error now, not a crash loop later."""
+    size = tf_config_bytes(experiment.tf_config.cluster)
+    if size <= MAX_ENV_STRING:
+        return []
+    tasks = sum(group.count for group in experiment.groups)
+    return [
+        f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a TF_CONFIG of {size:,} bytes, "
+        f"but Linux passes at most {MAX_ENV_STRING:,} bytes in one environment variable (about "
+        f"{tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers, or shorter "
+        "server and stack names"
+    ]

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from .config import CONFIG_NAMESPACE, StackConfigError, load_stack_config
-from .experiment import Experiment
+from .config import CONFIG_NAMESPACE, StackConfigError
+from .experiment import Experiment, load_experiment_values
 from .node_pool import NodePool, NodePoolArgs
 from .objects import labelled_pools
 from .tf_cluster import TFCluster, TFClusterArgs
@@ -38,8 +38,8 @@ def engine_config() -> dict[str, Any]:
 
 def build(stack: str, values: Mapping[str, Any]) -> Experiment:
     """Validate, then register every resource of the experiment and export its plan."""
-    config = load_stack_config(stack, values)
-    experiment = Experiment(config, load_trainer_bundle(PROJECT_ROOT))
+    experiment = load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))
+    config = experiment.config
 
     used = {pool.name for pool in experiment.used_pools()}
     for pool in config.node_pools:

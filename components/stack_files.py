@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from .config import StackConfig, StackConfigError, load_stack_config
-from .experiment import Experiment
+from .experiment import Experiment, load_experiment_values
 from .trainer_bundle import load_trainer_bundle
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -57,4 +57,5 @@ def load_stack_file(stack_or_path: str) -> StackConfig:
 
 def load_experiment(stack_or_path: str) -> Experiment:
     """The stack's experiment, derived as the Pulumi program derives it."""
-    return Experiment(load_stack_file(stack_or_path), load_trainer_bundle(PROJECT_ROOT))
+    stack, values = read_stack_values(stack_or_path)
+    return load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))

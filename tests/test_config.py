@@ -8,7 +8,7 @@ import pulumi
 import pytest
 
 from components.config import StackConfigError, load_stack_config
-from components.experiment import Experiment
+from components.experiment import load_experiment_values
 from components.stack_files import PROJECT_ROOT
 from components.tf_config import MAX_ENV_STRING, tf_config_bytes
 from components.trainer_bundle import load_trainer_bundle
@@ -269,8 +269,8 @@ def test_a_typo_in_the_trainer_and_one_in_the_cluster_are_both_reported():
 
 def test_the_tf_config_limit_is_the_kernels():
     def tf_config_size(workers: int) -> int:
-        config = load_stack_config(STACK, mutated(lambda v: cluster(v)["workers"].update(replicas=workers)))
-        experiment = Experiment(config, load_trainer_bundle(PROJECT_ROOT))
+        values = mutated(lambda v: cluster(v)["workers"].update(replicas=workers))
+        experiment = load_experiment_values(STACK, values, load_trainer_bundle(PROJECT_ROOT))
         return tf_config_bytes(experiment.tf_config.cluster)
 
     assert tf_config_size(2000) <= MAX_ENV_STRING
@@ -311,3 +311,13 @@ def test_a_colocated_cluster_without_ps_takes_the_workers_pool_and_the_ratio():
     assert short_run.outputs["tasks"] == {"chief": 1, "ps": 6, "worker": 24}
     assert by_identity(short_run.manifests()) == by_identity(long_run.manifests())
     assert len(short_run.manifests()) == len(long_run.manifests())
+
+
+def test_config_parsing_depends_on_no_module_that_depends_on_it():
+    """The schema comes first: components/config.py imports neither the planner nor anything built on a
+    plan, not even inside a function (the checks that need a plan run in components/experiment.py)."""
+    import ast
+
+    tree = ast.parse((PROJECT_ROOT / "components" / "config.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}
+    assert imported.isdisjoint({"planner", "tf_config", "workloads", "experiment", "manifests", "objects"}), imported

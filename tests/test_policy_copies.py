@@ -1,0 +1,48 @@
+"""The policy pack's own copies of tfk8s facts agree with the originals.
+
+The pack runs in its own environment (pulumi-policy pins protobuf 5.29) and
+imports no tfk8s code, so it keeps copies: optimizer slots, quantity suffixes,
+the shard rule and its byte maths, label keys, the settings variable. This
+test holds each copy against the module it was copied from and fails the day
+one of them changes alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from components import labels as L
+from components.config import QUANTITY_FACTORS, quantity_value
+from components.sizing import embedding_shard_bytes
+from tests.policy_harness import tfk8s_policies as pack
+from trainer.settings import OPTIMIZER_SLOTS, OPTIMIZERS, PARTITIONS, SETTINGS_ENV, TrainerSettings
+
+
+def test_optimizer_slots_and_names_agree():
+    assert pack.OPTIMIZER_SLOTS == OPTIMIZER_SLOTS
+    assert set(pack.OPTIMIZER_SLOTS) == set(OPTIMIZERS)
+
+
+@pytest.mark.parametrize("suffix", sorted(set(QUANTITY_FACTORS) | set(pack.QUANTITY_SUFFIX)))
+def test_quantity_suffixes_agree(suffix):
+    assert suffix in pack.QUANTITY_SUFFIX and suffix in QUANTITY_FACTORS, f"'{suffix}' is known to one side only"
+    assert pack.quantity_bytes(f"3{suffix}") == pytest.approx(quantity_value(f"3{suffix}"))
+
+
+@pytest.mark.parametrize(
+    "partition, optimizer, ps", list(itertools.product(PARTITIONS, OPTIMIZERS, (1, 2, 3, 7)))
+)
+def test_shards_and_shard_bytes_agree(partition, optimizer, ps):
+    settings = TrainerSettings(embedding_rows=1_000_003, embedding_dim=24, partition=partition, optimizer=optimizer)
+    as_pods_see_it = settings.to_config()
+    assert pack.embedding_shards(as_pods_see_it, ps) == settings.shard_count(ps)
+    assert pack.shard_bytes(as_pods_see_it, ps) == embedding_shard_bytes(settings, ps)
+
+
+def test_label_keys_and_the_settings_variable_agree():
+    assert (pack.COMPONENT, pack.INSTANCE, pack.GPU_PRODUCT, pack.PRODUCTION_LABEL) == (
+        L.COMPONENT, L.INSTANCE, L.GPU_PRODUCT, L.PRODUCTION,
+    )
+    assert pack.SETTINGS_ENV == SETTINGS_ENV

@@ -1,8 +1,10 @@
 """Training data: a deterministic synthetic generator or TFRecord files.
 
-Both are sharded per worker by record, not by file: every worker gets an
-equal share even when there are fewer files than workers (seed 002), and each
-epoch is reshuffled.
+Every worker gets its own share and each epoch is reshuffled. TFRecord files
+are shared out as tf.data's AUTO policy does: by file when there are at least
+as many files as workers, so each worker reads only its files; by record when
+there are fewer, so no worker sits idle (the seed's complaint about file-level
+sharding), at the price of every worker reading every file.
 """
 
 from __future__ import annotations
@@ -55,11 +57,19 @@ def synthetic_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.
     return batches.map(lambda r: synthetic_examples(r, settings), num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def tfrecord_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
-    files = tf.io.gfile.glob(settings.data)
+def tfrecord_records(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
+    """One epoch of one worker's serialized records (see the module docstring for the split)."""
+    files = sorted(tf.io.gfile.glob(settings.data))
     if not files:
         raise FileNotFoundError(f"no TFRecord files match data: {settings.data}")
-    records = tf.data.TFRecordDataset(sorted(files)).shard(shards, shard)
+    if len(files) >= shards:
+        own_files = tf.data.Dataset.from_tensor_slices(files).shard(shards, shard)
+        return own_files.interleave(tf.data.TFRecordDataset, cycle_length=2, num_parallel_calls=tf.data.AUTOTUNE)
+    return tf.data.TFRecordDataset(files).shard(shards, shard)
+
+
+def tfrecord_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
+    records = tfrecord_records(settings, shards, shard)
     records = records.shuffle(SHUFFLE_BUFFER, seed=settings.seed, reshuffle_each_iteration=True)
     features = {
         FEATURE_IDS: tf.io.FixedLenFeature([settings.ids_per_example], tf.int64),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -11,7 +12,7 @@ import tensorflow as tf
 from tensorflow.python.distribute.sharded_variable import ShardedVariable
 
 from trainer.cluster import ClusterConfigError, ps_named_in, read_task_config
-from trainer.data import synthetic_examples, training_dataset, write_tfrecords
+from trainer.data import synthetic_examples, tfrecord_records, training_dataset, write_tfrecords
 from trainer.ids import IdHasher, zipf_ids
 from trainer.model import SparseModel, table_initializer, table_partitioner
 from trainer.settings import TrainerSettings
@@ -79,6 +80,42 @@ def test_tfrecords_are_sharded_by_record_and_reshuffled(tmp_path):
     everything = set(map(tuple, synthetic_examples(tf.range(60, dtype=tf.int64), settings)[0].numpy()))
     assert shard_rows[0] | shard_rows[1] == everything
     assert len(shard_rows[0]) + len(shard_rows[1]) >= len(everything) - 1
+
+
+def _bytes_read_while(run) -> int:
+    """Bytes this process read (read and pread calls, /proc/self/io rchar) while `run()` ran."""
+
+    def rchar() -> int:
+        with open("/proc/self/io") as io:
+            return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
+
+    before = rchar()
+    run()
+    return rchar() - before
+
+
+@pytest.mark.parametrize(
+    "files, split",
+    [pytest.param(8, "file", id="8 files, 4 workers: by file"), pytest.param(2, "record", id="2 files, 4 workers: by record")],
+)
+def test_tfrecord_workers_read_their_share_of_the_files(tmp_path, files, split):
+    settings = TrainerSettings(**{**SMALL.__dict__, "data": str(tmp_path / "part-*.tfrecord")})
+    per_file = 2000
+    for index in range(files):
+        write_tfrecords(str(tmp_path / f"part-{index}.tfrecord"), dataclasses.replace(settings, seed=index), per_file)
+    total_bytes = sum(path.stat().st_size for path in tmp_path.glob("part-*.tfrecord"))
+    workers = 4
+    list(tfrecord_records(settings, workers, 0))  # warm up: TensorFlow's first use reads files of its own
+    records, read = [], []
+    for worker in range(workers):
+        seen: list = []
+        read.append(_bytes_read_while(lambda: seen.extend(tfrecord_records(settings, workers, worker))))
+        records.append(len(seen))
+    assert sum(records) == files * per_file and max(records) - min(records) <= 1, records
+    if split == "file":
+        assert all(0.2 * total_bytes <= bytes_ <= 0.3 * total_bytes for bytes_ in read), (read, total_bytes)
+    else:  # fewer files than workers: nobody idles, and everybody reads everything
+        assert all(bytes_ >= 0.95 * total_bytes for bytes_ in read), (read, total_bytes)
 
 
 def test_table_initializer_does_not_depend_on_sharding():

@@ -13,7 +13,7 @@ ALL_STACKS = stack_names()
 SEED_STACKS = [f"scene{scene}-case{case}" for scene in (1, 2) for case in (1, 2, 3, 4)]
 # The stacks tfk8s ships: the tests know what each should give (present ones only).
 EXAMPLE_STACKS = [
-    name for name in (*SEED_STACKS, "gpu-p40", "spread-managed", "scene1-case2-durable") if name in ALL_STACKS
+    name for name in (*SEED_STACKS, "gpu-p40", "spread-managed", "scene1-case2-durable", "scene1-case1-local") if name in ALL_STACKS
 ]
 
 _runs: dict[str, ProgramRun] = {}

@@ -218,6 +218,8 @@ EXPECTED_PS_MEMORY = {
     "scene1-case1": "665Mi", "scene1-case2": "543Mi", "scene1-case3": "528Mi", "scene1-case4": "520Mi",
     "scene2-case1": "665Mi", "scene2-case2": "543Mi", "scene2-case3": "528Mi", "scene2-case4": "520Mi",
     "gpu-p40": "3564Mi", "spread-managed": "551Mi", "scene1-case2-durable": "543Mi",
+    # 20,000 x 16 x 4 x 2 / 2 PS = 1,280,000 x 1.25 + 536,870,912 = 538,470,912 B = 513.5 MiB
+    "scene1-case1-local": "514Mi",
 }
 
 

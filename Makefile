@@ -15,6 +15,9 @@ STEPS ?= 200
 # make report: the seeds' question (scene 1 against scene 2, none against auto) by default.
 STACKS ?= scene1-case2 scene2-case2
 PARTITIONS ?= none auto
+# The seed's ads model is sparse-heavy: many ids per example into a wide table. With the
+# default model the PS work is mostly fixed per-call overhead and no PS stands out.
+REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
 	test-real bench-real node-image toolchain render cluster-up cluster-down apply delete status diff report clean
@@ -106,7 +109,7 @@ delete: $(STAMP)
 
 # Runs each stack and partition locally; writes reports/<name>/ (report.md, report.json, PNG plots).
 report: $(STAMP) $(TRAINER_STAMP)
-	$(TRAINER_VENV)/bin/python -m trainer.report --stacks $(STACKS) --partitions $(PARTITIONS) --steps $(STEPS)
+	$(TRAINER_VENV)/bin/python -m trainer.report --stacks $(STACKS) --partitions $(PARTITIONS) --steps $(STEPS) $(REPORT_SETTINGS)
 
 # Two experiments side by side: config, plan and objects (exit 0 same, 1 different).
 diff: $(STAMP)

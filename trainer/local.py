@@ -5,8 +5,8 @@
 
 Starts PS and workers, then the chief, on loopback; shows the chief's
 progress; prints as its last line one JSON object (the chief's summary plus
-`ps_cpu_seconds` and `ps_imbalance`, measured from /proc over the training
-phase). Every process it starts runs in its own process group and is stopped
+`ps_cpu_seconds` and `ps_imbalance`, measured from /proc from the first
+finished call to the end of training). Every process it starts runs in its own process group and is stopped
 on success, failure, Ctrl-C or SIGTERM. Workers that die are restarted, as
 Kubernetes would; `--kill TASK@STEP` kills a task on purpose (a fault drill).
 """
@@ -60,9 +60,12 @@ PORT_ATTEMPTS = 3
 # -- settings from flags and stack files ---------------------------------------
 
 
-def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+def add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """A flag per trainer setting (`--embedding-rows`, ...), but those named in `skip`."""
     group = parser.add_argument_group("trainer settings (tfk8s:trainer; defaults as in the schema)")
     for spec in dataclasses.fields(TrainerSettings):
+        if spec.name in skip:
+            continue
         flag = "--" + spec.name.replace("_", "-")
         help_text = spec.metadata.get("help", "")
         choices = spec.metadata.get("choices") or None
@@ -365,8 +368,11 @@ class LocalCluster:
                     self._drill(int(line.split()[1]))
                 continue
             if event["event"] == "start":
-                cpu_at_start = self._ps_cpu()
                 print(f"training: {event['ps']} PS, {event['workers']} workers, from step {event['step']}", file=out, flush=True)
+            elif event["event"] == "worker_joined" and cpu_at_start is None:
+                # The first finished call: PS CPU counts from here, not from the processes' start
+                # (TensorFlow's import, variable creation and tracing would mute the hot PS).
+                cpu_at_start = self._ps_cpu()
             elif event["event"] == "summary":
                 summary = {key: value for key, value in event.items() if key != "event"}
                 summary["ps_cpu_seconds"] = _cpu_delta(cpu_at_start, self._ps_cpu())

@@ -18,6 +18,7 @@ process. Timings (CPU seconds, examples/s) vary from run to run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -25,13 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, read_stack, scale_to_machine
-from .settings import SettingsError, TrainerSettings
+from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
+from .settings import SettingsError, TrainerSettings, to_camel
 
 DEFAULT_STACKS = ("scene1-case2", "scene2-case2")
 DEFAULT_PARTITIONS = ("none", "auto")
 PARTITIONS = ("auto", "range", "none")
 REPORT_MIN_PS = 3  # fewer and one hot PS cannot stand out
+# Settings the report has flags of its own for; every other trainer setting is a flag that
+# replaces the stacks' value in every run (`make report` gives the seed's sparse-heavy model).
+OWN_FLAGS = ("steps", "partition", "checkpoint_every")
 REPLAY_BATCHES = 50
 # A sweep is long; one failed run (a TensorFlow gRPC hiccup on a loaded machine) is tried once more.
 RUN_ATTEMPTS = 2
@@ -52,9 +56,16 @@ class RunSpec:
 
 
 def plan_runs(
-    stacks: list[str], partitions: list[str], steps: int, max_workers: int = MAX_LOCAL_WORKERS
+    stacks: list[str],
+    partitions: list[str],
+    steps: int,
+    max_workers: int = MAX_LOCAL_WORKERS,
+    overrides: Optional[dict[str, Any]] = None,
 ) -> list[RunSpec]:
-    """Every run of the sweep, validated before any starts (LaunchError or SettingsError if not)."""
+    """Every run of the sweep, validated before any starts (LaunchError or SettingsError if not).
+
+    `overrides` (stack-file keys) replace the stacks' own trainer settings in every run.
+    """
     bad = [p for p in partitions if p not in PARTITIONS]
     if bad:
         raise SettingsError("partition", f"must be one of {', '.join(PARTITIONS)} (got {', '.join(bad)})")
@@ -64,7 +75,7 @@ def plan_runs(
         scale = scale_to_machine(experiment.ps, experiment.workers, max_workers=max_workers)
         for partition in partitions:
             settings = TrainerSettings.from_config(
-                {**experiment.trainer, "partition": partition, "steps": steps, "checkpointEvery": 0}
+                {**experiment.trainer, **(overrides or {}), "partition": partition, "steps": steps, "checkpointEvery": 0}
             )
             runs.append(RunSpec(experiment.stack, partition, max(scale.ps, REPORT_MIN_PS), scale.workers, settings))
     return runs
@@ -183,6 +194,17 @@ def finding(runs: list[dict[str, Any]]) -> str:
     return "No run pair compares partition none with auto, so the report states no finding."
 
 
+def model_line(runs: list[dict[str, Any]]) -> str:
+    """What every run trained: the model decides whether one PS can stand out."""
+    if not runs:
+        return ""
+    settings = runs[0]["settings"]
+    return (
+        f"Model of every run: {settings['embeddingRows']:,} x {settings['embeddingDim']} table, "
+        f"{settings['idsPerExample']} ids per example, batch {settings['batchSize']}, {settings['optimizer']}."
+    )
+
+
 def one_thing_apart(runs: list[dict[str, Any]]) -> list[tuple[dict, dict, str]]:
     pairs = []
     for i, a in enumerate(runs):
@@ -194,7 +216,7 @@ def one_thing_apart(runs: list[dict[str, Any]]) -> list[tuple[dict, dict, str]]:
 
 
 def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
-    lines = [f"# Report {name}", "", finding(runs), ""]
+    lines = [f"# Report {name}", "", finding(runs), "", model_line(runs), ""]
     for run in runs:
         lines += [
             f"## {run['name']}: {run['ps']} PS, {run['workers']} workers, partition {run['partition']}",
@@ -293,16 +315,24 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="at most this many workers per run (default: %(default)s)")
     parser.add_argument("--name", help="report folder name (default: the stacks and partitions)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "reports", help="where reports go")
+    add_setting_flags(parser, skip=OWN_FLAGS)
     args = parser.parse_args(argv)
+    overrides = {
+        to_camel(spec.name): getattr(args, spec.name)
+        for spec in dataclasses.fields(TrainerSettings)
+        if spec.name not in OWN_FLAGS and getattr(args, spec.name) is not None
+    }
 
     try:
-        specs = plan_runs(args.stacks, args.partitions, args.steps, args.max_workers)
+        specs = plan_runs(args.stacks, args.partitions, args.steps, args.max_workers, overrides)
     except (LaunchError, SettingsError) as error:
         print(f"trainer.report: {error}", file=sys.stderr)
         return 2
     name = args.name or "_".join([*args.stacks, *args.partitions])
     out_dir = args.out / name
-    print(f"report {name}: {len(specs)} runs of {args.steps} steps -> {out_dir}", file=sys.stderr, flush=True)
+    given = ", ".join(f"{key} {value}" for key, value in overrides.items()) or "none"
+    print(f"report {name}: {len(specs)} runs of {args.steps} steps (settings given: {given}) -> {out_dir}",
+          file=sys.stderr, flush=True)
     runs = []
     for spec in specs:
         for attempt in range(1, RUN_ATTEMPTS + 1):

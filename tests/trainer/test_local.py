@@ -299,3 +299,30 @@ def test_a_replaced_chief_resumes_from_the_last_checkpoint(tmp_path):
     assert f"training: 2 PS, 1 workers, from step {resumed}" in lines
     assert summary["steps"] == 150 and summary["steps_this_run"] == 150 - resumed
     assert summary["chief_restarts"] == 1
+
+
+def test_ps_cpu_counts_from_the_first_finished_call_not_from_start_up(tmp_path):
+    """TensorFlow's import, variable creation and tracing happen before the first call finishes;
+    counted, they mute the hot PS of an unpartitioned table (the report's whole point)."""
+    import io
+    import types
+
+    from trainer.local import LocalCluster
+    from trainer.settings import TrainerSettings
+
+    # PS CPU seconds as the chief's events go by: start-up, then training.
+    cpu_when = {"start": [0.6, 0.6], "worker_joined": [1.0, 1.0], "summary": [5.0, 1.2]}
+    lines = [json.dumps({"event": name, "step": 0, "ps": 2, "workers": 1, "worker": "worker-0@x"}) for name in cpu_when]
+    cluster = LocalCluster(TrainerSettings(), ps=2, workers=1, workdir=tmp_path)
+    current = {"cpu": [0.0, 0.0]}
+
+    def chief_output():
+        for line in lines:
+            current["cpu"] = cpu_when[json.loads(line)["event"]]
+            yield line + "\n"
+
+    cluster.chief = types.SimpleNamespace(stdout=chief_output())
+    cluster._ps_cpu = lambda: list(current["cpu"])
+    summary, failure = cluster._follow_chief(io.StringIO())
+    assert failure is None
+    assert summary["ps_cpu_seconds"] == pytest.approx([4.0, 0.2])

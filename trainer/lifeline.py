@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import Mapping
 
-# Set by the local launcher (trainer/local.py) on the tasks it starts; never in pods.
+# Set by the local launcher (trainer/local/) on the tasks it starts; never in pods.
 LAUNCHER_PID_ENV = "TFK8S_LAUNCHER_PID"
 _PR_SET_PDEATHSIG = 1
 

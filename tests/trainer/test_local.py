@@ -250,13 +250,14 @@ def test_a_taken_port_is_retried_and_no_file_stays_open(tmp_path, monkeypatch):
     import socket as socket_module
 
     from trainer import local
+    from trainer.local import cluster as local_cluster
     from trainer.settings import TrainerSettings
 
     # Another process holds the port picked for ps-0 in the first topology.
     taken = socket_module.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
-    real_free_ports = local.free_ports
+    real_free_ports = local_cluster.free_ports
     calls = []
 
     def free_ports(count):
@@ -266,7 +267,7 @@ def test_a_taken_port_is_retried_and_no_file_stays_open(tmp_path, monkeypatch):
             ports[1] = taken.getsockname()[1]  # [chief, ps-0, workers...]
         return ports
 
-    monkeypatch.setattr(local, "free_ports", free_ports)
+    monkeypatch.setattr(local_cluster, "free_ports", free_ports)
     settings = TrainerSettings(embedding_rows=20000, batch_size=128, steps=20)
     cluster = local.LocalCluster(settings, ps=1, workers=1, workdir=tmp_path, progress_every=10)
     try:
@@ -326,3 +327,12 @@ def test_ps_cpu_counts_from_the_first_finished_call_not_from_start_up(tmp_path):
     summary, failure = cluster._follow_chief(io.StringIO())
     assert failure is None
     assert summary["ps_cpu_seconds"] == pytest.approx([4.0, 0.2])
+
+
+def test_each_fault_drill_runs_once_when_its_step_is_reached():
+    from trainer.local.drills import FaultDrills, parse_kill
+
+    drills = FaultDrills(dict([parse_kill("worker-1@100"), parse_kill("ps-0@250")]))
+    assert drills.due(96) == []
+    assert drills.due(104) == ["worker-1"]
+    assert drills.due(300) == ["ps-0"] and drills.due(400) == []

@@ -1,0 +1,23 @@
+"""`python -m trainer.local`: the same TF_CONFIG topology as processes on one machine.
+
+    python -m trainer.local --ps 2 --workers 2 --steps 200 [--partition auto|range|none] ...
+    python -m trainer.local --stack scene1-case3     # the stack's trainer settings and PS:worker ratio
+
+Starts PS and workers, then the chief, on loopback; shows the chief's
+progress; prints as its last line one JSON object (the chief's summary plus
+`ps_cpu_seconds` and `ps_imbalance`, measured from /proc from the first
+finished call to the end of training). Every process it starts runs in its own process group and is stopped
+on success, failure, Ctrl-C or SIGTERM. Workers that die are restarted, as
+Kubernetes would; `--kill TASK@STEP` kills a task on purpose (a fault drill).
+"""
+
+from .cluster import LocalCluster
+from .cli import add_setting_flags, main
+from .errors import LaunchError, PortClash
+from .stacks import MAX_LOCAL_PS, MAX_LOCAL_WORKERS, StackExperiment, read_stack, scale_to_machine
+from .tasks import Task
+
+__all__ = [
+    "LaunchError", "LocalCluster", "MAX_LOCAL_PS", "MAX_LOCAL_WORKERS", "PortClash", "StackExperiment", "Task",
+    "add_setting_flags", "main", "read_stack", "scale_to_machine",
+]

@@ -1,0 +1,7 @@
+"""`python -m trainer.local`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

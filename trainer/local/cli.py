@@ -1,0 +1,121 @@
+"""`python -m trainer.local`'s command line: flags, the stack it scales down, the run, the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+from ..settings import TrainerSettings, to_camel
+from . import __doc__ as DESCRIPTION
+from .cluster import LocalCluster
+from .drills import FaultDrills, parse_kill
+from .errors import LaunchError
+from .stacks import read_stack, scale_to_machine
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """A flag per trainer setting (`--embedding-rows`, ...), but those named in `skip`."""
+    group = parser.add_argument_group("trainer settings (tfk8s:trainer; defaults as in the schema)")
+    for spec in dataclasses.fields(TrainerSettings):
+        if spec.name in skip:
+            continue
+        flag = "--" + spec.name.replace("_", "-")
+        help_text = spec.metadata.get("help", "")
+        choices = spec.metadata.get("choices") or None
+        if isinstance(spec.default, bool):
+            group.add_argument(flag, type=_parse_bool, metavar="true|false", help=help_text, dest=spec.name)
+        elif isinstance(spec.default, tuple):
+            group.add_argument(flag, type=_parse_ints, metavar="N,N", help=help_text, dest=spec.name)
+        else:
+            group.add_argument(flag, type=type(spec.default), choices=choices, help=help_text, dest=spec.name)
+
+def _parse_bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+def _parse_ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+
+def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, int, int]:
+    base: dict[str, Any] = {}
+    ps, workers = 2, 2
+    if args.stack:
+        experiment = read_stack(args.stack)
+        scale = scale_to_machine(experiment.ps, experiment.workers)
+        base, ps, workers = experiment.trainer, scale.ps, scale.workers
+        print(f"stack {experiment.stack} on this machine: {'; '.join(scale.notes)}; placement "
+              f"{experiment.placement} is not reproduced (every task runs here)", file=out, flush=True)
+    overrides = {
+        to_camel(spec.name): getattr(args, spec.name)
+        for spec in dataclasses.fields(TrainerSettings)
+        if getattr(args, spec.name) is not None
+    }
+    settings = TrainerSettings.from_config({**base, **overrides})
+    return settings, args.ps or ps, args.workers or workers
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.local", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ps", type=int, help="parameter servers (default 2, or from --stack)")
+    parser.add_argument("--workers", type=int, help="workers (default 2, or from --stack)")
+    parser.add_argument("--stack", help="take trainer settings and the PS:worker ratio from this stack")
+    parser.add_argument("--workdir", help="checkpoints, metrics and logs (kept; default: a temporary folder, removed)")
+    parser.add_argument("--progress-every", type=int, default=50, help="steps between progress lines")
+    parser.add_argument("--kill", type=parse_kill, action="append", default=[], metavar="TASK@STEP",
+                        help="fault drill: SIGKILL a task (ps-N, worker-N, chief-0) once the chief reports this step; "
+                             "a killed chief is started again on the same checkpoints")
+    parser.add_argument("--no-restart", action="store_true", help="do not restart workers that die")
+    add_setting_flags(parser)
+    args = parser.parse_args(argv)
+
+    try:
+        settings, ps, workers = resolve(args)
+    except Exception as error:  # SettingsError, LaunchError, YAML errors: one clear line
+        print(f"trainer.local: {error}", file=sys.stderr)
+        return 2
+    if ps < 1 or workers < 1:
+        print("trainer.local: --ps and --workers must be at least 1", file=sys.stderr)
+        return 2
+
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tfk8s-local-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = LocalCluster(
+        settings, ps, workers, workdir, progress_every=args.progress_every,
+        restart_workers=not args.no_restart, drills=FaultDrills(dict(args.kill)),
+    )
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    code = 0
+    try:
+        summary = cluster.run()
+        print(json.dumps(summary), flush=True)
+    except KeyboardInterrupt:
+        print("trainer.local: interrupted; stopping every task", file=sys.stderr)
+        code = 130
+    except LaunchError as error:
+        print(f"trainer.local: {error}", file=sys.stderr)
+        print(json.dumps({"error": str(error)}), flush=True)
+        code = 1
+    finally:
+        cluster.stop()
+        signal.signal(signal.SIGTERM, previous)
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return code

@@ -1,0 +1,31 @@
+"""Fault drills: kill a task once the chief reports a step (`--kill worker-1@100`)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+
+def parse_kill(text: str) -> tuple[str, int]:
+    try:
+        name, step = text.split("@")
+        task_type, index = name.rsplit("-", 1)
+        if task_type not in ("ps", "worker", "chief") or int(index) < 0 or (task_type == "chief" and index != "0"):
+            raise ValueError
+        return name, int(step)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected TASK@STEP such as worker-1@100 or chief-0@100, got {text!r}") from None
+
+
+@dataclass
+class FaultDrills:
+    """Task name -> the step at which to kill it; each drill runs once."""
+
+    kills: dict[str, int] = field(default_factory=dict)
+
+    def due(self, step: int) -> list[str]:
+        """The tasks to kill now that the chief reports `step`; they are not due again."""
+        names = [name for name, at_step in self.kills.items() if step >= at_step]
+        for name in names:
+            del self.kills[name]
+        return names

@@ -1,0 +1,107 @@
+"""One task of the local cluster as a process: started in its own process group, logged, signalled, stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+
+STOP_GRACE = 5.0
+
+TRAINER_COMMAND = (sys.executable, "-m", "trainer")
+
+def free_ports(count: int) -> list[int]:
+    sockets, ports = [], []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sockets.append(sock)
+        ports.append(sock.getsockname()[1])
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+@dataclass
+class Task:
+    name: str
+    env: dict[str, str]
+    directory: Path
+    process: Optional[subprocess.Popen] = None
+    restarts: int = 0
+    log: Any = None
+    command: tuple[str, ...] = TRAINER_COMMAND
+    log_offset: int = 0  # where this start's output begins in the (appended) log
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.log is None:
+            self.log = open(self.directory / "task.log", "ab")
+        self.log.flush()
+        self.log_offset = self.log.seek(0, os.SEEK_END)
+        self.process = subprocess.Popen(
+            list(self.command),
+            cwd=self.directory,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped as a whole
+        )
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def output_since_start(self) -> str:
+        try:
+            with open(self.directory / "task.log", "rb") as handle:
+                handle.seek(self.log_offset)
+                return handle.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def signal(self, signum: int) -> None:
+        """Signal the task's whole process group, also when its leader has already exited
+        (what it started may still run); a group with no process left is skipped."""
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def close_log(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+
+def stop_all(tasks: list[Task], chief: Optional[subprocess.Popen] = None) -> None:
+    """TERM each process group, KILL what is left after STOP_GRACE; close the task logs."""
+    if chief is not None and chief.poll() is None:
+        try:
+            os.killpg(chief.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for task in tasks:
+        task.signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE
+    for process in [chief] + [t.process for t in tasks]:
+        if process is None:
+            continue
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+    for task in tasks:
+        task.close_log()

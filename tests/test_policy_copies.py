@@ -46,3 +46,19 @@ def test_label_keys_and_the_settings_variable_agree():
         L.COMPONENT, L.INSTANCE, L.GPU_PRODUCT, L.PRODUCTION,
     )
     assert pack.SETTINGS_ENV == SETTINGS_ENV
+
+
+def test_the_pack_is_split_by_concern_with_each_policy_beside_its_rule():
+    """Reading resources into pods in one module, the rules in one module per concern, none a
+    catch-all: each policy object is defined in the module that holds its validator."""
+    import inspect
+
+    package = pack.__path__[0]
+    from pathlib import Path
+
+    sizes = {path.name: len(path.read_text().splitlines()) for path in Path(package).glob("*.py")}
+    assert {"reading.py", "network.py", "tf_config.py", "gpu.py", "sizing.py", "hygiene.py", "facts.py"} <= set(sizes)
+    assert max(sizes.values()) <= 350, sizes
+    for policy in pack.POLICIES:
+        module = inspect.getmodule(policy.validate)
+        assert policy in module.POLICIES, f"{policy.name} is not defined beside {policy.validate.__name__}"

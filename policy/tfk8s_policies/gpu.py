@@ -1,0 +1,122 @@
+"""GPUs only on workers, whole, on the product the stack names; none on PS."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from .facts import COMPONENT, GPU_PRODUCT, GPU_RESOURCE
+from .reading import (
+    as_list,
+    clusters,
+    containers,
+    get,
+    kind_of,
+    name_of,
+    number,
+    pod_labels,
+    pod_spec,
+    task_type_of,
+    tf_config_of,
+)
+
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+
+
+def _gpu_selection_keys(spec: Mapping[str, Any]) -> list[str]:
+    keys = list((get(spec, "nodeSelector", default={}) or {}).keys())
+    terms = as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
+    for term in terms:
+        keys += [get(e, "key") for e in as_list(get(term, "matchExpressions"))]
+    return [k for k in keys if isinstance(k, str) and k.startswith("nvidia.com/gpu")]
+
+def _gpu_limits(spec: Optional[Mapping[str, Any]]) -> list[tuple[str, Any, Any]]:
+    found = []
+    for container in containers(spec):
+        limits = get(container, "resources", "limits", default={}) or {}
+        requests = get(container, "resources", "requests", default={}) or {}
+        if GPU_RESOURCE in limits or GPU_RESOURCE in requests:
+            found.append((get(container, "name"), limits.get(GPU_RESOURCE), requests.get(GPU_RESOURCE)))
+    return found
+
+def _validate_ps_without_gpu(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    kind = kind_of(args.resource_type)
+    spec = pod_spec(kind, args.props)
+    if spec is None:
+        return
+    workload_task = get(tf_config_of(spec), "task", "type")
+    if (workload_task or pod_labels(kind, args.props).get(COMPONENT)) != "ps":
+        return
+    if _gpu_limits(spec):
+        report(f"PS {name_of(args.props)} requests {GPU_RESOURCE}; PS do memory-bound lookups and updates")
+    if _gpu_selection_keys(spec):
+        report(f"PS {name_of(args.props)} selects GPU nodes ({', '.join(_gpu_selection_keys(spec))})")
+    for toleration in as_list(get(spec, "tolerations")):
+        if str(get(toleration, "key", default="")).startswith("nvidia.com/gpu"):
+            report(f"PS {name_of(args.props)} tolerates the GPU taint {get(toleration, 'key')}")
+
+def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    spec = pod_spec(kind_of(args.resource_type), args.props)
+    gpus = _gpu_limits(spec)
+    if not gpus:
+        return
+    for container, limit, _request in gpus:
+        count = number(limit)
+        if count is None or count <= 0 or not float(count).is_integer():
+            report(f"container {container} of {name_of(args.props)}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})")
+    if GPU_PRODUCT not in _gpu_selection_keys(spec):
+        report(f"{name_of(args.props)} asks for GPUs without selecting a GPU product ({GPU_PRODUCT})")
+
+def _gpu_product(spec: Mapping[str, Any]) -> Optional[str]:
+    selector = get(spec, "nodeSelector", GPU_PRODUCT)
+    if selector:
+        return selector
+    for term in as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")):
+        for expression in as_list(get(term, "matchExpressions")):
+            if get(expression, "key") == GPU_PRODUCT:
+                return ",".join(map(str, as_list(get(expression, "values"))))
+    return None
+
+def _validate_uniform_workers(args: StackValidationArgs, report: ReportViolation) -> None:
+    for (namespace, instance), group in clusters(list(args.resources)).items():
+        shapes = {}
+        for workload in group:
+            if task_type_of(workload) != "worker":
+                continue
+            count = sum(number(limit) or 0 for _, limit, _ in _gpu_limits(workload.spec))
+            shapes.setdefault((count, _gpu_product(workload.spec) if count else None), []).append(workload.name)
+        if len(shapes) > 1:
+            described = "; ".join(f"{c:g} x {p or 'no GPU'}: {len(n)} workers" for (c, p), n in shapes.items())
+            report(f"experiment {instance} in {namespace}: workers differ in GPUs ({described})")
+
+
+POLICIES = [
+    ResourceValidationPolicy(
+        name="tfk8s-ps-without-gpu",
+        description="Parameter servers request no GPUs and carry no GPU node selection or toleration.",
+        validate=_validate_ps_without_gpu, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        remediation_steps="Remove nvidia.com/gpu resources, GPU node selectors and GPU tolerations from PS pods.",
+    ),
+    ResourceValidationPolicy(
+        name="tfk8s-gpu-containers",
+        description="GPU containers ask for a whole number of nvidia.com/gpu in limits and select a GPU product.",
+        validate=_validate_gpu_containers, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        remediation_steps="Put a whole nvidia.com/gpu count in limits and require nvidia.com/gpu.product in node affinity.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-uniform-gpu-workers",
+        description="All workers of one TF cluster have the same GPU count and product.",
+        validate=_validate_uniform_workers, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        remediation_steps="Give every worker of the experiment the same gpus and the same GPU pool.",
+    ),
+]

@@ -41,6 +41,7 @@ from components.stack_files import load_experiment  # noqa: E402
 from tools.localcluster import host, lifecycle, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
 from tools.localcluster.experiments import apply_manifests, delete_manifests  # noqa: E402
+from tools.localcluster.podlogs import timestamped_log  # noqa: E402
 from tools.nodeimage.images import tensorflow_image  # noqa: E402
 
 CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "bench-real")
@@ -113,18 +114,6 @@ def _read_usage(uid: str) -> Optional[PodUsage]:
         return None
 
 
-def _stamp(text: str) -> float:
-    from datetime import datetime
-
-    seconds, _, fraction = text.rstrip("Z").partition(".")
-    return datetime.fromisoformat(seconds + "+00:00").timestamp() + float(f"0.{fraction or 0}")
-
-
-def _log(core: client.CoreV1Api, namespace: str, pod: str) -> list[tuple[float, str]]:
-    text = core.read_namespaced_pod_log(pod, namespace, timestamps=True)
-    return [(_stamp(raw.partition(" ")[0]), raw.partition(" ")[2]) for raw in text.splitlines()]
-
-
 def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool) -> PodRun:
     core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
     experiment = load_experiment(stack)
@@ -169,7 +158,7 @@ def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool)
     serving: dict[str, float] = {}
     for pod in pods:
         role = pod.metadata.labels[L.COMPONENT]
-        lines = _log(core, namespace, pod.metadata.name)
+        lines = timestamped_log(core, namespace, pod.metadata.name)
         started = pod.status.container_statuses[0].state
         started_at = (started.running or started.terminated).started_at.timestamp()
         if role == "chief":

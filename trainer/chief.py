@@ -375,9 +375,7 @@ def main(task: TaskConfig, settings: TrainerSettings) -> int:
             f"ps-{index} ({address}) is unreachable: no connection for {PS_WATCH_GRACE_S:.0f} s; "
             "exiting so the cluster restarts from the last checkpoint"
         )
-        _emit(options.out, "failed", error=message)
-        print(f"chief: {message}", file=sys.stderr, flush=True)
-        os._exit(EXIT_PS_LOST)
+        os._exit(_fail(options, message, EXIT_PS_LOST))
 
     def say(line: str) -> None:
         print(f"chief: {line}", file=options.out, flush=True)
@@ -405,6 +403,7 @@ def wait_for_cluster(task: TaskConfig, say: Callable[[str], None]) -> float:
 
 
 def _fail(options: ChiefOptions, message: str, code: int) -> int:
+    """Report why the chief stops (an event and a line on stderr); the exit code."""
     _emit(options.out, "failed", error=message)
     print(f"chief: {message}", file=sys.stderr, flush=True)
     return code

@@ -18,7 +18,6 @@ process. Timings (CPU seconds, examples/s) vary from run to run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import sys
@@ -27,7 +26,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
-from .settings import SettingsError, TrainerSettings, to_camel
+from .local.cli import settings_given
+from .settings import SettingsError, TrainerSettings
 
 DEFAULT_STACKS = ("scene1-case2", "scene2-case2")
 DEFAULT_PARTITIONS = ("none", "auto")
@@ -317,11 +317,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "reports", help="where reports go")
     add_setting_flags(parser, skip=OWN_FLAGS)
     args = parser.parse_args(argv)
-    overrides = {
-        to_camel(spec.name): getattr(args, spec.name)
-        for spec in dataclasses.fields(TrainerSettings)
-        if spec.name not in OWN_FLAGS and getattr(args, spec.name) is not None
-    }
+    overrides = settings_given(args, skip=OWN_FLAGS)
 
     try:
         specs = plan_runs(args.stacks, args.partitions, args.steps, args.max_workers, overrides)

@@ -31,6 +31,7 @@ from tests.harness import reset_pulumi
 from tools.localcluster import host, lifecycle, paths, realnodes
 from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods
+from tools.localcluster.podlogs import timestamped_log
 from tools.nodeimage.images import tensorflow_image
 
 REAL_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "realpods")
@@ -91,14 +92,6 @@ class TaskLog:
         return next((stamp for stamp, line in self.lines if text in line), None)
 
 
-def _parse_stamp(stamp: str) -> float:
-    # RFC 3339 with nanoseconds, as the kubelet writes it.
-    from datetime import datetime
-
-    seconds, _, fraction = stamp.rstrip("Z").partition(".")
-    return datetime.fromisoformat(seconds + "+00:00").timestamp() + float(f"0.{fraction or 0}")
-
-
 @dataclass
 class RealCluster:
     kubeconfig: Path
@@ -139,12 +132,7 @@ class RealCluster:
         return self.core.list_namespaced_pod(experiment.namespace, label_selector=selector).items
 
     def log(self, namespace: str, pod: str, previous: bool = False) -> TaskLog:
-        text = self.core.read_namespaced_pod_log(pod, namespace, timestamps=True, previous=previous)
-        lines = []
-        for raw in text.splitlines():
-            stamp, _, line = raw.partition(" ")
-            lines.append((_parse_stamp(stamp), line))
-        return TaskLog(lines)
+        return TaskLog(timestamped_log(self.core, namespace, pod, previous=previous))
 
     def chief_summary(self, stack: str, timeout_s: float = TRAIN_WAIT_S) -> tuple[dict, Any]:
         """Wait until the chief's Job completes; its summary and its pod."""

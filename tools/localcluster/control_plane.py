@@ -76,7 +76,7 @@ class ControlPlane:
         return cls(processes=state["processes"], ports=state["ports"])
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -96,7 +96,7 @@ def _is_ours(pid: int) -> bool:
     return executable.startswith(str(paths.TOOLS_BIN)) or executable in paths.SYSTEM_BINARIES.values()
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
         return True
@@ -117,15 +117,15 @@ def stop_processes(processes: dict[str, int]) -> list[str]:
     # Reverse start order: nodes and controllers first, etcd last.
     for name, pgid in reversed(list(processes.items())):
         _reap(pgid)
-        if _group_alive(pgid) and _is_ours(pgid):
+        if group_alive(pgid) and _is_ours(pgid):
             os.killpg(pgid, signal.SIGTERM)
             signalled[name] = pgid
     deadline = time.monotonic() + STOP_GRACE_S
     for pgid in signalled.values():
-        while _group_alive(pgid) and time.monotonic() < deadline:
+        while group_alive(pgid) and time.monotonic() < deadline:
             _reap(pgid)
             time.sleep(0.1)
-        if _group_alive(pgid):
+        if group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
         _reap(pgid)
     return list(signalled)
@@ -153,16 +153,17 @@ def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
     path.chmod(0o600)
 
 
-def _wait_until(check: Callable[[], bool], what: str, launcher: "_Launcher") -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
+def wait_until(check: Callable[[], bool], what: str, launcher: "Launcher", timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll `check` until it holds; ClusterError when a started process exits first or time runs out."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for name, pid in launcher.processes.items():
-            if not _group_alive(pid) or _exited(pid):
+            if not group_alive(pid) or _exited(pid):
                 raise ClusterError(f"{name} exited during start-up; see {launcher.where.log_dir / (name + '.log')}")
         if check():
             return
         time.sleep(0.25)
-    raise ClusterError(f"{what} not ready after {READY_TIMEOUT_S:.0f} s; logs in {launcher.where.log_dir}")
+    raise ClusterError(f"{what} not ready after {timeout_s:.0f} s; logs in {launcher.where.log_dir}")
 
 
 def _exited(pid: int) -> bool:
@@ -183,7 +184,7 @@ def _https_ok(url: str, token: str, cafile: Path) -> bool:
         return False
 
 
-class _Launcher:
+class Launcher:
     """Starts processes of the control plane and remembers them for cleanup."""
 
     def __init__(self, where: paths.ClusterDir, tie_to_parent: bool) -> None:
@@ -213,7 +214,7 @@ class _Launcher:
 def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = False) -> ControlPlane:
     """Start a fresh cluster in `where` and wait until it serves; raise ClusterError if not."""
     existing = ControlPlane.load(where)
-    if existing is not None and any(_group_alive(pid) and _is_ours(pid) for pid in existing.processes.values()):
+    if existing is not None and any(group_alive(pid) and _is_ours(pid) for pid in existing.processes.values()):
         raise ClusterError("a local cluster is already running: `make cluster-down` first")
     for name in paths.BINARIES:
         paths.binary(name)
@@ -229,11 +230,11 @@ def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = Fa
         where.pki_dir / KUBELET_CLIENT_CERT, where.pki_dir / KUBELET_CLIENT_KEY,
     )
     ports = {
-        name: _free_port()
+        name: free_port()
         for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
     }
     plane = ControlPlane(ports=ports)
-    launcher = _Launcher(where, tie_to_parent)
+    launcher = Launcher(where, tie_to_parent)
     try:
         _start_all(launcher, plane, pki)
     except BaseException:
@@ -245,7 +246,7 @@ def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = Fa
     return plane
 
 
-def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
+def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
     where = launcher.where
     ports = plane.ports
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
@@ -266,7 +267,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
             "--log-level=warn",
         ],
     )
-    _wait_until(lambda: _http_ok(f"{etcd_url}/health"), "etcd", launcher)
+    wait_until(lambda: _http_ok(f"{etcd_url}/health"), "etcd", launcher)
 
     launcher.start(
         "kube-apiserver",
@@ -302,7 +303,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
         ],
     )
     write_kubeconfig(where.kubeconfig, plane.server, pki)
-    _wait_until(
+    wait_until(
         lambda: _https_ok(f"{plane.server}/readyz", pki.admin_token, pki.serving_cert),
         "kube-apiserver",
         launcher,
@@ -351,7 +352,7 @@ def _start_all(launcher: _Launcher, plane: ControlPlane, pki: Pki) -> None:
             f"--server-address=127.0.0.1:{ports['kwok']}",
         ],
     )
-    _wait_until(
+    wait_until(
         lambda: _https_ok(f"{plane.server}/api/v1/namespaces/default/serviceaccounts/default", pki.admin_token, pki.serving_cert),
         "the controllers (default service account)",
         launcher,

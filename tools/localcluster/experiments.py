@@ -46,7 +46,7 @@ class ApplyError(RuntimeError):
     pass
 
 
-def _quiet(_: str) -> None:
+def quiet(_: str) -> None:
     pass
 
 
@@ -82,7 +82,7 @@ def missing_nodes(core: client.CoreV1Api, names: Iterable[str]) -> list[str]:
 
 
 def apply_manifests(
-    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = _quiet
+    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet
 ) -> None:
     """Apply a rendered experiment (`manifests` in render order) under the stack's field manager.
 
@@ -163,7 +163,7 @@ def wait_for_pods(
     api: client.ApiClient,
     experiment: Experiment,
     timeout_s: float,
-    progress: Progress = _quiet,
+    progress: Progress = quiet,
     started: Optional[float] = None,
 ) -> PodTimes:
     """Wait until every PS and worker pod is bound, then Running."""
@@ -197,7 +197,7 @@ def wait_for_pods(
 
 
 def delete_manifests(
-    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = _quiet
+    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet
 ) -> None:
     """Delete a rendered experiment's objects, newest first, and release exactly its node labels."""
     dynamic = DynamicClient(api)

@@ -211,11 +211,17 @@ def _restore_folder(folder: Path, before: Optional[list[str]]) -> None:
     if not folder.exists() and not folder.is_symlink():
         return
     if before is None:
-        _run("rm", "-rf", "--one-file-system", str(folder), check=False)
+        remove_tree(folder)
         return
     for entry in folder.iterdir():
         if entry.name not in before:
-            _run("rm", "-rf", "--one-file-system", str(entry), check=False)
+            remove_tree(entry)
+
+
+def remove_tree(path: Path) -> None:
+    """rm -rf, never crossing into a file system mounted below (a mount left behind stays visible)."""
+    if path.exists() or path.is_symlink():
+        _run("rm", "-rf", "--one-file-system", str(path), check=False)
 
 
 def _remove_new_chains(table: str, before: set[str]) -> list[str]:

@@ -7,27 +7,21 @@ failed half-way.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Iterable
 
 from components.stack_files import load_experiment
 
 from . import control_plane, paths, realnodes
+from .experiments import Progress, quiet
 from .client import api_client
 from .nodes import create_fake_nodes, label_real_nodes
-
-Say = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
-
 
 def up(
     where: paths.ClusterDir = paths.DEFAULT_CLUSTER,
     stacks: Iterable[str] = (),
     real: Iterable[str] = (),
     tie_to_parent: bool = False,
-    say: Say = _quiet,
+    say: Progress = quiet,
 ) -> control_plane.ControlPlane:
     """Start the cluster; the servers of `stacks` are kwok nodes except those named in `real`."""
     real = list(real)
@@ -47,7 +41,7 @@ def up(
     return plane
 
 
-def down(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, say: Say = _quiet) -> list[str]:
+def down(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, say: Progress = quiet) -> list[str]:
     """Stop the real nodes (putting the host back), then the control plane; the names stopped."""
     problems = realnodes.teardown(where, say)
     stopped = control_plane.down(where)

@@ -29,7 +29,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import yaml
 from kubernetes import client
@@ -38,20 +38,14 @@ from tools.nodeimage.images import Image, pause_image, tensorflow_image
 
 from . import host, paths
 from .client import api_client
-from .control_plane import ClusterError, _free_port, _group_alive, _Launcher, _wait_until, stop_processes
+from .control_plane import ClusterError, Launcher, free_port, stop_processes, wait_until
+from .experiments import Progress, quiet
 from .pki import Pki, issue_client_certificate, load_pki
 
 CLUSTER_DOMAIN = "cluster.local"
 CRI_NAMESPACE = "k8s.io"
 NODE_READY_TIMEOUT_S = 120.0
 STATE_FILE = "real-nodes.json"
-Say = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
 @dataclass(frozen=True)
 class NodeDir:
     """Everything one real node writes."""
@@ -267,7 +261,7 @@ def start(
     server: str,
     names: list[str],
     tie_to_parent: bool = False,
-    say: Say = _quiet,
+    say: Progress = quiet,
 ) -> RealNodes:
     """Make `names` real nodes of the running cluster in `where`; wait until each is Ready.
 
@@ -281,7 +275,7 @@ def start(
     real = RealNodes(host_state=host.record())
     real.nodes = {name: host.node_address(index) for index, name in enumerate(names)}
     real.save(where)  # from here on, teardown knows what to put back
-    launcher = _Launcher(where, tie_to_parent)
+    launcher = Launcher(where, tie_to_parent)
     try:
         _start_all(where, server, real, launcher, say)
     except BaseException:
@@ -294,7 +288,7 @@ def start(
     return real
 
 
-def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: _Launcher, say: Say) -> None:
+def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: Launcher, say: Progress) -> None:
     pki = load_pki(where.pki_dir)
     host.create_bridge(real.host_state, real.nodes.values())
     real.save(where)
@@ -317,7 +311,7 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
     _wait_ready(where, list(real.nodes), launcher, say)
 
 
-def _start_dns(where: paths.ClusterDir, server: str, pki: Pki, launcher: _Launcher) -> None:
+def _start_dns(where: paths.ClusterDir, server: str, pki: Pki, launcher: Launcher) -> None:
     dns_dir = where.root / "dns"
     dns_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = dns_dir / "kubeconfig"
@@ -329,14 +323,14 @@ def _start_dns(where: paths.ClusterDir, server: str, pki: Pki, launcher: _Launch
     launcher.start("coredns", ["-conf", str(dns_dir / "Corefile")])
 
 
-def _start_containerd(node: NodeDir, where: paths.ClusterDir, name: str, launcher: _Launcher) -> None:
+def _start_containerd(node: NodeDir, where: paths.ClusterDir, name: str, launcher: Launcher) -> None:
     node.containerd_config.write_text(containerd_config(node, where))
     launcher.start(
         f"containerd-{name}",
         ["--config", str(node.containerd_config)],
         executable=Path(paths.SYSTEM_BINARIES["containerd"]),
     )
-    _wait_until(lambda: _ctr(node, "version", check=False).returncode == 0, f"containerd of {name}", launcher)
+    wait_until(lambda: _ctr(node, "version", check=False).returncode == 0, f"containerd of {name}", launcher)
 
 
 def _ctr(node: NodeDir, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -356,14 +350,14 @@ def _import_image(node: NodeDir, image: Image) -> None:
 
 
 def _start_kubelet(
-    node: NodeDir, name: str, address: str, server: str, pki: Pki, where: paths.ClusterDir, launcher: _Launcher
+    node: NodeDir, name: str, address: str, server: str, pki: Pki, where: paths.ClusterDir, launcher: Launcher
 ) -> None:
     cert, key = node.root / "kubelet-client.crt", node.root / "kubelet-client.key"
     issue_client_certificate(pki, f"system:node:{name}", "system:nodes", cert, key)
     node.kubelet_kubeconfig.write_text(
         yaml.safe_dump(kubeconfig_for(server, pki.serving_cert, cert, key, f"system:node:{name}"))
     )
-    healthz_port = _free_port()
+    healthz_port = free_port()
     node.kubelet_config.write_text(yaml.safe_dump(kubelet_config(node, address, pki.serving_cert, healthz_port)))
     launcher.start(
         f"kubelet-{name}",
@@ -380,7 +374,7 @@ def _start_kubelet(
     )
 
 
-def _wait_ready(where: paths.ClusterDir, names: list[str], launcher: _Launcher, say: Say) -> None:
+def _wait_ready(where: paths.ClusterDir, names: list[str], launcher: Launcher, say: Progress) -> None:
     core = client.CoreV1Api(api_client(where.kubeconfig))
     started = time.monotonic()
 
@@ -393,21 +387,14 @@ def _wait_ready(where: paths.ClusterDir, names: list[str], launcher: _Launcher, 
                     ready.add(node.metadata.name)
         return ready == set(names)
 
-    deadline = started + NODE_READY_TIMEOUT_S
-    while not all_ready():
-        for name, pid in launcher.processes.items():
-            if not _group_alive(pid):
-                raise ClusterError(f"{name} exited during start-up; see {where.log_dir / (name + '.log')}")
-        if time.monotonic() > deadline:
-            raise ClusterError(f"real nodes not Ready after {NODE_READY_TIMEOUT_S:.0f} s; logs in {where.log_dir}")
-        time.sleep(0.5)
+    wait_until(all_ready, f"real nodes {', '.join(names)}", launcher, timeout_s=NODE_READY_TIMEOUT_S)
     say(f"real nodes {', '.join(names)} Ready in {time.monotonic() - started:.1f} s")
 
 
 # -- teardown ---------------------------------------------------------------------
 
 
-def teardown(where: paths.ClusterDir, say: Say = _quiet) -> list[str]:
+def teardown(where: paths.ClusterDir, say: Progress = quiet) -> list[str]:
     """Stop the real nodes and everything they started; put the host back. What could not be undone."""
     real = RealNodes.load(where)
     if real is None:
@@ -432,8 +419,8 @@ def teardown(where: paths.ClusterDir, say: Say = _quiet) -> list[str]:
     else:
         RealNodes.path(where).unlink()
         for name in real.nodes:
-            _remove_tree(nodes_dir(where) / name)
-        _remove_tree(cni_dir(where))
+            host.remove_tree(nodes_dir(where) / name)
+        host.remove_tree(cni_dir(where))
     return problems
 
 
@@ -467,8 +454,3 @@ def _kill_shims(node: NodeDir) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-
-def _remove_tree(path: Path) -> None:
-    if path.exists():
-        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False)

@@ -36,6 +36,15 @@ def add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
         else:
             group.add_argument(flag, type=type(spec.default), choices=choices, help=help_text, dest=spec.name)
 
+def settings_given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The trainer settings given as flags (add_setting_flags with the same `skip`), in stack-file keys."""
+    return {
+        to_camel(spec.name): getattr(args, spec.name)
+        for spec in dataclasses.fields(TrainerSettings)
+        if spec.name not in skip and getattr(args, spec.name) is not None
+    }
+
+
 def _parse_bool(text: str) -> bool:
     if text.lower() in ("true", "1", "yes"):
         return True
@@ -58,12 +67,7 @@ def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, 
         base, ps, workers = experiment.trainer, scale.ps, scale.workers
         print(f"stack {experiment.stack} on this machine: {'; '.join(scale.notes)}; placement "
               f"{experiment.placement} is not reproduced (every task runs here)", file=out, flush=True)
-    overrides = {
-        to_camel(spec.name): getattr(args, spec.name)
-        for spec in dataclasses.fields(TrainerSettings)
-        if getattr(args, spec.name) is not None
-    }
-    settings = TrainerSettings.from_config({**base, **overrides})
+    settings = TrainerSettings.from_config({**base, **settings_given(args)})
     return settings, args.ps or ps, args.workers or workers
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -79,6 +79,9 @@ DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 NodeName = Annotated[str, Field(pattern=NODE_NAME_PATTERN)]
 
 Placement = Literal["colocated", "isolated", "spread"]
+# jobset: the experiment is one JobSet that ends with its chief; statefulset: PS
+# and workers serve until the experiment is destroyed (clusters without JobSet).
+Workload = Literal["jobset", "statefulset"]
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -213,6 +216,23 @@ class ClusterSpec(_Model):
     image_pull_secrets: tuple[DnsLabel, ...] = Field(
         default=(), description="Secrets in the namespace used to pull the image"
     )
+    workload: Workload = Field(
+        default="jobset",
+        description="jobset: one JobSet that ends when the chief completes (needs JobSet on the cluster); "
+        "statefulset: PS and workers serve until the experiment is destroyed",
+    )
+    restarts: int = Field(
+        default=3,
+        strict=True,
+        ge=0,
+        description="times a lost PS restarts the whole experiment (from its last checkpoint) before it fails "
+        "(workload jobset)",
+    )
+    queue: Optional[DnsLabel] = Field(
+        default=None,
+        description="Kueue ClusterQueue that admits the whole experiment at once (workload jobset); "
+        "tfk8s creates the LocalQueue 'tfk8s' pointing at it",
+    )
     ps: PsSpec
     workers: WorkerSpec
     chief: ChiefSpec = Field(default_factory=ChiefSpec)
@@ -254,6 +274,17 @@ class ClusterSpec(_Model):
         if "@" not in image and (":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")):
             raise ValueError(f"image '{image}' must be pinned to a tag other than latest or a digest")
         return image
+
+    @model_validator(mode="after")
+    def _jobset_only_settings(self) -> "ClusterSpec":
+        if self.workload == "statefulset":
+            given = sorted({"queue", "restarts"} & self.model_fields_set)
+            if given:
+                raise ValueError(
+                    f"{' and '.join(given)} need workload: jobset (Kueue admits and JobSet restarts "
+                    "a JobSet); drop them or use workload: jobset"
+                )
+        return self
 
     @model_validator(mode="after")
     def _ps_count_known(self) -> "ClusterSpec":

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-from .config import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, StackConfigError, load_stack_config
+from .config import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, StackConfigError, Workload, load_stack_config
 from .labels import node_role
 from .planner import Plan, plan_stack
 from .sizing import SCRATCH_BASE_BYTES, chief_memory_request, chief_scratch_bytes, mebibytes, ps_memory_request
-from .tf_config import MAX_ENV_STRING, TFConfigRenderer, cluster_spec, tf_config_bytes
+from .tf_config import MAX_ENV_STRING, TFConfigRenderer, cluster_spec, largest_env_string
 from .trainer_bundle import TrainerBundle
-from .workloads import TaskGroup, pool_servers, task_groups
+from .workloads import TaskGroup, max_group_name, pool_servers, task_groups
 from trainer.settings import TrainerSettings
 
 # Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
@@ -45,11 +45,15 @@ class Experiment:
     @cached_property
     def groups(self) -> list[TaskGroup]:
         """The workloads that run the plan's tasks: one per role per server."""
-        return task_groups(self.plan, pool_servers(self.config))
+        return task_groups(self.plan, pool_servers(self.config), max_group_name(self.workload))
+
+    @property
+    def workload(self) -> Workload:
+        return self.config.cluster.workload
 
     @cached_property
     def tf_config(self) -> TFConfigRenderer:
-        return TFConfigRenderer(cluster_spec(self.groups, self.namespace))
+        return TFConfigRenderer(cluster_spec(self.groups, self.namespace, self.workload))
 
     @cached_property
     def trainer_settings(self) -> TrainerSettings:
@@ -131,13 +135,13 @@ def load_experiment_values(stack: str, values: Mapping[str, Any], bundle: Traine
 
 
 def tf_config_size_errors(experiment: Experiment) -> list[str]:
-    """A TF_CONFIG the kernel would refuse to pass to the trainer is an error now, not a crash loop later."""
-    size = tf_config_bytes(experiment.tf_config.cluster)
+    """A TF cluster the kernel would refuse to pass to the trainer is an error now, not a crash loop later."""
+    variable, size = largest_env_string(experiment.tf_config.cluster, experiment.workload)
     if size <= MAX_ENV_STRING:
         return []
     tasks = sum(group.count for group in experiment.groups)
     return [
-        f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a TF_CONFIG of {size:,} bytes, "
+        f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a {variable} of {size:,} bytes, "
         f"but Linux passes at most {MAX_ENV_STRING:,} bytes in one environment variable (about "
         f"{tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers, or shorter "
         "server and stack names"

@@ -27,6 +27,9 @@ RESOURCE_TOKENS = {
     ("apps/v1", "StatefulSet"): "kubernetes:apps/v1:StatefulSet",
     ("batch/v1", "Job"): "kubernetes:batch/v1:Job",
     ("networking.k8s.io/v1", "NetworkPolicy"): "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    # Custom resources: the provider's token is `kubernetes:<apiVersion>:<kind>`.
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+    ("kueue.x-k8s.io/v1beta1", "LocalQueue"): "kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue",
 }
 
 

@@ -11,10 +11,10 @@ from typing import Any, Optional
 from . import labels as L
 from .config import NodePoolSpec
 from .experiment import CHECKPOINT_MOUNT, Experiment
-from .tf_config import CLUSTER_ENV, TF_PORT
+from .tf_config import TF_PORT
 from .trainer_bundle import TRAINER_PACKAGE
-from .workloads import TaskGroup
-from trainer.cluster import TASK_INDEX_ENV
+from .workloads import TaskGroup, pod_hostname, pod_subdomain
+from trainer.cluster import CLUSTER_ENV, FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
 from trainer.settings import SETTINGS_ENV
 
 Manifest = dict[str, Any]
@@ -57,7 +57,7 @@ def network_policy(experiment: Experiment) -> Manifest:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _metadata(experiment, NETWORK_POLICY_NAME),
+        "metadata": metadata(experiment, NETWORK_POLICY_NAME),
         "spec": {
             "podSelector": experiment_pods,
             "policyTypes": ["Ingress"],
@@ -82,18 +82,18 @@ def checkpoint_claim(experiment: Experiment) -> Optional[Manifest]:
     }
     if volume.storage_class is not None:
         spec["storageClassName"] = volume.storage_class
-    metadata = _metadata(experiment, CHECKPOINT_CLAIM)
+    meta = metadata(experiment, CHECKPOINT_CLAIM)
     # A claim of a WaitForFirstConsumer class binds only once the chief's pod
     # exists, and that pod waits for the claim: `pulumi up` must not wait.
-    metadata["annotations"] = {SKIP_AWAIT: "true"}
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
+    meta["annotations"] = {SKIP_AWAIT: "true"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
 
 
 def trainer_config_map(experiment: Experiment) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(experiment, TRAINER_CONFIG_MAP),
+        "metadata": metadata(experiment, TRAINER_CONFIG_MAP),
         "data": experiment.trainer_bundle.config_map_data(),
     }
 
@@ -102,7 +102,7 @@ def trainer_env_config_map(experiment: Experiment) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(experiment, TRAINER_ENV_CONFIG_MAP),
+        "metadata": metadata(experiment, TRAINER_ENV_CONFIG_MAP),
         "data": trainer_env(experiment),
     }
 
@@ -125,7 +125,7 @@ def role_service(experiment: Experiment, task_type: str) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(experiment, task_type, L.role_labels(experiment.stack, task_type)),
+        "metadata": metadata(experiment, task_type, L.role_labels(experiment.stack, task_type)),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -136,18 +136,18 @@ def role_service(experiment: Experiment, task_type: str) -> Manifest:
 
 
 def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
-    """The chief is a Job (it finishes); PS and workers serve until destroyed."""
+    """StatefulSet model: the chief is a Job (it finishes); PS and workers serve until destroyed."""
     template = pod_template(experiment, group)
-    metadata = _metadata(experiment, group.name, L.group_labels(experiment.stack, group))
+    meta = metadata(experiment, group.name, L.group_labels(experiment.stack, group))
     if group.task_type == "chief":
-        metadata["annotations"] = {SKIP_AWAIT: "true"}  # `pulumi up` must not wait for training
+        meta["annotations"] = {SKIP_AWAIT: "true"}  # `pulumi up` must not wait for training
         # The Job's pods get random names; the host name gives the chief its DNS name.
-        template["spec"]["hostname"] = group.hostname(group.first_index)
-        template["spec"]["subdomain"] = group.task_type
+        template["spec"]["hostname"] = pod_hostname(group, group.first_index, experiment.workload)
+        template["spec"]["subdomain"] = pod_subdomain(group, experiment.workload)
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": metadata,
+            "metadata": meta,
             "spec": {
                 "completions": 1,
                 "parallelism": 1,
@@ -161,7 +161,7 @@ def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": metadata,
+        "metadata": meta,
         "spec": {
             "replicas": group.count,
             # Ordinals are task indexes: pod `<group>-<index>`, label apps.kubernetes.io/pod-index.
@@ -177,8 +177,9 @@ def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
 
 def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
     cluster = experiment.config.cluster
+    restart_policy = _restart_policy(experiment, group)
     spec: Manifest = {
-        **({"restartPolicy": "OnFailure"} if group.task_type == "chief" else {}),
+        **({"restartPolicy": restart_policy} if restart_policy else {}),
         "automountServiceAccountToken": False,
         # Services never become env vars: the trainer reads TF_CONFIG only.
         "enableServiceLinks": False,
@@ -221,6 +222,19 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
     }
 
 
+def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
+    """In place, a restarted container keeps its scratch volume (the chief's checkpoints).
+
+    A JobSet's PS never restarts in place: a lost PS fails its Job, which restarts
+    the experiment. A StatefulSet's PS and workers take the default (Always).
+    """
+    if group.task_type == "chief":
+        return "OnFailure"
+    if experiment.workload == "jobset":
+        return "Never" if group.task_type == "ps" else "OnFailure"
+    return None
+
+
 def node_labels(experiment: Experiment, pool: NodePoolSpec) -> dict[str, str]:
     """Labels a NodePool writes on each of its nodes."""
     node_labels = {
@@ -250,9 +264,10 @@ def node_patch(experiment: Experiment, node: str, pool: NodePoolSpec) -> Manifes
 # -- pieces -------------------------------------------------------------------
 
 
-def _metadata(
+def metadata(
     experiment: Experiment, name: str, object_labels: Optional[dict[str, str]] = None
 ) -> Manifest:
+    """An experiment's object `name` in its namespace, with the experiment's labels (or `object_labels`)."""
     return {
         "name": name,
         "namespace": experiment.namespace,
@@ -269,10 +284,7 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
         "workingDir": SCRATCH_DIR,
         # envFrom is read first and env in order, so TF_CONFIG's $(TFK8S_CLUSTER)
         # and $(TFK8S_TASK_INDEX) expand to the shared cluster and this pod's index.
-        "env": [
-            {"name": TASK_INDEX_ENV, **_task_index_source(group)},
-            {"name": "TF_CONFIG", "value": experiment.tf_config.render(group.task_type)},
-        ],
+        "env": _task_env(experiment, group),
         "envFrom": [{"configMapRef": {"name": TRAINER_ENV_CONFIG_MAP}}],
         "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],
         "resources": _resources(experiment, group.task_type),
@@ -293,6 +305,20 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
     elif experiment.config.cluster.chief.checkpoint_volume is not None:
         container["volumeMounts"].append({"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT})
     return container
+
+
+def _task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
+    """Which task a pod runs (components/tf_config.py)."""
+    if experiment.workload == "jobset":
+        # The trainer adds the Job's JOB_COMPLETION_INDEX to the group's first index.
+        return [
+            {"name": TASK_TYPE_ENV, "value": group.task_type},
+            {"name": FIRST_INDEX_ENV, "value": str(group.first_index)},
+        ]
+    return [
+        {"name": TASK_INDEX_ENV, **_task_index_source(group)},
+        {"name": "TF_CONFIG", "value": experiment.tf_config.render(group.task_type)},
+    ]
 
 
 def _task_index_source(group: TaskGroup) -> Manifest:

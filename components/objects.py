@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from . import manifests
+from . import jobset, manifests
 from .config import NodePoolSpec
 from .experiment import Experiment
 from .manifests import Manifest
 from .planner import TASK_TYPES
-from .workloads import TaskGroup
+from .workloads import JOBSET_NAME, TaskGroup
 
 
 @dataclass(frozen=True)
@@ -62,13 +62,22 @@ def shared_objects(experiment: Experiment) -> list[KubeObject]:
 
 
 def role_services(experiment: Experiment) -> list[KubeObject]:
-    """One headless Service per role: the DNS names in TF_CONFIG."""
+    """StatefulSet model: one headless Service per role, the DNS names in TF_CONFIG (a JobSet has its own)."""
+    if experiment.workload == "jobset":
+        return []
     return [KubeObject(f"{task_type}-service", manifests.role_service(experiment, task_type))
             for task_type in TASK_TYPES]
 
 
-def group_objects(experiment: Experiment) -> list[KubeObject]:
-    """One workload per task group: the chief's Job, then PS and worker StatefulSets."""
+def workload_objects(experiment: Experiment) -> list[KubeObject]:
+    """What runs the tasks: the JobSet (after its LocalQueue, if queued), or one workload per
+    task group: the chief's Job, then PS and worker StatefulSets."""
+    if experiment.workload == "jobset":
+        queue = jobset.local_queue(experiment)
+        return [
+            *([KubeObject("local-queue", queue)] if queue is not None else []),
+            KubeObject(JOBSET_NAME, jobset.jobset(experiment)),
+        ]
     return [KubeObject(group.name, manifests.group_workload(experiment, group), group)
             for group in experiment.groups]
 
@@ -79,5 +88,5 @@ def experiment_objects(experiment: Experiment) -> list[KubeObject]:
     objects.append(namespace_object(experiment))
     objects.extend(shared_objects(experiment))
     objects.extend(role_services(experiment))
-    objects.extend(group_objects(experiment))
+    objects.extend(workload_objects(experiment))
     return objects

@@ -1,7 +1,8 @@
 """TFCluster: the Kubernetes objects of one TensorFlow parameter-server experiment.
 
-Namespace, NetworkPolicy, the trainer's code and settings as ConfigMaps, a headless Service per
-role, and per task group (a role's tasks on one server) one workload pinned as the plan says.
+Namespace, NetworkPolicy, the trainer's code and settings as ConfigMaps, and what runs the tasks:
+one JobSet (components/jobset.py) or, in the StatefulSet model, a headless Service per role and
+per task group (a role's tasks on one server) one workload pinned as the plan says.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import pulumi
 
 from . import kube
 from .experiment import Experiment
-from .objects import group_objects, namespace_object, role_services, shared_objects
-from .workloads import TaskGroup
+from .objects import KubeObject, namespace_object, role_services, shared_objects, workload_objects
 
 
 @dataclass(frozen=True)
@@ -51,19 +51,35 @@ class TFCluster(pulumi.ComponentResource):
 
         for obj in role_services(experiment):
             kube.create(f"{name}-{obj.suffix}", obj.manifest, in_namespace)
-        for obj in group_objects(experiment):
+        queues: list[pulumi.Resource] = []
+        for obj in workload_objects(experiment):
             opts = pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[namespace, *shared, *self._labels_needed(args, obj.group)],
+                depends_on=[namespace, *shared, *queues, *self._labels_needed(args, obj)],
+                **self._replacement(obj),
             )
-            kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
+            created = kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
+            if obj.kind == "LocalQueue":
+                queues.append(created)
 
         self.namespace = namespace.urn.apply(lambda _: experiment.namespace)
         self.register_outputs({"namespace": self.namespace})
 
     @staticmethod
-    def _labels_needed(args: TFClusterArgs, group: TaskGroup) -> list[pulumi.Resource]:
-        """Node labels that must exist before this group's pods can be scheduled."""
+    def _replacement(obj: KubeObject) -> dict[str, object]:
+        """A JobSet's replicatedJobs cannot change: a changed experiment is a new JobSet, the old
+        one deleted first (the name is the same). An unchanged stack changes nothing, so
+        `pulumi up` never starts a finished experiment again."""
+        if obj.kind != "JobSet":
+            return {}
+        return {"replace_on_changes": ["spec"], "delete_before_replace": True}
+
+    @staticmethod
+    def _labels_needed(args: TFClusterArgs, obj: KubeObject) -> list[pulumi.Resource]:
+        """Node labels that must exist before this workload's pods can be scheduled."""
+        group = obj.group
+        if group is None:  # the JobSet (or its queue): every label of the experiment
+            return [*args.server_labels.values(), *args.pool_labels.values()] if obj.kind == "JobSet" else []
         if group.server is not None and group.server in args.server_labels:
             return [args.server_labels[group.server]]
         pool = args.pool_labels.get(group.pool)

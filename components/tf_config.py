@@ -2,47 +2,55 @@
 
 Every task gets the identical `cluster` (chief, worker, ps lists of pod DNS
 names, ordered by index) plus its own `task`. A task's address is its pod's
-host name under its role's headless Service: `<group>-<index>.<role>.<ns>.svc`
-(components/workloads.py), stable across restarts and new pod IPs.
+host name under a headless Service (components/workloads.py): stable across
+restarts and new pod IPs.
 
 The cluster is written once, in the ConfigMap every task's environment comes
-from (variable TFK8S_CLUSTER), and TF_CONFIG refers to it:
-`{"cluster":$(TFK8S_CLUSTER),"task":{"type":"worker","index":$(TFK8S_TASK_INDEX)}}`,
-which the kubelet expands when it starts the container. The index is the
-pod's StatefulSet ordinal (its `apps.kubernetes.io/pod-index` label, through
-the downward API), so one pod template serves all tasks of a group. Written
-into every pod instead, the cluster list would make an experiment's objects
-grow with the square of its size: a 2,000-worker experiment's pods would be
-100 KB each, 220 MB that the API server, etcd, the controllers and the
-scheduler all move (benchmarks/cluster_apply.py measured the difference).
+from (variable TFK8S_CLUSTER), never into each pod: there, the cluster list
+would make an experiment's objects grow with the square of its size (a
+2,000-worker experiment's pods would be 100 KB each, 220 MB that the API
+server, etcd, the controllers and the scheduler all move;
+benchmarks/cluster_apply.py measured the difference).
+
+- StatefulSet pods: TF_CONFIG refers to it,
+  `{"cluster":$(TFK8S_CLUSTER),"task":{"type":"worker","index":$(TFK8S_TASK_INDEX)}}`,
+  which the kubelet expands when it starts the container; the index is the
+  pod's ordinal (its `apps.kubernetes.io/pod-index` label, through the downward
+  API), so one pod template serves all tasks of a group.
+- JobSet pods: a task's index is its group's first index plus its Job
+  completion index, a sum the kubelet cannot expand. The pod carries its role
+  (TFK8S_TASK_TYPE) and its group's first index (TFK8S_FIRST_INDEX); the Job
+  controller adds JOB_COMPLETION_INDEX; the trainer composes TF_CONFIG from
+  them (trainer/cluster.py) and exports it to TensorFlow.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .planner import TASK_TYPES
-from .workloads import TaskGroup
-from trainer.cluster import TASK_INDEX_ENV  # the variable the trainer checks, set per pod
+from .workloads import TaskGroup, pod_hostname, pod_subdomain
+from trainer.cluster import CLUSTER_ENV, TASK_INDEX_ENV  # the variables the trainer reads
+
+if TYPE_CHECKING:
+    from .config import Workload
 
 TF_PORT = 2222
-# The environment variable (from the shared ConfigMap) that holds the cluster JSON.
-CLUSTER_ENV = "TFK8S_CLUSTER"
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
 MAX_ENV_STRING = 131_072
 
 
-def task_address(group: TaskGroup, index: int, namespace: str) -> str:
-    """Stable DNS name of a task's pod under its role's headless Service."""
-    return f"{group.hostname(index)}.{group.task_type}.{namespace}.svc:{TF_PORT}"
+def task_address(group: TaskGroup, index: int, namespace: str, workload: "Workload") -> str:
+    """Stable DNS name of a task's pod under its headless Service."""
+    return f"{pod_hostname(group, index, workload)}.{pod_subdomain(group, workload)}.{namespace}.svc:{TF_PORT}"
 
 
-def cluster_spec(groups: Sequence[TaskGroup], namespace: str) -> dict[str, list[str]]:
+def cluster_spec(groups: Sequence[TaskGroup], namespace: str, workload: "Workload") -> dict[str, list[str]]:
     spec: dict[str, list[str]] = {}
     for task_type in TASK_TYPES:
         addresses = sorted(
-            (task.index, task_address(group, task.index, namespace))
+            (task.index, task_address(group, task.index, namespace, workload))
             for group in groups
             if group.task_type == task_type
             for task in group.tasks
@@ -55,11 +63,18 @@ def cluster_spec(groups: Sequence[TaskGroup], namespace: str) -> dict[str, list[
     return spec
 
 
-def tf_config_bytes(cluster: Mapping[str, Sequence[str]]) -> int:
-    """Bytes of the largest expanded `TF_CONFIG=...` environment string of a task of `cluster`."""
+def largest_env_string(cluster: Mapping[str, Sequence[str]], workload: "Workload") -> tuple[str, int]:
+    """The largest environment string a task of `cluster` is started with: its name and bytes.
+
+    A StatefulSet task gets the expanded TF_CONFIG; a JobSet task the cluster
+    alone (the trainer composes TF_CONFIG in its own process, past exec's limit).
+    """
+    cluster_json = json.dumps(cluster, separators=(",", ":"))
+    if workload == "jobset":
+        return CLUSTER_ENV, len(f"{CLUSTER_ENV}={cluster_json}".encode()) + 1
     largest_task = {"type": "worker", "index": max(len(a) for a in cluster.values())}
     text = json.dumps({"cluster": cluster, "task": largest_task}, separators=(",", ":"))
-    return len(f"TF_CONFIG={text}".encode()) + 1
+    return "TF_CONFIG", len(f"TF_CONFIG={text}".encode()) + 1
 
 
 class TFConfigRenderer:
@@ -79,6 +94,7 @@ class TFConfigRenderer:
         return self._cluster_json
 
     def render(self, task_type: str) -> str:
+        """A StatefulSet pod's TF_CONFIG."""
         if not self._cluster.get(task_type):
             raise ValueError(f"the cluster has no {task_type} tasks")
         task_type_json = json.dumps(task_type)

@@ -12,11 +12,18 @@ the task indexes (`spec.ordinals.start`), and each role has one headless
 Service that gives every pod its stable DNS name. A StatefulSet still never
 runs two pods of one task at once.
 
-Names: a pinned group is `<role>-<server>` (`worker-srv-04`, its pods
-`worker-srv-04-30` ...), or `<role>-s<position in the pool>` when a server's
-name cannot be part of a pod's host name. Unpinned tasks form one group per
-role (`worker`, pods `worker-0` ...); the chief's group is `chief`, its one pod
-`chief-0`. So a pod's host name is always `<group>-<task index>`.
+Names: a pinned group is `<role>-<server>` (`worker-srv-04`), or
+`<role>-s<position in the pool>` when a server's name cannot be part of a pod's
+host name. Unpinned tasks form one group per role (`worker`); the chief's group
+is `chief`.
+
+Under the JobSet workload model (the default) each group is one replicatedJob
+of the experiment's JobSet `tf`, whose single Indexed Job runs the group's
+tasks: a task's index is the group's first index plus its Job completion index,
+and its pod's host name is JobSet's `tf-<group>-0-<completion index>` under the
+JobSet's subdomain `tf`. Under the StatefulSet model a group is a StatefulSet
+whose ordinals are the task indexes: host name `<group>-<task index>` under the
+role's headless Service.
 """
 
 from __future__ import annotations
@@ -28,11 +35,16 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 from .planner import Plan, Task, TaskPlacement, TaskType
 
 if TYPE_CHECKING:
-    from .config import StackConfig
+    from .config import StackConfig, Workload
 
+# The experiment's JobSet (workload jobset): its name starts every pod's host name.
+JOBSET_NAME = "tf"
 # A StatefulSet's name ends up in its pods' `controller-revision-hash` label
 # (`<name>-<10 characters>`, at most 63): longer names cannot create pods.
 MAX_GROUP_NAME = 52
+# A JobSet pod is named `tf-<group>-0-<completion index>-<5 characters>` (at most
+# 63): room for completion indexes of six digits.
+MAX_JOBSET_GROUP_NAME = 63 - len(f"{JOBSET_NAME}--0-999999-abcde")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -51,9 +63,22 @@ class TaskGroup:
     def tasks(self) -> list[Task]:
         return [Task(self.task_type, i) for i in range(self.first_index, self.first_index + self.count)]
 
-    def hostname(self, index: int) -> str:
-        """Host name of the pod that runs task `index` (a StatefulSet pod's name is its host name)."""
-        return f"{self.name}-{index}"
+
+def max_group_name(workload: "Workload") -> int:
+    return MAX_JOBSET_GROUP_NAME if workload == "jobset" else MAX_GROUP_NAME
+
+
+def pod_hostname(group: TaskGroup, index: int, workload: "Workload") -> str:
+    """Host name of the pod that runs task `index` of `group`."""
+    if workload == "jobset":
+        # `<jobset>-<replicatedJob>-<Job index>-<completion index>`; each group is one Job.
+        return f"{JOBSET_NAME}-{group.name}-0-{index - group.first_index}"
+    return f"{group.name}-{index}"  # a StatefulSet pod's name, its ordinal the task index
+
+
+def pod_subdomain(group: TaskGroup, workload: "Workload") -> str:
+    """The headless Service a task's DNS name lives under: the JobSet's, or the role's."""
+    return JOBSET_NAME if workload == "jobset" else group.task_type
 
 
 def group_name(task_type: str, server: Optional[str], position: int, by_server_name: bool) -> str:
@@ -63,14 +88,14 @@ def group_name(task_type: str, server: Optional[str], position: int, by_server_n
     return f"{task_type}-{server}" if by_server_name else f"{task_type}-s{position}"
 
 
-def names_fit(task_type: str, servers: Sequence[str]) -> bool:
+def names_fit(task_type: str, servers: Sequence[str], max_name: int = MAX_GROUP_NAME) -> bool:
     """One long or dotted server name switches the whole pool to positions, so names stay uniform."""
-    return all(_fits_host_name(task_type, server) for server in servers)
+    return all(_fits_host_name(task_type, server, max_name) for server in servers)
 
 
-def _fits_host_name(task_type: str, server: str) -> bool:
+def _fits_host_name(task_type: str, server: str, max_name: int) -> bool:
     name = f"{task_type}-{server}"
-    return len(name) <= MAX_GROUP_NAME and DNS_LABEL.match(name) is not None
+    return len(name) <= max_name and DNS_LABEL.match(name) is not None
 
 
 def pool_servers(config: "StackConfig") -> dict[str, tuple[str, ...]]:
@@ -78,10 +103,13 @@ def pool_servers(config: "StackConfig") -> dict[str, tuple[str, ...]]:
     return {pool.name: pool.nodes or () for pool in config.node_pools}
 
 
-def task_groups(plan: Plan, servers_of_pool: Mapping[str, Sequence[str]]) -> list[TaskGroup]:
+def task_groups(
+    plan: Plan, servers_of_pool: Mapping[str, Sequence[str]], max_name: int = MAX_GROUP_NAME
+) -> list[TaskGroup]:
     """The plan's tasks cut into workloads, chief first, then PS, then workers, in index order.
 
     `servers_of_pool`: the listed servers of each pool (pools given by a selector have none).
+    `max_name`: the longest group name the workload model allows (`max_group_name`).
     """
     runs: list[list[TaskPlacement]] = []
     for placement in plan.placements:
@@ -104,7 +132,7 @@ def task_groups(plan: Plan, servers_of_pool: Mapping[str, Sequence[str]]) -> lis
         first = run[0]
         task_type, pool = first.task.type, first.pool
         if (task_type, pool) not in fit:
-            fit[task_type, pool] = names_fit(task_type, servers_of_pool.get(pool) or ())
+            fit[task_type, pool] = names_fit(task_type, servers_of_pool.get(pool) or (), max_name)
         position = positions.get(pool, {}).get(first.server, 0)
         groups.append(
             TaskGroup(

@@ -3,16 +3,22 @@
 The StatefulSet controller names a pod `<set>-<ordinal>` for each ordinal from
 `spec.ordinals.start`, makes that name its host name under `serviceName`, and
 labels it `apps.kubernetes.io/pod-index: <ordinal>`; a Job's pod takes its
-template as written. The end-to-end tests (tests/cluster) check the same
-against the real controllers; here they give every task's pod without one.
+template as written. The JobSet controller makes one Job `<jobset>-<replicatedJob>-<i>`
+per replica; an Indexed Job's pod for completion index c has the host name
+`<job>-<c>` under the JobSet's subdomain, and the Job controller sets its
+JOB_COMPLETION_INDEX. The end-to-end tests (tests/cluster, tests/realpods)
+check the same against the real controllers; here they give every task's pod
+without one.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from trainer.cluster import COMPLETION_INDEX_ENV, FIRST_INDEX_ENV, composed_tf_config
 
 POD_INDEX = "apps.kubernetes.io/pod-index"
 FIELD_LABEL = re.compile(r"^metadata\.labels\['([^']+)'\]$")
@@ -27,6 +33,8 @@ class Pod:
     subdomain: str
     labels: Mapping[str, str]
     spec: Mapping[str, Any]
+    # What the pod's controller adds to its environment (JOB_COMPLETION_INDEX).
+    controller_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def container(self) -> Mapping[str, Any]:
@@ -35,7 +43,7 @@ class Pod:
 
     def env(self, config_maps: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
         """The environment as the kubelet builds it: envFrom ConfigMaps, then env with $(VAR) expanded."""
-        variables: dict[str, str] = {}
+        variables: dict[str, str] = dict(self.controller_env)
         for source in self.container.get("envFrom", []):
             variables.update(config_maps[source["configMapRef"]["name"]])
         for item in self.container.get("env", []):
@@ -48,12 +56,17 @@ class Pod:
         return variables
 
     def tf_config(self, config_maps: Mapping[str, Mapping[str, str]]) -> dict:
-        return json.loads(self.env(config_maps)["TF_CONFIG"])
+        """TF_CONFIG as the trainer reads it: set in the pod, or composed from a JobSet pod's pieces."""
+        env = self.env(config_maps)
+        return json.loads(env.get("TF_CONFIG") or composed_tf_config(env))
 
     @property
     def task(self) -> str:
-        """The task the pod runs, as TF_CONFIG names it (type-index), read from its labels."""
+        """The task the pod runs, as TF_CONFIG names it (type-index), read from its labels and env."""
         role = self.labels["app.kubernetes.io/component"]
+        if COMPLETION_INDEX_ENV in self.controller_env:
+            first = next(e["value"] for e in self.container["env"] if e["name"] == FIRST_INDEX_ENV)
+            return f"{role}-{int(first) + int(self.controller_env[COMPLETION_INDEX_ENV])}"
         return f"{role}-{self.labels.get(POD_INDEX, '0')}"
 
 
@@ -72,6 +85,26 @@ def pods_of(run) -> list[Pod]:
         name = f"{workload.manifest['metadata']['name']}-pod"
         pods.append(Pod(workload, name, spec.get("hostname", name), spec.get("subdomain", ""),
                         template["metadata"]["labels"], spec))
+    for jobset in run.of_kind("JobSet"):
+        pods.extend(jobset_pods(jobset))
+    return pods
+
+
+def jobset_pods(jobset) -> list[Pod]:
+    manifest = jobset.manifest
+    name = manifest["metadata"]["name"]
+    subdomain = manifest["spec"].get("network", {}).get("subdomain") or name
+    pods = []
+    for replicated in manifest["spec"]["replicatedJobs"]:
+        job_spec = replicated["template"]["spec"]
+        template = job_spec["template"]
+        for job_index in range(replicated.get("replicas", 1)):
+            job = f"{name}-{replicated['name']}-{job_index}"
+            for completion in range(job_spec["completions"]):
+                hostname = f"{job}-{completion}"
+                labels = {**template["metadata"]["labels"], "batch.kubernetes.io/job-completion-index": str(completion)}
+                pods.append(Pod(jobset, hostname, hostname, subdomain, labels, template["spec"],
+                                {COMPLETION_INDEX_ENV: str(completion)}))
     return pods
 
 

@@ -10,7 +10,7 @@ import pytest
 from components.config import StackConfigError, load_stack_config
 from components.experiment import load_experiment_values
 from components.stack_files import PROJECT_ROOT
-from components.tf_config import MAX_ENV_STRING, tf_config_bytes
+from components.tf_config import MAX_ENV_STRING, largest_env_string
 from components.trainer_bundle import load_trainer_bundle
 from tests.harness import by_identity, run_program
 
@@ -228,7 +228,7 @@ BAD_INPUTS = {
     ),
     "more tasks than one environment variable can list": (
         lambda v: cluster(v)["workers"].update(replicas=3000),
-        r"tfk8s:cluster\.workers\.replicas: 3,003 tasks make a TF_CONFIG of 1[0-9]{2},[0-9]{3} bytes, but Linux "
+        r"tfk8s:cluster\.workers\.replicas: 3,003 tasks make a TFK8S_CLUSTER of 1[0-9]{2},[0-9]{3} bytes, but Linux "
         r"passes at most 131,072 bytes in one environment variable \(about 2,[0-9]{3} tasks with these names\); "
         r"use fewer PS and workers",
     ),
@@ -267,15 +267,20 @@ def test_a_typo_in_the_trainer_and_one_in_the_cluster_are_both_reported():
     assert "tfk8s:cluster.workers.replics: unknown key (did you mean 'replicas'?)" in text
 
 
-def test_the_tf_config_limit_is_the_kernels():
-    def tf_config_size(workers: int) -> int:
-        values = mutated(lambda v: cluster(v)["workers"].update(replicas=workers))
+@pytest.mark.parametrize("workload, variable", [("jobset", "TFK8S_CLUSTER"), ("statefulset", "TF_CONFIG")])
+def test_the_tf_config_limit_is_the_kernels(workload, variable):
+    """The largest environment string a task is started with: the expanded TF_CONFIG of a StatefulSet
+    pod, the cluster alone for a JobSet pod (whose trainer composes TF_CONFIG in its process)."""
+    def env_size(workers: int) -> int:
+        values = mutated(lambda v: cluster(v).update(workload=workload, workers={**cluster(v)["workers"], "replicas": workers}))
         experiment = load_experiment_values(STACK, values, load_trainer_bundle(PROJECT_ROOT))
-        return tf_config_bytes(experiment.tf_config.cluster)
+        name, size = largest_env_string(experiment.tf_config.cluster, workload)
+        assert name == variable
+        return size
 
-    assert tf_config_size(2000) <= MAX_ENV_STRING
-    with pytest.raises(StackConfigError, match="Linux passes at most 131,072 bytes"):
-        tf_config_size(3000)
+    assert env_size(2000) <= MAX_ENV_STRING
+    with pytest.raises(StackConfigError, match=f"a {variable} of .* Linux passes at most 131,072 bytes"):
+        env_size(3000)
 
 
 def test_ratio_stands_in_for_ps_replicas():

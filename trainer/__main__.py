@@ -7,7 +7,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from .cluster import ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
+from .cluster import TF_CONFIG_ENV, ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
 from .lifeline import die_with_launcher  # noqa: E402
 from .peers import set_grpc_options  # noqa: E402
 from .settings import SettingsError  # noqa: E402
@@ -19,6 +19,8 @@ def main() -> int:
     try:
         task = read_task_config()
         settings = read_settings()
+        # A JobSet task's TF_CONFIG is composed; TensorFlow and user code read it from the environment.
+        os.environ.setdefault(TF_CONFIG_ENV, task.tf_config_json())
     except (ClusterConfigError, SettingsError) as error:
         print(f"trainer: {error}", file=sys.stderr)
         return 2

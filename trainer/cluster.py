@@ -16,6 +16,12 @@ ROLES = ("chief", "ps", "worker")
 UNEXPANDED_REFERENCE = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")
 # Set in each pod from its StatefulSet ordinal (components/tf_config.py).
 TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
+# A JobSet pod's TF_CONFIG is composed here, because its task index is a sum the
+# kubelet cannot expand: the group's first index plus the pod's Job completion index.
+CLUSTER_ENV = "TFK8S_CLUSTER"  # the cluster JSON, from the experiment's shared ConfigMap
+TASK_TYPE_ENV = "TFK8S_TASK_TYPE"
+FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"  # set by the Job controller in Indexed Jobs
 
 
 class ClusterConfigError(ValueError):
@@ -40,9 +46,33 @@ class TaskConfig:
     def name(self) -> str:
         return f"{self.task_type}-{self.task_index}"
 
+    def tf_config_json(self) -> str:
+        return json.dumps({"cluster": self.cluster, "task": {"type": self.task_type, "index": self.task_index}})
+
+
+def composed_tf_config(environ: Mapping[str, str]) -> str | None:
+    """A JobSet pod's TF_CONFIG from its pieces; None where the pod has none of them."""
+    if not environ.get(TASK_TYPE_ENV):
+        return None
+    missing = [name for name in (CLUSTER_ENV, FIRST_INDEX_ENV, COMPLETION_INDEX_ENV) if not environ.get(name)]
+    if missing:
+        raise ClusterConfigError(
+            f"{TASK_TYPE_ENV} is set but {', '.join(missing)} not: a JobSet task needs the cluster from "
+            f"the shared ConfigMap, its group's first index and its Job completion index (an Indexed Job)"
+        )
+    try:
+        index = int(environ[FIRST_INDEX_ENV]) + int(environ[COMPLETION_INDEX_ENV])
+    except ValueError:
+        raise ClusterConfigError(
+            f"{FIRST_INDEX_ENV}={environ[FIRST_INDEX_ENV]!r} and {COMPLETION_INDEX_ENV}="
+            f"{environ[COMPLETION_INDEX_ENV]!r} must be whole numbers"
+        ) from None
+    task = json.dumps({"type": environ[TASK_TYPE_ENV], "index": index}, separators=(",", ":"))
+    return f'{{"cluster":{environ[CLUSTER_ENV]},"task":{task}}}'
+
 
 def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
-    raw = environ.get(TF_CONFIG_ENV)
+    raw = environ.get(TF_CONFIG_ENV) or composed_tf_config(environ)
     if not raw:
         raise ClusterConfigError(f"{TF_CONFIG_ENV} is not set; tfk8s sets it on every task")
     if environ.get(TASK_INDEX_ENV) == "":

@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 import yaml
 
-from . import paths
+from . import addons, paths
 from .pki import Pki, create_pki, issue_client_certificate
 
 READY_TIMEOUT_S = 60.0
@@ -192,12 +192,15 @@ class Launcher:
         self.tie_to_parent = tie_to_parent
         self.processes: dict[str, int] = {}
 
-    def start(self, name: str, args: list[str], executable: Optional[Path] = None) -> int:
+    def start(
+        self, name: str, args: list[str], executable: Optional[Path] = None, env: Optional[dict[str, str]] = None
+    ) -> int:
         """Start `executable` (default: the toolchain's binary `name`) logging to logs/<name>.log; its PID."""
         log = open(self.where.log_dir / f"{name}.log", "wb")
         try:
             process = subprocess.Popen(
                 [str(executable or paths.binary(name)), *args],
+                env={**os.environ, **env} if env else None,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -231,7 +234,10 @@ def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = Fa
     )
     ports = {
         name: free_port()
-        for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
+        for name in (
+            "etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok",
+            *(f"{addon}-{use}" for addon in addons.CONTROLLERS for use in ("webhook", "metrics", "health")),
+        )
     }
     plane = ControlPlane(ports=ports)
     launcher = Launcher(where, tie_to_parent)
@@ -341,9 +347,13 @@ def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
             f"--cert-dir={where.pki_dir / 'scheduler'}",
         ],
     )
+    where.addons_dir.mkdir(parents=True, exist_ok=True)
+    kwok_config = where.addons_dir / "kwok.yaml"
+    kwok_config.write_text(addons.kwok_stages())
     launcher.start(
         "kwok",
         [
+            f"--config={kwok_config}",
             f"--kubeconfig={kubeconfig}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}={KWOK_NODE_VALUE}",
@@ -357,6 +367,44 @@ def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
         "the controllers (default service account)",
         launcher,
     )
+    _start_addons(launcher, plane, pki)
+
+
+def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
+    """JobSet and Kueue (tools/localcluster/addons.py): CRDs, controllers, then their webhooks."""
+    where = launcher.where
+    kubectl = [str(paths.binary("kubectl")), f"--kubeconfig={where.kubeconfig}"]
+    ca_bundle = pki.serving_cert.read_bytes()
+    cert_dir = where.addons_dir / "certs"
+    addons.write_certificate(pki, cert_dir)
+    crd_file = where.addons_dir / "crds.yaml"
+    crd_file.write_text(yaml.safe_dump_all(addons.crds(plane.ports, ca_bundle)))
+    _run(where, [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(crd_file)])
+    _run(where, [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"])
+    for addon, binary in addons.CONTROLLERS.items():
+        config_file = where.addons_dir / f"{addon}.yaml"
+        config_file.write_text(yaml.safe_dump(addons.controller_config(addon, plane.ports, cert_dir)))
+        executable, args, env = addons.controller_command(
+            addon, paths.binary(binary), where.kubeconfig, config_file, cert_dir, where.addons_dir / f"{addon}-etc"
+        )
+        launcher.start(binary, args, executable, env)
+    for addon, binary in addons.CONTROLLERS.items():
+        health = f"http://127.0.0.1:{plane.ports[f'{addon}-health']}/readyz"
+        wait_until(lambda: _http_ok(health), binary, launcher)
+    webhooks = [
+        configuration
+        for addon in addons.CONTROLLERS
+        for configuration in addons.webhook_configurations(addon, plane.ports[f"{addon}-webhook"], ca_bundle)
+    ]
+    webhook_file = where.addons_dir / "webhooks.yaml"
+    webhook_file.write_text(yaml.safe_dump_all(webhooks))
+    _run(where, [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(webhook_file)])
+
+
+def _run(where: paths.ClusterDir, command: list[str]) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, cwd=where.root)
+    if result.returncode != 0:
+        raise ClusterError(f"{' '.join(command[:1] + command[2:4])} failed: {result.stderr.strip() or result.stdout.strip()}")
 
 
 def _http_ok(url: str) -> bool:

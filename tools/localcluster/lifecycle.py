@@ -11,7 +11,7 @@ from typing import Iterable
 
 from components.stack_files import load_experiment
 
-from . import control_plane, paths, realnodes
+from . import addons, control_plane, paths, realnodes
 from .experiments import Progress, quiet
 from .client import api_client
 from .nodes import create_fake_nodes, label_real_nodes
@@ -35,6 +35,8 @@ def up(
         fakes = create_fake_nodes(api_client(where.kubeconfig), configs, skip=set(real))
         if fakes:
             say(f"{len(fakes)} kwok nodes for {', '.join(stacks)}")
+        quota = addons.create_cluster_queue(api_client(where.kubeconfig))
+        say(f"Kueue ClusterQueue {addons.LOCAL_CLUSTER_QUEUE}: " + ", ".join(f"{k} {v}" for k, v in quota.items()))
     except BaseException:
         down(where, say)
         raise

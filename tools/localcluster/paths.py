@@ -9,7 +9,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_BIN = PROJECT_ROOT / ".tools" / "bin"
 CLUSTER_ROOT = PROJECT_ROOT / ".cluster"
 
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+BINARIES = (
+    "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok",
+    "jobset-controller", "kueue-controller",
+)
 # Real nodes: the toolchain's kubelet and CoreDNS, and Debian's container runtime.
 REAL_NODE_BINARIES = ("kubelet", "coredns")
 SYSTEM_BINARIES = {"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "runc": "/usr/sbin/runc"}
@@ -43,13 +46,18 @@ class ClusterDir:
         return self.root / "etcd"
 
     @property
+    def addons_dir(self) -> Path:
+        """JobSet's and Kueue's configuration and webhook certificate."""
+        return self.root / "addons"
+
+    @property
     def kubectl_cache(self) -> Path:
         return self.root / "kubectl-cache"
 
     def owned_paths(self) -> list[Path]:
         """What a fresh start replaces (a test cluster's folder may sit beside them)."""
         return [self.kubeconfig, self.state_file, self.log_dir, self.pki_dir, self.etcd_dir,
-                self.kubectl_cache, self.root / "flexvolume"]
+                self.kubectl_cache, self.addons_dir, self.root / "flexvolume"]
 
 
 # `make cluster-up`'s cluster; the tests start their own under .cluster/tests/.

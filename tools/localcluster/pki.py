@@ -87,26 +87,41 @@ def issue_client_certificate(pki: Pki, common_name: str, organization: str, cert
     """A client certificate signed by the cluster's CA (the serving certificate, which is a CA):
     a kubelet's identity towards the API server (`system:node:<name>` in `system:nodes`),
     or the API server's towards kubelets."""
-    ca_key = serialization.load_pem_private_key(pki.serving_key.read_bytes(), password=None)
-    ca_cert = x509.load_pem_x509_certificate(pki.serving_cert.read_bytes())
-    client_key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
     subject = x509.Name(
         [x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization), x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
     )
-    certificate = (
+    usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
+    _issue(pki, subject, [usage], cert, key)
+
+
+def issue_serving_certificate(pki: Pki, common_name: str, cert: Path, key: Path) -> None:
+    """A serving certificate for 127.0.0.1 signed by the cluster's CA: the host's webhook servers,
+    which the API server calls with that CA as the webhook's caBundle."""
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    names = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH])
+    _issue(pki, subject, [names, usage], cert, key)
+
+
+def _issue(pki: Pki, subject: x509.Name, extensions: list[x509.ExtensionType], cert: Path, key: Path) -> None:
+    ca_key = serialization.load_pem_private_key(pki.serving_key.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(pki.serving_cert.read_bytes())
+    issued_key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (
         x509.CertificateBuilder()
         .subject_name(subject)
         .issuer_name(ca_cert.subject)
-        .public_key(client_key.public_key())
+        .public_key(issued_key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
     )
+    for extension in extensions:
+        builder = builder.add_extension(extension, critical=False)
+    certificate = builder.sign(ca_key, hashes.SHA256())
     cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    _write_private_key(client_key, key)
+    _write_private_key(issued_key, key)
 
 
 def load_pki(directory: Path) -> Pki:

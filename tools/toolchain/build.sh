@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries into .tools/bin from the Go module proxy only:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kubelet
-# (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok)
-# and CoreDNS (github.com/coredns/coredns), and installs the Debian packages
+# (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok),
+# CoreDNS (github.com/coredns/coredns), the JobSet and Kueue controllers and their CRDs
+# (sigs.k8s.io/jobset, sigs.k8s.io/kueue), and installs the Debian packages
 # real nodes run on (containerd, runc, CNI plugins, iptables; debootstrap for
 # their image), pinned in versions.env.
 # A binary already built at the recorded version is kept; the script says what it built.
@@ -16,15 +17,11 @@ tools="$root/.tools"
 bin="$tools/bin"
 src="$tools/src"
 mkdir -p "$bin" "$src"
-# Built binaries are kept outside the clone too, keyed by what builds them, so a
-# fresh clone (CI) links them instead of building again.
-cache_key="$(cat "$here/versions.env" "$here/build.sh" | sha256sum | cut -c1-16)"
-cache="${TFK8S_CACHE:-$HOME/.cache/tfk8s}/toolchain/$cache_key"
-if [ -d "$cache" ]; then
-  for cached in "$cache"/* "$cache"/.*.version; do
-    [ -f "$cached" ] && [ ! -e "$bin/$(basename "$cached")" ] && { ln "$cached" "$bin/" 2>/dev/null || cp -p "$cached" "$bin/"; }
-  done
-fi
+# Built binaries are kept outside the clone too, each keyed by its name, version and
+# the source that builds it, so a fresh clone (CI) links them instead of building
+# again, and changing one component rebuilds that component only.
+cache="${TFK8S_CACHE:-$HOME/.cache/tfk8s}/toolchain/built"
+mkdir -p "$cache"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 export GOBIN="$bin"
 
@@ -54,21 +51,63 @@ else
   kept+=("${debian_packages[@]}")
 fi
 
-# up_to_date NAME VERSION: the binary exists and was built at VERSION.
-up_to_date() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.version" 2>/dev/null)" = "$2" ]; }
+# up_to_date NAME KEY: the binary was built at KEY (its version and recipe), here or
+# in the cache, from which it is linked.
+up_to_date() {
+  [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.version" 2>/dev/null)" = "$2" ] && return 0
+  [ -x "$cache/$1@$2" ] || return 1
+  rm -f "$bin/$1"
+  ln "$cache/$1@$2" "$bin/$1" 2>/dev/null || cp -p "$cache/$1@$2" "$bin/$1"
+  echo "$2" > "$bin/.$1.version"
+}
 stamp() { echo "$2" > "$bin/.$1.version"; }
+# recipe_key VERSION TEXT: VERSION plus a digest of the source that builds it.
+recipe_key() { echo "$1-$(printf '%s' "$2" | sha256sum | cut -c1-12)"; }
 
-# build_wrapper NAME VERSION MODULE GO: build .tools/bin/NAME from a module of our own that
-# requires MODULE at VERSION and whose main.go comes on stdin. (`go install MODULE@VERSION`
+# build_wrapper NAME VERSION REQUIREMENT [PACKAGE]: build .tools/bin/NAME from a module of
+# our own that requires REQUIREMENT at VERSION. Its main.go comes on stdin; or, with
+# PACKAGE, the upstream main package is built as it is. (`go install MODULE@VERSION`
 # reads the module's version list, which the proxy refuses for some modules.)
 build_wrapper() {
-  local name="$1" version="$2" requirement="$3" go_version="$4"
+  local name="$1" version="$2" requirement="$3" package="${4:-}" main_go=""
+  [ -z "$package" ] && main_go="$(cat)"
+  local key; key="$(recipe_key "$version" "$requirement $package $main_go")"
+  if up_to_date "$name" "$key"; then kept+=("$name $version"); return; fi
+  echo "toolchain: building $name $version"
   local module="$src/$name"
   rm -rf "$module" && mkdir -p "$module"
+  # The wrapper asks for the Go version the upstream module asks for.
+  local upstream_mod go_version
+  upstream_mod="$(cd "$module" && go mod download -json "$requirement@$version" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  go_version="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$upstream_mod")"
   printf 'module tfk8s.local/%s\n\ngo %s\n\nrequire %s %s\n' "$name" "$go_version" "$requirement" "$version" > "$module/go.mod"
-  cat > "$module/main.go"
-  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/$name" .)
-  stamp "$name" "$version"; built+=("$name $version")
+  if [ -n "$package" ]; then
+    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$package" > "$module/tools.go"
+  else
+    printf '%s\n' "$main_go" > "$module/main.go"
+    package=.
+  fi
+  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/$name" "$package")
+  stamp "$name" "$key"; built+=("$name $version")
+}
+
+# addon_manifests NAME VERSION MODULE: the module's CustomResourceDefinitions, their
+# kustomization (conversion webhooks) and webhook configurations into .tools/addons/NAME
+# (the local cluster registers them).
+addon_manifests() {
+  local name="$1" version="$2" module="$3" target="$tools/addons/$1"
+  if [ "$(cat "$target/.version" 2>/dev/null)" = "$version" ]; then kept+=("$name manifests $version"); return; fi
+  local dir
+  dir="$(cd "$src" && go mod download -json "$module@$version" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  rm -rf "$target" && mkdir -p "$target/crds"
+  cp "$dir"/config/components/crd/bases/*.yaml "$target/crds/"
+  cp "$dir/config/components/webhook/manifests.yaml" "$target/webhooks.yaml"
+  # Which CRDs convert between API versions through the controller's webhook.
+  cp "$dir/config/components/crd/kustomization.yaml" "$target/crd-kustomization.yaml"
+  [ -d "$dir/config/components/crd/patches" ] && cp -r "$dir/config/components/crd/patches" "$target/crd-patches"
+  chmod -R u+w "$target"
+  echo "$version" > "$target/.version"
+  built+=("$name manifests $version")
 }
 
 kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
@@ -123,9 +162,7 @@ else
   for name in "${kube_binaries[@]}"; do kept+=("$name $KUBERNETES_VERSION"); done
 fi
 
-if ! up_to_date etcd "$ETCD_VERSION"; then
-  echo "toolchain: building etcd $ETCD_VERSION"
-  build_wrapper etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 1.23 <<'GO'
+build_wrapper etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 <<'GO'
 // etcd's own server entry point, built from its published module.
 package main
 
@@ -137,9 +174,6 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-else
-  kept+=("etcd $ETCD_VERSION")
-fi
 
 if ! up_to_date kwok "$KWOK_VERSION"; then
   echo "toolchain: building kwok $KWOK_VERSION"
@@ -149,11 +183,9 @@ else
   kept+=("kwok $KWOK_VERSION")
 fi
 
-if ! up_to_date coredns "$COREDNS_VERSION"; then
-  echo "toolchain: building CoreDNS $COREDNS_VERSION (only the plugins the local cluster uses)"
-  # CoreDNS registers a plugin when its package is imported: importing only
-  # these five builds in minutes instead of the full set's eleven.
-  build_wrapper coredns "$COREDNS_VERSION" github.com/coredns/coredns 1.24 <<'GO'
+# CoreDNS registers a plugin when its package is imported: importing only the five
+# the local cluster's Corefile uses builds in minutes instead of the full set's eleven.
+build_wrapper coredns "$COREDNS_VERSION" github.com/coredns/coredns <<'GO'
 // Cluster DNS for the local cluster's real nodes: CoreDNS with the plugins its Corefile uses.
 package main
 
@@ -169,16 +201,32 @@ import (
 
 func main() { coremain.Run() }
 GO
-else
-  kept+=("coredns $COREDNS_VERSION")
+
+# kwok's own pod stages but the one that completes every Job's pods at once: kwok
+# runs the local cluster's pods until they are deleted, as PS and workers run.
+kwok_stages="$tools/addons/kwok/stages"
+if [ "$(cat "$kwok_stages/.version" 2>/dev/null)" != "$KWOK_VERSION" ]; then
+  kwok_dir="$(cd "$src" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  rm -rf "$kwok_stages" && mkdir -p "$kwok_stages"
+  cp "$kwok_dir"/kustomize/stage/pod/fast/pod-ready.yaml "$kwok_dir"/kustomize/stage/pod/fast/pod-delete.yaml "$kwok_stages/"
+  chmod u+w "$kwok_stages"/*.yaml
+  echo "$KWOK_VERSION" > "$kwok_stages/.version"
+  built+=("kwok pod stages $KWOK_VERSION")
 fi
 
-mkdir -p "$cache"
-for made in "$bin"/* "$bin"/.*.version; do
-  [ -f "$made" ] && ! [ "$made" -ef "$cache/$(basename "$made")" ] && { ln -f "$made" "$cache/" 2>/dev/null || cp -p "$made" "$cache/"; }
+# The experiment's lifecycle (JobSet) and gang admission (Kueue): their controllers and CRDs.
+build_wrapper jobset-controller "$JOBSET_VERSION" sigs.k8s.io/jobset sigs.k8s.io/jobset
+addon_manifests jobset "$JOBSET_VERSION" sigs.k8s.io/jobset
+build_wrapper kueue-controller "$KUEUE_VERSION" sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue
+addon_manifests kueue "$KUEUE_VERSION" sigs.k8s.io/kueue
+
+for stamp_file in "$bin"/.*.version; do
+  name="$(basename "$stamp_file" .version)"; name="${name#.}"
+  cached="$cache/$name@$(cat "$stamp_file")"
+  [ -x "$bin/$name" ] && [ ! -e "$cached" ] && { ln "$bin/$name" "$cached" 2>/dev/null || cp -p "$bin/$name" "$cached"; }
 done
 
-for line in "${built[@]+"${built[@]}"}"; do echo "toolchain: built $line -> .tools/bin/${line%% *}"; done
+for line in "${built[@]+"${built[@]}"}"; do echo "toolchain: built $line"; done
 if [ "${#built[@]}" = 0 ]; then
   echo "toolchain: up to date in .tools/bin (${kept[*]})"
 fi

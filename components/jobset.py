@@ -1,0 +1,113 @@
+"""The experiment as one JobSet, and its Kueue LocalQueue (plain dicts, no Pulumi here).
+
+JobSet (sigs.k8s.io/jobset) runs the task groups (components/workloads.py) as
+one unit, each group a replicatedJob whose single Indexed Job runs the group's
+tasks with the same pods, placement and resources as the StatefulSet model:
+
+- success: the experiment is done when the chief's Job completes; JobSet then
+  deletes every Job still running, so PS and workers end and free their node.
+- failure: a lost worker is replaced by its own Job and training goes on; a
+  lost PS fails its Job (the variables it held are gone), which restarts the
+  whole experiment, resuming from the chief's last checkpoint, at most
+  `cluster.restarts` times; a failed chief is retried by its own Job
+  (`chief.restarts`), and once that is used up the experiment fails.
+- network: every pod has a DNS name under the JobSet's headless Service,
+  published before the pod is ready, which TF_CONFIG lists.
+- Kueue admits the JobSet as one Workload: all of its pods, or none.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import labels as L
+from .experiment import Experiment
+from .manifests import SKIP_AWAIT, Manifest, metadata, pod_template
+from .workloads import JOBSET_NAME, TaskGroup
+
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
+# The LocalQueue tfk8s creates in the experiment's namespace (cluster.queue).
+LOCAL_QUEUE = "tfk8s"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# A worker's Job replaces it however often it is lost: an experiment never
+# fails for one worker, the coordinator just schedules its steps elsewhere.
+WORKER_BACKOFF_LIMIT = 2**31 - 1
+CHIEF_FAILS_EXPERIMENT = "ChiefFailed"  # letters, digits and _,: only
+
+
+def jobset(experiment: Experiment) -> Manifest:
+    cluster = experiment.config.cluster
+    meta = metadata(experiment, JOBSET_NAME)
+    if cluster.queue is not None:
+        meta["labels"][QUEUE_LABEL] = LOCAL_QUEUE
+    # The JobSet is created at once; training is what it does afterwards.
+    meta["annotations"] = {SKIP_AWAIT: "true"}
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": meta,
+        "spec": {
+            "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+            "successPolicy": {"operator": "Any", "targetReplicatedJobs": [_chief_group(experiment).name]},
+            "failurePolicy": {
+                "maxRestarts": cluster.restarts,
+                # Every task of the previous attempt is gone before the next starts:
+                # never two PS of one index serving at once.
+                "restartStrategy": "BlockingRecreate",
+                # Rules are matched in order; a Job no rule names (a PS's) restarts the JobSet.
+                "rules": [
+                    {
+                        "name": CHIEF_FAILS_EXPERIMENT,
+                        "action": "FailJobSet",
+                        "targetReplicatedJobs": [_chief_group(experiment).name],
+                    }
+                ],
+            },
+            "replicatedJobs": [
+                {"name": group.name, "replicas": 1, "template": _job_template(experiment, group)}
+                for group in experiment.groups
+            ],
+        },
+    }
+
+
+def local_queue(experiment: Experiment) -> Optional[Manifest]:
+    """The namespace's queue into the stack's ClusterQueue, when the stack names one."""
+    cluster_queue = experiment.config.cluster.queue
+    if cluster_queue is None:
+        return None
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": metadata(experiment, LOCAL_QUEUE),
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
+def _chief_group(experiment: Experiment) -> TaskGroup:
+    return next(group for group in experiment.groups if group.task_type == "chief")
+
+
+def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
+    return {
+        "metadata": {"labels": L.group_labels(experiment.stack, group)},
+        "spec": {
+            # Completion index i runs task `first index + i` (trainer/cluster.py).
+            "completionMode": "Indexed",
+            "completions": group.count,
+            "parallelism": group.count,
+            "backoffLimit": _backoff_limit(experiment, group),
+            # A replacement starts only once the pod it replaces is gone: never two pods of one task.
+            "podReplacementPolicy": "Failed",
+            "template": pod_template(experiment, group),
+        },
+    }
+
+
+def _backoff_limit(experiment: Experiment, group: TaskGroup) -> int:
+    if group.task_type == "chief":
+        return experiment.config.cluster.chief.restarts
+    if group.task_type == "ps":
+        return 0  # a lost PS fails its Job, and the JobSet restarts the experiment
+    return WORKER_BACKOFF_LIMIT

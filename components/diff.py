@@ -2,7 +2,8 @@
 
 `python -m components diff <stackA> <stackB>` prints what changes from A to B.
 Objects are matched by kind and name, which say what they are for (a role's
-tasks on a server, a role's Service, the shared ConfigMaps), not by namespace:
+tasks on a server: a replicated Job of the JobSet or a workload; the shared
+ConfigMaps), not by namespace:
 the stack name and namespace are written as placeholders before comparing, so
 two stacks of the same shape differ only where their experiments do.
 """
@@ -20,6 +21,7 @@ from .objects import experiment_objects
 from .planner import Plan, compress_names
 
 STACK_PLACEHOLDER = "<stack>"
+REPLICATED_JOB = "replicatedJob"  # a task group of the JobSet, in the diff's list of objects
 NAMESPACE_PLACEHOLDER = "<namespace>"
 
 
@@ -204,7 +206,13 @@ def _normalized(experiment: Experiment) -> dict[tuple[str, str], Any]:
     for obj in experiment_objects(experiment):
         name = obj.manifest["metadata"]["name"]
         key = (obj.kind, "" if obj.kind == "Namespace" else name)
-        objects[key] = _replace_text(obj.manifest, whole, address_part)
+        manifest = _replace_text(obj.manifest, whole, address_part)
+        if obj.kind == "JobSet":
+            # Each replicated Job is a role on a server, compared on its own like a workload.
+            replicated = manifest["spec"].pop("replicatedJobs")
+            manifest["spec"]["replicatedJobs"] = [job["name"] for job in replicated]
+            objects.update({(REPLICATED_JOB, job["name"]): job for job in replicated})
+        objects[key] = manifest
     return objects
 
 
@@ -256,7 +264,7 @@ def diff_text(result: ExperimentDiff) -> str:
         lines.append("  (same)")
     if result.moved:
         lines.append(f"  {len(result.moved)} tasks move: " + _moves(result.moved))
-    lines += ["", "objects (matched by kind and name: a workload is a role on a server; stack and namespace aside):"]
+    lines += ["", "objects (matched by kind and name: a replicatedJob or workload is a role on a server; stack and namespace aside):"]
     if not result.objects:
         lines.append("  (same)")
     for kind, changes in result.objects.items():

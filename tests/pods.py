@@ -102,7 +102,8 @@ def jobset_pods(jobset) -> list[Pod]:
             job = f"{name}-{replicated['name']}-{job_index}"
             for completion in range(job_spec["completions"]):
                 hostname = f"{job}-{completion}"
-                labels = {**template["metadata"]["labels"], "batch.kubernetes.io/job-completion-index": str(completion)}
+                labels = {**template["metadata"]["labels"], "batch.kubernetes.io/job-completion-index": str(completion),
+                          "jobset.sigs.k8s.io/jobset-name": name}
                 pods.append(Pod(jobset, hostname, hostname, subdomain, labels, template["spec"],
                                 {COMPLETION_INDEX_ENV: str(completion)}))
     return pods
@@ -110,3 +111,34 @@ def jobset_pods(jobset) -> list[Pod]:
 
 def config_maps_of(run) -> dict[str, Mapping[str, str]]:
     return {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}
+
+
+@dataclass(frozen=True)
+class ReplicatedJob:
+    """A task group of a JobSet, read like a workload: `manifest` is the Job it makes for the group."""
+
+    jobset: Any
+    manifest: Mapping[str, Any]
+
+    @property
+    def urn(self) -> str:
+        return self.jobset.urn
+
+    @property
+    def dependencies(self):
+        return self.jobset.dependencies
+
+
+def replicated_jobs(run) -> list[ReplicatedJob]:
+    views = []
+    for jobset in run.of_kind("JobSet"):
+        for replicated in jobset.manifest["spec"]["replicatedJobs"]:
+            template = replicated["template"]
+            views.append(ReplicatedJob(jobset, {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": replicated["name"], "namespace": jobset.manifest["metadata"]["namespace"],
+                             "labels": template["metadata"]["labels"]},
+                "spec": template["spec"],
+            }))
+    return views

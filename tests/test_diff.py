@@ -34,18 +34,19 @@ def test_scene1_against_scene2_lists_exactly_what_changes(capsys):
     assert servers["srv-01"]["before"] == ["ps-1", *(f"worker-{i}" for i in range(10, 20))]
     assert len(result["plan"]["moved"]) == 56  # every task: chief, 5 PS, 50 workers
     assert result["plan"]["moved"]["worker-12"] == {"before": "srv-01", "after": "wk-srv-01"}
-    # Objects matched by name: a workload per role per server, so new servers mean new workloads;
-    # the cluster's addresses name them (ConfigMap); Services, NetworkPolicy and Namespace do not differ.
+    # Objects matched by name: a replicated Job of the JobSet per role per server, so new servers mean
+    # new ones; the cluster's addresses name them (ConfigMap); NetworkPolicy and Namespace do not differ.
     objects = result["objects"]
     assert {kind: {k: len(v) for k, v in changes.items()} for kind, changes in objects.items()} == {
         "Node": {"added": 10, "removed": 5, "changed": 0},
         "ConfigMap": {"added": 0, "removed": 0, "changed": 1},
-        "Job": {"added": 0, "removed": 0, "changed": 1},
-        "StatefulSet": {"added": 10, "removed": 10, "changed": 0},
+        "JobSet": {"added": 0, "removed": 0, "changed": 1},  # its list of replicated Jobs
+        "replicatedJob": {"added": 10, "removed": 10, "changed": 1},  # the chief's too
     }
     assert objects["ConfigMap"]["changed"] == ["tfk8s-trainer-env"]
-    assert sorted(objects["StatefulSet"]["removed"]) == [f"{role}-srv-0{i}" for role in ("ps", "worker") for i in range(5)]
-    assert "worker-wk-srv-04" in objects["StatefulSet"]["added"]
+    assert sorted(objects["replicatedJob"]["removed"]) == [f"{role}-srv-0{i}" for role in ("ps", "worker") for i in range(5)]
+    assert "worker-wk-srv-04" in objects["replicatedJob"]["added"]
+    assert objects["replicatedJob"]["changed"] == ["chief"]
 
 
 def test_the_text_names_the_changes_in_the_stack_files_own_keys(capsys):
@@ -56,11 +57,11 @@ def test_the_text_names_the_changes_in_the_stack_files_own_keys(capsys):
     assert "  tfk8s:cluster.workers.replicas: 50 -> 100" in out
     assert any(line.startswith("  srv-07") and line.endswith("appears") for line in out.splitlines())
     assert "  ConfigMap: changed 1 (tfk8s-trainer-env)" in out  # the cluster lists the new tasks
-    # A PS and a worker workload per new server. Every existing task restarts to read the larger
-    # cluster (the chief's Job too), and the old PS get less memory (smaller shards).
-    assert "  StatefulSet: added 10 (ps-srv-05, ps-srv-06, ps-srv-07, ps-srv-08, ps-srv-09, worker-srv-05, … 4 more)" in out
-    assert "changed 10 (ps-srv-00, ps-srv-01, ps-srv-02, ps-srv-03, ps-srv-04, worker-srv-00, … 4 more)" in out
-    assert "  Job: changed 1 (chief)" in out
+    # A PS and a worker replicated Job per new server. Every existing task restarts to read the larger
+    # cluster (a new JobSet), and the old PS get less memory (smaller shards).
+    assert "  replicatedJob: added 10 (ps-srv-05, ps-srv-06, ps-srv-07, ps-srv-08, ps-srv-09, worker-srv-05, … 4 more)" in out
+    assert "changed 11 (chief, ps-srv-00, ps-srv-01, ps-srv-02, ps-srv-03, ps-srv-04, … 5 more)" in out
+    assert "  JobSet: changed 1 (tf)" in out
     assert "Service" not in out
 
 

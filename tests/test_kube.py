@@ -20,6 +20,13 @@ TYPED = {
     ("apps/v1", "StatefulSet"): lambda: k8s.apps.v1.StatefulSet("x", spec={}),
     ("batch/v1", "Job"): lambda: k8s.batch.v1.Job("x"),
     ("networking.k8s.io/v1", "NetworkPolicy"): lambda: k8s.networking.v1.NetworkPolicy("x"),
+    # Custom resources go through the SDK's CustomResource, under the same token scheme.
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): lambda: k8s.apiextensions.CustomResource(
+        "x", api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet"
+    ),
+    ("kueue.x-k8s.io/v1beta1", "LocalQueue"): lambda: k8s.apiextensions.CustomResource(
+        "x", api_version="kueue.x-k8s.io/v1beta1", kind="LocalQueue"
+    ),
 }
 
 

@@ -19,6 +19,26 @@ def find(objects: list[Object], kind: str, name: str) -> Object:
     return next(o for o in objects if o.kind == kind and o.props["metadata"]["name"] == name)
 
 
+def group(objects: list[Object], name: str) -> Object:
+    """A task group's Job template in the experiment's JobSet, as an object whose changes are the JobSet's."""
+    jobset = find(objects, "JobSet", "tf")
+    (replicated,) = [r for r in jobset.props["spec"]["replicatedJobs"] if r["name"] == name]
+    return Object(jobset.type, name, jobset.urn, {"metadata": {"name": name}, "spec": replicated["template"]["spec"]})
+
+
+_statefulset_runs: dict = {}
+
+
+def statefulset_run(stack: str):
+    """The program's run of `stack` under the StatefulSet workload model."""
+    if stack not in _statefulset_runs:
+        name, values = read_stack_values(stack)
+        values = copy.deepcopy(values)
+        values["tfk8s:cluster"]["workload"] = "statefulset"
+        _statefulset_runs[stack] = run_program(name, values)
+    return _statefulset_runs[stack]
+
+
 def pod_spec(obj: Object) -> dict:
     return obj.props["spec"]["template"]["spec"]
 
@@ -38,6 +58,11 @@ def test_the_example_stacks_trip_no_advisory_policy_either(stack):
     assert tripped(objects_of(program_run(stack)), POLICIES) == {}
 
 
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_the_example_stacks_as_statefulsets_pass_every_policy(stack):
+    assert tripped(objects_of(statefulset_run(stack)), POLICIES) == {}
+
+
 def test_every_policy_has_a_description_severity_and_remediation():
     for policy in POLICIES.values():
         assert policy.description and policy.severity and policy.remediation_steps
@@ -51,7 +76,7 @@ def drop_network_policy(objects):
     return [o for o in objects if o.kind != "NetworkPolicy"]
 
 
-def node_port_service(objects):
+def node_port_service(objects):  # StatefulSet model: a Service per role
     spec = find(objects, "Service", "worker").props["spec"]
     spec.pop("clusterIP")
     spec["type"] = "NodePort"
@@ -59,30 +84,30 @@ def node_port_service(objects):
 
 
 def inconsistent_tf_config(objects):
-    # A hand-written TF_CONFIG on the workers, its cluster one worker short.
-    workers = find(objects, "StatefulSet", "worker-srv-00")
+    # The workers' own cluster, one worker short.
+    workers = group(objects, "worker-srv-00")
     cluster = json.loads(find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]["TFK8S_CLUSTER"])
     cluster["worker"] = cluster["worker"][:-1]
-    (env,) = [item for item in container(workers)["env"] if item["name"] == "TF_CONFIG"]
-    env["value"] = '{"cluster":%s,"task":{"type":"worker","index":$(TFK8S_TASK_INDEX)}}' % json.dumps(cluster)
+    container(workers)["env"].append({"name": "TFK8S_CLUSTER", "value": json.dumps(cluster)})
     return objects
 
 
 def ps_tolerates_gpus(objects):
-    pod_spec(find(objects, "StatefulSet", "ps-srv-00"))["tolerations"] = [
+    pod_spec(group(objects, "ps-srv-00"))["tolerations"] = [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
     ]
     return objects
 
 
 def fractional_gpus(objects):
-    for worker in (o for o in objects if o.kind == "StatefulSet" and o.props["metadata"]["name"].startswith("worker-")):
-        container(worker)["resources"]["limits"]["nvidia.com/gpu"] = "1.5"
+    for replicated in find(objects, "JobSet", "tf").props["spec"]["replicatedJobs"]:
+        if replicated["name"].startswith("worker-"):
+            container(group(objects, replicated["name"]))["resources"]["limits"]["nvidia.com/gpu"] = "1.5"
     return objects
 
 
 def one_worker_with_more_gpus(objects):
-    container(find(objects, "StatefulSet", "worker-gpu-srv-00"))["resources"]["limits"]["nvidia.com/gpu"] = "2"
+    container(group(objects, "worker-gpu-srv-00"))["resources"]["limits"]["nvidia.com/gpu"] = "2"
     return objects
 
 
@@ -92,12 +117,12 @@ def worker_with_its_own_partition(objects):
     assert settings["partition"] == "auto"
     overridden = json.dumps(settings | {"partition": "range"})
     TrainerSettings.from_json(overridden)  # settings the trainer accepts
-    container(find(objects, "StatefulSet", "worker-srv-02"))["env"].append({"name": "TFK8S_TRAINER", "value": overridden})
+    container(group(objects, "worker-srv-02"))["env"].append({"name": "TFK8S_TRAINER", "value": overridden})
     return objects
 
 
 def latest_image(objects):
-    container(find(objects, "StatefulSet", "worker-srv-00"))["image"] = "tensorflow/tensorflow:latest"
+    container(group(objects, "worker-srv-00"))["image"] = "tensorflow/tensorflow:latest"
     return objects
 
 
@@ -108,16 +133,17 @@ def stray_object_in_default_namespace(objects):
     return objects + [stray]
 
 
-def removed_api_version(objects):
+def removed_api_version(objects):  # StatefulSet model
     find(objects, "StatefulSet", "worker-srv-00").type = "kubernetes:apps/v1beta1:StatefulSet"
     return objects
 
 
+# (policy: stack, how its program is broken, what the policy says; "sts:" runs the StatefulSet model)
 BROKEN = {
     "tfk8s-tf-grpc-isolation": ("scene1-case1", drop_network_policy, "no NetworkPolicy selects its pods"),
-    "tfk8s-headless-task-services": ("scene1-case1", node_port_service, "Service worker is NodePort"),
+    "tfk8s-headless-task-services": ("sts:scene1-case1", node_port_service, "Service worker is NodePort"),
     "tfk8s-tf-config-consistent": ("scene1-case1", inconsistent_tf_config, "tasks disagree on the cluster"),
-    "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS ps-srv-00 tolerates the GPU taint"),
+    "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS tf/ps-srv-00 tolerates the GPU taint"),
     "tfk8s-gpu-containers": ("gpu-p40", fractional_gpus, "must be a whole number in limits"),
     "tfk8s-uniform-gpu-workers": ("gpu-p40", one_worker_with_more_gpus, "workers differ in GPUs"),
     "tfk8s-embedding-shards-match-ps": (
@@ -127,7 +153,7 @@ BROKEN = {
     ),
     "tfk8s-container-hygiene": ("scene1-case1", latest_image, "untagged or latest"),
     "tfk8s-not-default-namespace": ("scene1-case1", stray_object_in_default_namespace, "in the default namespace"),
-    "tfk8s-no-removed-apis": ("scene1-case1", removed_api_version, "apps/v1beta1 StatefulSet was removed"),
+    "tfk8s-no-removed-apis": ("sts:scene1-case1", removed_api_version, "apps/v1beta1 StatefulSet was removed"),
 }
 
 
@@ -164,6 +190,42 @@ def no_task_index(objects):
     return objects
 
 
+def one_jobset_worker_short(objects):
+    group(objects, "worker-srv-00").props["spec"]["completions"] = 9
+    return objects
+
+
+def overlapping_first_indexes(objects):
+    env = container(group(objects, "worker-srv-01"))["env"]
+    (first,) = [item for item in env if item["name"] == "TFK8S_FIRST_INDEX"]
+    first["value"] = "5"
+    return objects
+
+
+def jobset_without_dns_names(objects):
+    find(objects, "JobSet", "tf").props["spec"]["network"]["enableDNSHostnames"] = False
+    return objects
+
+
+def no_first_index(objects):
+    env = container(group(objects, "worker-srv-00"))["env"]
+    env[:] = [item for item in env if item["name"] != "TFK8S_FIRST_INDEX"]
+    return objects
+
+
+@pytest.mark.parametrize("breaks, message", [
+    (one_jobset_worker_short, "worker-9 address tf-worker-srv-00-0-9.tf.tf-scene1-case2.svc:2222: no pod has host "
+                              "name tf-worker-srv-00-0-9 under Service tf"),
+    (overlapping_first_indexes, "are both task worker-5"),
+    (jobset_without_dns_names, "worker-0 address tf-worker-srv-00-0-0.tf.tf-scene1-case2.svc:2222: no Service tf"),
+    (no_first_index, "JobSet tf/worker-srv-00: TF_CONFIG refers to TFK8S_FIRST_INDEX, which no env"),
+])
+def test_a_jobset_task_without_exactly_one_pod_at_its_address_is_reported(breaks, message):
+    found = tripped(breaks(objects_of(program_run("scene1-case2"))))
+    assert list(found) == ["tfk8s-tf-config-consistent"], found
+    assert any(message in text for text in found["tfk8s-tf-config-consistent"]), found
+
+
 @pytest.mark.parametrize("breaks, message", [
     (one_worker_short, "worker-9 address worker-srv-00-9.worker.tf-scene1-case2.svc:2222: no pod has host name "
                        "worker-srv-00-9 under Service worker"),
@@ -174,7 +236,7 @@ def no_task_index(objects):
     (no_task_index, "StatefulSet worker-srv-00: TF_CONFIG refers to TFK8S_TASK_INDEX, which no env"),
 ])
 def test_a_task_without_exactly_one_pod_at_its_address_is_reported(breaks, message):
-    found = tripped(breaks(objects_of(program_run("scene1-case2"))))
+    found = tripped(breaks(objects_of(statefulset_run("scene1-case2"))))
     assert list(found) == ["tfk8s-tf-config-consistent"], found
     assert any(message in text for text in found["tfk8s-tf-config-consistent"]), found
     if breaks is overlapping_ordinals:
@@ -185,7 +247,8 @@ def test_a_task_without_exactly_one_pod_at_its_address_is_reported(breaks, messa
 @pytest.mark.parametrize("policy", list(BROKEN))
 def test_broken_program_trips_exactly_its_policy(policy):
     stack, breaks, message = BROKEN[policy]
-    found = tripped(breaks(objects_of(program_run(stack))))
+    run = statefulset_run(stack.removeprefix("sts:")) if stack.startswith("sts:") else program_run(stack)
+    found = tripped(breaks(objects_of(run)))
     assert list(found) == [policy], found
     assert any(message in text for text in found[policy]), found[policy]
 
@@ -259,9 +322,9 @@ def test_ratio_thresholds_come_from_the_pack_config():
 
 def test_ps_memory_below_its_shard_is_flagged():
     objects = objects_of(program_run("gpu-p40"))
-    container(find(objects, "StatefulSet", "ps-cpu-srv-00"))["resources"]["requests"]["memory"] = "1Gi"
+    container(group(objects, "ps-cpu-srv-00"))["resources"]["requests"]["memory"] = "1Gi"
     found = violations("tfk8s-ps-memory-fits-shard", objects)
-    assert len(found) == 1 and "PS ps-cpu-srv-00 requests 1Gi" in found[0]
+    assert len(found) == 1 and "PS tf/ps-cpu-srv-00 requests 1Gi" in found[0]
 
 
 def test_strict_placement_is_flagged_only_in_production():
@@ -271,7 +334,7 @@ def test_strict_placement_is_flagged_only_in_production():
     # The PS and the 10 workers are pinned, by their two workloads; the chief is not.
     assert sorted(found) == [
         f"{name} requires one named server for its {pods}; in production a lost server strands them "
-        "(set cluster.strict: false)" for name, pods in (("ps-srv-00", "1 pod"), ("worker-srv-00", "10 pods"))
+        "(set cluster.strict: false)" for name, pods in (("tf/ps-srv-00", "1 pod"), ("tf/worker-srv-00", "10 pods"))
     ]
 
 
@@ -296,7 +359,7 @@ def test_unpartitioned_embedding_is_advisory_flagged():
 
 def test_pod_defaults_advise_on_writable_root_and_tokens():
     objects = objects_of(program_run("scene1-case1"))
-    ps = find(objects, "StatefulSet", "ps-srv-00")
+    ps = group(objects, "ps-srv-00")
     container(ps)["securityContext"]["readOnlyRootFilesystem"] = False
     del container(ps)["readinessProbe"]
     pod_spec(ps)["automountServiceAccountToken"] = True

@@ -48,6 +48,17 @@ def test_label_keys_and_the_settings_variable_agree():
     assert pack.SETTINGS_ENV == SETTINGS_ENV
 
 
+def test_the_jobset_task_variables_agree_with_the_trainers():
+    """The pack composes a JobSet task's TF_CONFIG from the variables the trainer reads."""
+    from trainer import cluster as trainer_cluster
+
+    assert (pack.CLUSTER_ENV, pack.TASK_TYPE_ENV, pack.FIRST_INDEX_ENV, pack.COMPLETION_INDEX_ENV) == (
+        trainer_cluster.CLUSTER_ENV, trainer_cluster.TASK_TYPE_ENV,
+        trainer_cluster.FIRST_INDEX_ENV, trainer_cluster.COMPLETION_INDEX_ENV,
+    )
+    assert pack.JOBSET_NAME_LABEL == "jobset.sigs.k8s.io/jobset-name"
+
+
 def test_the_pack_is_split_by_concern_with_each_policy_beside_its_rule():
     """Reading resources into pods in one module, the rules in one module per concern, none a
     catch-all: each policy object is defined in the module that holds its validator."""

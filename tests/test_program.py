@@ -14,7 +14,7 @@ from components import labels as L
 from components.sizing import ps_memory_request
 from components.stack_files import load_stack_file, read_stack_values
 from tests.harness import run_program
-from tests.pods import config_maps_of, pods_of
+from tests.pods import config_maps_of, pods_of, replicated_jobs
 from tests.runs import SEED_STACKS, program_run
 from tests.scheduling import admitted_nodes
 
@@ -22,7 +22,15 @@ KUBERNETES_VERSION = "1.34.0"
 
 
 def workloads(run):
-    return run.of_kind("StatefulSet") + run.of_kind("Job")
+    """What runs each task group: StatefulSets and the chief's Job, or the JobSet's replicated Jobs."""
+    return run.of_kind("StatefulSet") + run.of_kind("Job") + replicated_jobs(run)
+
+
+def statefulset_run(stack: str):
+    name, values = read_stack_values(stack)
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"]["workload"] = "statefulset"
+    return run_program(name, values)
 
 
 def pod_spec(workload):
@@ -59,27 +67,61 @@ def test_registers_the_expected_objects(stack_run):
         "Namespace": 1,
         "NetworkPolicy": 1,
         "ConfigMap": 2,
-        "Service": 3,  # one headless Service per role
-        "StatefulSet": expected_workloads(stack_run) - 1,
-        "Job": 1,
+        "JobSet": 1,  # a replicated Job per task group
+        **({"LocalQueue": 1} if config.cluster.queue else {}),
         **({"NodePatch": labelled_nodes} if labelled_nodes else {}),
         **({"PersistentVolumeClaim": 1} if config.cluster.chief.checkpoint_volume else {}),
     }
+    assert len(replicated_jobs(stack_run)) == expected_workloads(stack_run)
     components = Counter(r.type for r in stack_run.resources if not r.custom)
     assert components["tfk8s:tf_cluster:TFCluster"] == 1
     namespaces = {r.manifest["metadata"].get("namespace") for r in stack_run.resources if r.custom}
     assert namespaces == {None, f"tf-{stack_run.stack}"}  # cluster-scoped Namespace and Nodes
 
 
+def test_registers_a_workload_per_group_in_the_statefulset_model():
+    run = statefulset_run("scene1-case2")
+    kinds = Counter(r.kind for r in run.resources if r.custom)
+    assert kinds["Service"] == 3  # one headless Service per role
+    assert kinds["StatefulSet"] == expected_workloads(run) - 1 and kinds["Job"] == 1
+    assert "JobSet" not in kinds
+
+
 def test_every_object_validates_against_kubernetes_schema(stack_run):
     for manifest in stack_run.manifests():
+        if manifest["kind"] in ("JobSet", "LocalQueue"):
+            continue  # custom resources: the local cluster's CRDs and webhooks check them (tests/cluster)
         # Raises kubernetes_validate.ValidationError naming the bad field.
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+    for job in replicated_jobs(stack_run):
+        kubernetes_validate.validate(dict(job.manifest), KUBERNETES_VERSION, strict=True)
 
 
-def test_tf_config_is_one_cluster_of_pod_dns_names(stack_run):
+@pytest.fixture(params=["jobset", "statefulset"])
+def each_model_run(request, stack_run):
+    return stack_run if request.param == "jobset" else statefulset_run(stack_run.stack)
+
+
+def headless_services(run) -> dict[str, dict]:
+    """The Services pods are named under: the stack's, and the one the JobSet controller makes
+    (named after the JobSet, selecting its pods, publishing them before they are ready)."""
+    services = {s.manifest["metadata"]["name"]: s.manifest for s in run.of_kind("Service")}
+    for jobset in run.of_kind("JobSet"):
+        network = jobset.manifest["spec"]["network"]
+        assert network["enableDNSHostnames"] is True
+        name = jobset.manifest["metadata"]["name"]
+        services[network.get("subdomain", name)] = {"spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": network.get("publishNotReadyAddresses", True),
+            "selector": {"jobset.sigs.k8s.io/jobset-name": name},
+        }}
+    return services
+
+
+def test_tf_config_is_one_cluster_of_pod_dns_names(each_model_run):
+    stack_run = each_model_run
     namespace = f"tf-{stack_run.stack}"
-    services = {s.manifest["metadata"]["name"]: s.manifest for s in stack_run.of_kind("Service")}
+    services = headless_services(stack_run)
     config_maps = config_maps_of(stack_run)
     pods = pods_of(stack_run)
     clusters = set()
@@ -101,17 +143,19 @@ def test_tf_config_is_one_cluster_of_pod_dns_names(stack_run):
     for task_type, addresses in cluster.items():
         for index, address in enumerate(addresses):
             pod = pod_of_task[f"{task_type}-{index}"]
-            # The pod's own DNS name under its role's headless Service.
+            # The pod's own DNS name under its headless Service.
             assert address == f"{pod.hostname}.{pod.subdomain}.{namespace}.svc:2222"
             service = services[pod.subdomain]
             assert service["spec"]["clusterIP"] == "None"
             assert service["spec"]["publishNotReadyAddresses"] is True
-            assert [p["port"] for p in service["spec"]["ports"]] == [2222]
             selector = service["spec"]["selector"]
             selected = {p.task for p in pods if all(p.labels.get(k) == v for k, v in selector.items())}
-            assert selected == {f"{task_type}-{i}" for i in range(len(addresses))}, (
-                f"Service {pod.subdomain} must select exactly the {task_type} pods"
-            )
+            assert pod.task in selected, f"Service {pod.subdomain} must select {pod.task}'s pod"
+            if service.get("metadata"):  # a Service per role: exactly that role's pods, on the gRPC port
+                assert [p["port"] for p in service["spec"]["ports"]] == [2222]
+                assert selected == {f"{task_type}-{i}" for i in range(len(addresses))}, (
+                    f"Service {pod.subdomain} must select exactly the {task_type} pods"
+                )
     hostnames = [pod.hostname for pod in pods]
     assert len(set(hostnames)) == len(hostnames)
 
@@ -275,7 +319,38 @@ def test_tf_port_reachable_only_from_the_experiment(stack_run):
     assert selector[L.INSTANCE] == stack_run.stack
 
 
-def test_one_pod_per_task_and_the_chief_finishes(stack_run):
+def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
+    planned = {t: s for s, tasks in stack_run.outputs["placement"].items() for t in tasks}
+    config = load_stack_file(stack_run.stack)
+    (jobset,) = stack_run.of_kind("JobSet")
+    spec = jobset.manifest["spec"]
+    assert spec["successPolicy"] == {"operator": "Any", "targetReplicatedJobs": ["chief"]}
+    # A lost PS restarts the experiment (its Job fails: no rule names it) at most `restarts` times;
+    # a chief whose own retries are used up fails it.
+    assert spec["failurePolicy"]["maxRestarts"] == config.cluster.restarts
+    assert spec["failurePolicy"]["rules"] == [
+        {"name": "ChiefFailed", "action": "FailJobSet", "targetReplicatedJobs": ["chief"]}
+    ]
+    assert jobset.manifest["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    for job in replicated_jobs(stack_run):
+        job_spec, role = job.manifest["spec"], job.manifest["metadata"]["labels"][L.COMPONENT]
+        assert job_spec["completionMode"] == "Indexed"
+        assert job_spec["completions"] == job_spec["parallelism"]
+        assert job_spec["podReplacementPolicy"] == "Failed"
+        restart = job_spec["template"]["spec"]["restartPolicy"]
+        assert (restart, job_spec["backoffLimit"]) == {
+            "chief": ("OnFailure", config.cluster.chief.restarts),
+            "ps": ("Never", 0),
+            "worker": ("OnFailure", 2**31 - 1),
+        }[role]
+    tasks_of_group: dict = {}
+    for pod in pods_of(stack_run):
+        tasks_of_group.setdefault(pod.labels[L.WORKLOAD], set()).add(planned.get(pod.task))
+    assert all(len(servers) == 1 for servers in tasks_of_group.values()), "a group runs tasks of one server"
+
+
+def test_statefulset_model_one_pod_per_task_and_the_chief_finishes():
+    stack_run = statefulset_run("scene1-case2")
     planned = {t: s for s, tasks in stack_run.outputs["placement"].items() for t in tasks}
     for sts in stack_run.of_kind("StatefulSet"):
         spec = sts.manifest["spec"]
@@ -329,8 +404,16 @@ def test_node_labels_replace_kubectl_label(stack_run):
         assert metadata["annotations"]["pulumi.com/patchFieldManager"] == f"tfk8s-{stack_run.stack}"
 
 
-def test_pods_wait_for_their_servers_labels(stack_run):
+def test_the_jobset_waits_for_every_server_label(stack_run):
+    patches = {p.urn for p in stack_run.of_kind("NodePatch")}
+    (jobset,) = stack_run.of_kind("JobSet")
+    assert {"Namespace", "ConfigMap"} <= {d.kind for d in stack_run.dependencies_of(jobset)}
+    assert patches <= set(jobset.dependencies)
+
+
+def test_statefulset_pods_wait_for_their_servers_labels():
     """A pinned workload depends on its own server's NodePatch, not on every node."""
+    stack_run = statefulset_run("scene1-case2")
     patch_of = {p.manifest["metadata"]["name"]: p.urn for p in stack_run.of_kind("NodePatch")}
     planned = {t: s for s, tasks in stack_run.outputs["placement"].items() for t in tasks}
     server_of = {pod.workload.urn: planned.get(pod.task) for pod in pods_of(stack_run)}
@@ -345,7 +428,7 @@ def test_pods_wait_for_their_servers_labels(stack_run):
 
 def test_gpu_workers_require_the_gpu_product():
     run = program_run("gpu-p40")
-    for workload in run.of_kind("StatefulSet"):
+    for workload in workloads(run):
         terms = pod_spec(workload)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         keys = {e["key"] for term in terms for e in term["matchExpressions"]}
         if workload.manifest["metadata"]["labels"][L.COMPONENT] == "worker":
@@ -358,7 +441,9 @@ def test_spread_pins_nothing_and_keeps_ps_apart():
     run = program_run("spread-managed")
     assert run.outputs["placement"] == {}
     assert not run.of_kind("NodePatch")
-    for workload in run.of_kind("StatefulSet"):
+    for workload in workloads(run):
+        if workload.manifest["metadata"]["labels"][L.COMPONENT] == "chief":
+            continue
         spec = pod_spec(workload)
         terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         assert terms == [
@@ -389,8 +474,8 @@ def test_the_checkpoint_volume_is_a_claim_mounted_only_into_the_chief():
     # The pods' settings point the chief's checkpoints at the volume; the chief waits for the claim.
     env = {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}["tfk8s-trainer-env"]
     assert json.loads(env["TFK8S_TRAINER"])["checkpointDir"] == "/checkpoints"
-    (chief,) = run.of_kind("Job")
-    assert "PersistentVolumeClaim" in {d.kind for d in run.dependencies_of(chief)}
+    (jobset,) = run.of_kind("JobSet")
+    assert "PersistentVolumeClaim" in {d.kind for d in run.dependencies_of(jobset)}
 
 
 def test_without_a_volume_checkpoints_stay_on_scratch():

@@ -12,10 +12,18 @@ COMPONENT = "app.kubernetes.io/component"
 SETTINGS_ENV = "TFK8S_TRAINER"
 PRODUCTION_LABEL = "tfk8s.io/production"
 REMOVED_API_VERSIONS = ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2")
-WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
+WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "JobSet")
 OPTIMIZER_SLOTS = {"sgd": 0, "adagrad": 1, "adam": 2}
 QUANTITY_SUFFIX = {
     "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": 1e-3,
 }
 POD_INDEX = "apps.kubernetes.io/pod-index"
+# A JobSet task's TF_CONFIG is composed by the trainer from these (trainer/cluster.py).
+CLUSTER_ENV = "TFK8S_CLUSTER"
+TASK_TYPE_ENV = "TFK8S_TASK_TYPE"
+FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
+# Set on pods by the Job and JobSet controllers.
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"

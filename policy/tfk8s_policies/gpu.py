@@ -21,10 +21,8 @@ from .reading import (
     containers,
     get,
     kind_of,
-    name_of,
     number,
-    pod_labels,
-    pod_spec,
+    pod_templates,
     task_type_of,
     tf_config_of,
 )
@@ -50,32 +48,31 @@ def _gpu_limits(spec: Optional[Mapping[str, Any]]) -> list[tuple[str, Any, Any]]
     return found
 
 def _validate_ps_without_gpu(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    kind = kind_of(args.resource_type)
-    spec = pod_spec(kind, args.props)
-    if spec is None:
-        return
-    workload_task = get(tf_config_of(spec), "task", "type")
-    if (workload_task or pod_labels(kind, args.props).get(COMPONENT)) != "ps":
-        return
-    if _gpu_limits(spec):
-        report(f"PS {name_of(args.props)} requests {GPU_RESOURCE}; PS do memory-bound lookups and updates")
-    if _gpu_selection_keys(spec):
-        report(f"PS {name_of(args.props)} selects GPU nodes ({', '.join(_gpu_selection_keys(spec))})")
-    for toleration in as_list(get(spec, "tolerations")):
-        if str(get(toleration, "key", default="")).startswith("nvidia.com/gpu"):
-            report(f"PS {name_of(args.props)} tolerates the GPU taint {get(toleration, 'key')}")
+    for template in pod_templates(kind_of(args.resource_type), args.props):
+        spec, name = template.spec, template.name
+        workload_task = get(tf_config_of(spec), "task", "type")
+        if (workload_task or template.labels.get(COMPONENT)) != "ps":
+            continue
+        if _gpu_limits(spec):
+            report(f"PS {name} requests {GPU_RESOURCE}; PS do memory-bound lookups and updates")
+        if _gpu_selection_keys(spec):
+            report(f"PS {name} selects GPU nodes ({', '.join(_gpu_selection_keys(spec))})")
+        for toleration in as_list(get(spec, "tolerations")):
+            if str(get(toleration, "key", default="")).startswith("nvidia.com/gpu"):
+                report(f"PS {name} tolerates the GPU taint {get(toleration, 'key')}")
 
 def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    spec = pod_spec(kind_of(args.resource_type), args.props)
-    gpus = _gpu_limits(spec)
-    if not gpus:
-        return
-    for container, limit, _request in gpus:
-        count = number(limit)
-        if count is None or count <= 0 or not float(count).is_integer():
-            report(f"container {container} of {name_of(args.props)}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})")
-    if GPU_PRODUCT not in _gpu_selection_keys(spec):
-        report(f"{name_of(args.props)} asks for GPUs without selecting a GPU product ({GPU_PRODUCT})")
+    for template in pod_templates(kind_of(args.resource_type), args.props):
+        spec, name = template.spec, template.name
+        gpus = _gpu_limits(spec)
+        if not gpus:
+            continue
+        for container, limit, _request in gpus:
+            count = number(limit)
+            if count is None or count <= 0 or not float(count).is_integer():
+                report(f"container {container} of {name}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})")
+        if GPU_PRODUCT not in _gpu_selection_keys(spec):
+            report(f"{name} asks for GPUs without selecting a GPU product ({GPU_PRODUCT})")
 
 def _gpu_product(spec: Mapping[str, Any]) -> Optional[str]:
     selector = get(spec, "nodeSelector", GPU_PRODUCT)

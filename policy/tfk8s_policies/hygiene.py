@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Optional
+
 from pulumi_policy import (
     EnforcementLevel,
     ReportViolation,
@@ -22,8 +24,7 @@ from .reading import (
     name_of,
     namespace_of,
     of_kind,
-    pod_labels,
-    pod_spec,
+    pod_templates,
     serves_tf,
     tf_config_of,
     workloads,
@@ -34,11 +35,10 @@ ADVISORY = EnforcementLevel.ADVISORY
 
 
 def _container_hygiene(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    kind = kind_of(args.resource_type)
-    spec = pod_spec(kind, args.props)
-    if spec is None:
-        return
-    name = name_of(args.props)
+    for template in pod_templates(kind_of(args.resource_type), args.props):
+        _template_hygiene(template.spec, template.name, report)
+
+def _template_hygiene(spec: Mapping[str, Any], name: Optional[str], report: ReportViolation) -> None:
     pod_security = get(spec, "securityContext", default={}) or {}
     for container in containers(spec):
         cname = get(container, "name")
@@ -130,19 +130,18 @@ def _validate_strict_in_production(args: StackValidationArgs, report: ReportViol
                    "production a lost server strands them (set cluster.strict: false)", workload.resource.urn)
 
 def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    kind = kind_of(args.resource_type)
-    spec = pod_spec(kind, args.props)
-    if spec is None or not serves_tf(spec):
-        return
-    name = name_of(args.props)
-    if get(spec, "automountServiceAccountToken") is not False:
-        report(f"{name}: mounts a service-account token it does not need")
-    for container in containers(spec):
-        if get(container, "securityContext", "readOnlyRootFilesystem") is not True:
-            report(f"{name}/{get(container, 'name')}: root filesystem is writable")
-    is_ps = (get(tf_config_of(spec), "task", "type") or pod_labels(kind, args.props).get(COMPONENT)) == "ps"
-    if is_ps and not any(get(c, "readinessProbe", "tcpSocket") is not None for c in containers(spec)):
-        report(f"PS {name}: no tcpSocket readiness probe on its gRPC port")
+    for template in pod_templates(kind_of(args.resource_type), args.props):
+        spec, name = template.spec, template.name
+        if not serves_tf(spec):
+            continue
+        if get(spec, "automountServiceAccountToken") is not False:
+            report(f"{name}: mounts a service-account token it does not need")
+        for container in containers(spec):
+            if get(container, "securityContext", "readOnlyRootFilesystem") is not True:
+                report(f"{name}/{get(container, 'name')}: root filesystem is writable")
+        is_ps = (get(tf_config_of(spec), "task", "type") or template.labels.get(COMPONENT)) == "ps"
+        if is_ps and not any(get(c, "readinessProbe", "tcpSocket") is not None for c in containers(spec)):
+            report(f"PS {name}: no tcpSocket readiness probe on its gRPC port")
 
 
 POLICIES = [

@@ -1,9 +1,10 @@
-"""Reading the engine's resources as pods: workloads, their pod templates, TF_CONFIG with
-environment references expanded as the kubelet does, trainer settings, experiments.
+"""Reading the engine's resources as tasks: environments with references expanded as the
+kubelet does, TF_CONFIG, trainer settings, workloads and the experiments they form.
 
 Props arrive as the engine delivers them: read-only mappings, numbers as floats,
 camelCase Kubernetes fields. Everything here reads them defensively: a missing
-property is a violation where a rule requires it, never a crash."""
+property is a violation where a rule requires it, never a crash. The accessors
+(props.py) and the pods a resource makes (pods.py) are re-exported here for the rules."""
 
 from __future__ import annotations
 
@@ -11,90 +12,40 @@ import json
 import re
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from .facts import COMPONENT, INSTANCE, POD_INDEX, QUANTITY_SUFFIX, SETTINGS_ENV, TF_PORT, WORKLOAD_KINDS
-
-
-def kind_of(resource_type: str) -> str:
-    """'kubernetes:apps/v1:StatefulSet' -> 'StatefulSet'."""
-    return resource_type.rsplit(":", 1)[-1]
-
-def api_version_of(resource_type: str) -> str:
-    parts = resource_type.split(":")
-    if len(parts) != 3 or parts[0] != "kubernetes":
-        return ""
-    return parts[1][len("core/"):] if parts[1].startswith("core/") else parts[1]
-
-def get(value: Any, *path: Any, default: Any = None) -> Any:
-    for key in path:
-        if isinstance(key, int):
-            if not isinstance(value, (list, tuple)) or key >= len(value):
-                return default
-            value = value[key]
-        else:
-            if not isinstance(value, Mapping) or key not in value:
-                return default
-            value = value[key]
-    return value
-
-def as_list(value: Any) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-def pod_spec(kind: str, props: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
-    if kind == "Pod":
-        return get(props, "spec")
-    if kind == "CronJob":
-        return get(props, "spec", "jobTemplate", "spec", "template", "spec")
-    if kind in WORKLOAD_KINDS:
-        return get(props, "spec", "template", "spec")
-    return None
-
-def pod_labels(kind: str, props: Mapping[str, Any]) -> Mapping[str, str]:
-    if kind == "Pod":
-        return get(props, "metadata", "labels", default={}) or {}
-    if kind == "CronJob":
-        return get(props, "spec", "jobTemplate", "spec", "template", "metadata", "labels", default={}) or {}
-    return get(props, "spec", "template", "metadata", "labels", default={}) or {}
-
-# A pod's fields an env var may take through the downward API that are known before it exists.
-PodFields = Mapping[str, str]
-
-class PodIdentity:
-    """One pod a workload makes: its name, DNS host name and subdomain, and labels.
-
-    A StatefulSet makes a pod `<name>-<ordinal>` per ordinal from
-    `spec.ordinals.start`, whose host name is its name under `serviceName` and
-    whose label apps.kubernetes.io/pod-index is the ordinal; other workloads
-    make pods whose name is not known before, with the host name they write.
-    """
-
-    def __init__(self, name: Optional[str], hostname: Optional[str], subdomain: Optional[str],
-                 labels: Mapping[str, str]) -> None:
-        self.name, self.hostname, self.subdomain, self.labels = name, hostname, subdomain, labels
-
-    @property
-    def fields(self) -> PodFields:
-        fields = {f"metadata.labels['{key}']": str(value) for key, value in self.labels.items()}
-        if self.name is not None:
-            fields["metadata.name"] = self.name
-        return fields
-
-def pod_identities(kind: str, props: Mapping[str, Any]) -> list[PodIdentity]:
-    labels = pod_labels(kind, props)
-    spec = pod_spec(kind, props) or {}
-    if kind == "StatefulSet":
-        name = name_of(props)
-        replicas = number(get(props, "spec", "replicas", default=1))
-        start = number(get(props, "spec", "ordinals", "start", default=0))
-        if name is None or replicas is None or start is None:
-            return []
-        service = get(props, "spec", "serviceName")
-        return [
-            PodIdentity(f"{name}-{ordinal}", f"{name}-{ordinal}", service, {**labels, POD_INDEX: str(ordinal)})
-            for ordinal in range(int(start), int(start) + int(replicas))
-        ]
-    if kind == "Pod":
-        return [PodIdentity(name_of(props), get(spec, "hostname") or name_of(props), get(spec, "subdomain"), labels)]
-    return [PodIdentity(None, get(spec, "hostname"), get(spec, "subdomain"), labels)]
+from .facts import (
+    CLUSTER_ENV,
+    COMPLETION_INDEX_ENV,
+    COMPONENT,
+    FIRST_INDEX_ENV,
+    INSTANCE,
+    SETTINGS_ENV,
+    TASK_TYPE_ENV,
+    TF_PORT,
+    WORKLOAD_KINDS,
+)
+from .pods import (  # noqa: F401 (re-exported for the rules)
+    PodFields,
+    PodIdentity,
+    PodTemplate,
+    jobset_services,
+    jobset_subdomain,
+    pod_identities,
+    pod_templates,
+)
+from .props import (  # noqa: F401 (re-exported for the rules)
+    api_version_of,
+    as_list,
+    get,
+    kind_of,
+    labels_match,
+    name_of,
+    namespace_of,
+    number,
+    of_kind,
+    pod_labels,
+    pod_spec,
+    quantity_bytes,
+)
 
 def containers(spec: Optional[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return as_list(get(spec, "containers")) + as_list(get(spec, "initContainers"))
@@ -134,13 +85,15 @@ def expand_env(value: str, variables: Mapping[str, str]) -> tuple[str, list[str]
     return ENV_REFERENCE.sub(replace, value), unresolved
 
 def container_env(
-    container: Mapping[str, Any], namespace: Optional[str], config_maps: ConfigMaps, pod_fields: Optional[PodFields] = None
+    container: Mapping[str, Any], namespace: Optional[str], config_maps: ConfigMaps, pod_fields: Optional[PodFields] = None,
+    controller_env: Optional[Mapping[str, str]] = None,
 ) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The environment kubelet would give the container; per variable, the references left unresolved.
 
-    `pod_fields`: the pod's fields known beforehand (its name, its labels), for downward-API variables.
+    `pod_fields`: the pod's fields known beforehand (its name, its labels), for downward-API variables;
+    `controller_env`: what the pod's controller adds (an Indexed Job's JOB_COMPLETION_INDEX).
     """
-    variables: dict[str, str] = {}
+    variables: dict[str, str] = dict(controller_env or {})
     for source in as_list(get(container, "envFrom")):
         data = config_maps.get((namespace, get(source, "configMapRef", "name")), {})
         prefix = get(source, "prefix", default="") or ""
@@ -161,19 +114,26 @@ def tf_config_of(
     spec: Optional[Mapping[str, Any]],
     namespace: Optional[str] = None,
     config_maps: Optional[ConfigMaps] = None,
-    pod_fields: Optional[PodFields] = None,
+    pod: Optional[PodIdentity] = None,
 ) -> Optional[dict]:
     """A task's TF_CONFIG as its process sees it.
 
-    tfk8s writes the shared cluster once, in a ConfigMap, and each task's
-    TF_CONFIG refers to it and to the pod's index (its StatefulSet ordinal). A
-    stack check passes the stack's ConfigMaps and the pod's fields; a check of
-    one resource has none, and reads what it cannot know as unknown (null).
+    tfk8s writes the shared cluster once, in a ConfigMap. A StatefulSet task's
+    TF_CONFIG refers to it and to the pod's index (its ordinal); a JobSet
+    task's is composed by the trainer from the cluster, its role, its group's
+    first index and its Job completion index (`_composed`). A stack check
+    passes the stack's ConfigMaps and the pod; a check of one resource has
+    none, and reads what it cannot know as unknown (null).
     """
+    pod_fields = pod.fields if pod is not None else None
+    controller_env = pod.controller_env if pod is not None else None
     for container in containers(spec):
         if env_value(container, "TF_CONFIG") is None:
+            if env_value(container, TASK_TYPE_ENV) is not None:
+                variables, _ = container_env(container, namespace, config_maps or {}, pod_fields, controller_env)
+                return _composed(variables, known=config_maps is not None)
             continue
-        variables, unresolved = container_env(container, namespace, config_maps or {}, pod_fields)
+        variables, unresolved = container_env(container, namespace, config_maps or {}, pod_fields, controller_env)
         raw = variables["TF_CONFIG"]
         if unresolved.get("TF_CONFIG"):
             if config_maps is not None:
@@ -186,6 +146,19 @@ def tf_config_of(
         return parsed if isinstance(parsed, dict) else {"_malformed": raw}
     return None
 
+def _composed(variables: Mapping[str, str], known: bool) -> dict:
+    """A JobSet task's TF_CONFIG as the trainer composes it (trainer/cluster.py); null what is unknown."""
+    try:
+        cluster = json.loads(variables[CLUSTER_ENV]) if CLUSTER_ENV in variables else None
+    except ValueError:
+        return {"_malformed": variables[CLUSTER_ENV]}
+    first, completion = number(variables.get(FIRST_INDEX_ENV)), number(variables.get(COMPLETION_INDEX_ENV))
+    if known and (cluster is None or first is None or completion is None):
+        missing = [name for name in (CLUSTER_ENV, FIRST_INDEX_ENV, COMPLETION_INDEX_ENV) if name not in variables]
+        return {"_malformed": "", "_unresolved": missing or [FIRST_INDEX_ENV]}
+    index = int(first + completion) if first is not None and completion is not None else None
+    return {"cluster": cluster, "task": {"type": variables[TASK_TYPE_ENV], "index": index}}
+
 def serves_tf(spec: Optional[Mapping[str, Any]]) -> bool:
     if tf_config_of(spec) is not None:
         return True
@@ -195,68 +168,20 @@ def serves_tf(spec: Optional[Mapping[str, Any]]) -> bool:
         for port in as_list(get(container, "ports"))
     )
 
-def number(value: Any) -> Optional[float]:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-def quantity_bytes(value: Any) -> Optional[float]:
-    """A Kubernetes quantity ('4Gi', '512Mi', '1e9', 2.0) as a number."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, str):
-        return None
-    match = re.fullmatch(r"([0-9.]+(?:[eE][0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?", value.strip())
-    if not match:
-        return None
-    return float(match.group(1)) * QUANTITY_SUFFIX[match.group(2) or ""]
-
-def labels_match(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """A LabelSelector (matchLabels and matchExpressions) against labels."""
-    for key, value in (get(selector, "matchLabels", default={}) or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in as_list(get(selector, "matchExpressions")):
-        key, operator = get(expression, "key"), get(expression, "operator")
-        values = as_list(get(expression, "values"))
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
-
-def namespace_of(props: Mapping[str, Any]) -> Optional[str]:
-    return get(props, "metadata", "namespace")
-
-def name_of(props: Mapping[str, Any]) -> Optional[str]:
-    return get(props, "metadata", "name")
-
 class Workload:
-    """A resource that runs pods, as a stack validation sees it."""
+    """One pod template of a resource that runs pods, as a stack validation sees it: a workload,
+    or one replicatedJob of a JobSet."""
 
-    def __init__(self, resource: Any, config_maps: ConfigMaps) -> None:
+    def __init__(self, resource: Any, template: PodTemplate, config_maps: ConfigMaps) -> None:
         self.resource = resource
         self.kind = kind_of(resource.resource_type)
-        self.props = resource.props
-        self.spec = pod_spec(self.kind, self.props)
-        self.labels = pod_labels(self.kind, self.props)
-        self.namespace = namespace_of(self.props)
-        self.name = name_of(self.props)
-        self.pods = pod_identities(self.kind, self.props)
+        self.spec = template.spec
+        self.labels = template.labels
+        self.namespace = namespace_of(resource.props)
+        self.name = template.name
+        self.pods = template.pods
         # Each pod's TF_CONFIG (they differ in the task index only); None where the pods have none.
-        self.tf_configs = [tf_config_of(self.spec, self.namespace, config_maps, pod.fields) for pod in self.pods]
+        self.tf_configs = [tf_config_of(self.spec, self.namespace, config_maps, pod) for pod in self.pods]
         self.tf_config = self.tf_configs[0] if self.tf_configs else None
         self.settings = settings_of(self.spec, self.namespace, config_maps)
 
@@ -278,12 +203,8 @@ def workloads(resources: Iterable[Any]) -> Iterator[Workload]:
     config_maps = config_map_data(resources)
     for resource in resources:
         if kind_of(resource.resource_type) in WORKLOAD_KINDS:
-            workload = Workload(resource, config_maps)
-            if workload.spec is not None:
-                yield workload
-
-def of_kind(resources: Iterable[Any], kind: str) -> list[Any]:
-    return [r for r in resources if kind_of(r.resource_type) == kind and r.resource_type.startswith("kubernetes:")]
+            for template in pod_templates(kind_of(resource.resource_type), resource.props):
+                yield Workload(resource, template, config_maps)
 
 def task_type_of(workload: Workload) -> Optional[str]:
     task = workload.task

@@ -15,7 +15,7 @@ from pulumi_policy import (
 )
 
 from .facts import TF_PORT
-from .reading import PodIdentity, as_list, clusters, get, name_of, namespace_of, number, of_kind, task_of
+from .reading import PodIdentity, as_list, clusters, get, jobset_services, name_of, namespace_of, number, of_kind, task_of
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
@@ -25,7 +25,8 @@ ADVISORY = EnforcementLevel.ADVISORY
 ADDRESS = re.compile(r"^(?:([a-z0-9-]+)\.)?([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$")
 
 def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> None:
-    services = of_kind(args.resources, "Service")
+    # A JobSet's pods are named under the headless Service its controller makes.
+    services = of_kind(args.resources, "Service") + jobset_services(args.resources)
     for (namespace, instance), group in clusters(list(args.resources)).items():
         where = f"experiment {instance or '?'} in {namespace}"
         malformed = [w for w in group if any("_malformed" in c or task_of(c) is None for c in w.tf_configs)]
@@ -131,8 +132,8 @@ def _address_problem(
 POLICIES = [
     StackValidationPolicy(
         name="tfk8s-tf-config-consistent",
-        description="Every task (every pod of a StatefulSet) has the same TF_CONFIG cluster and a unique in-range task, and each address is the DNS name of exactly its task's pod under a Service on 2222 that selects it; at least one PS and one worker.",
+        description="Every task (every pod of a StatefulSet or of a JobSet's Jobs) has the same TF_CONFIG cluster and a unique in-range task, and each address is the DNS name of exactly its task's pod under a Service on 2222 that selects it (a JobSet's own headless Service included); at least one PS and one worker.",
         validate=_validate_tf_config, enforcement_level=MANDATORY, severity=Severity.HIGH,
-        remediation_steps="Render TF_CONFIG from one cluster spec of pod host names under one headless Service per role, with each pod's index from its StatefulSet ordinal.",
+        remediation_steps="Render TF_CONFIG from one cluster spec of pod host names: under the JobSet's subdomain with each task's index its group's first index plus its Job completion index, or under one headless Service per role with each pod's index from its StatefulSet ordinal.",
     ),
 ]

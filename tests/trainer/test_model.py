@@ -234,6 +234,19 @@ def test_task_config_errors_are_clear():
     assert ps_named_in("a worker failed") is None
 
 
+def test_a_jobset_task_is_its_groups_first_index_plus_its_completion_index():
+    cluster = '{"ps":["p0:2222"],"worker":["w0:2222","w1:2222","w2:2222","w3:2222"]}'
+    env = {"TFK8S_CLUSTER": cluster, "TFK8S_TASK_TYPE": "worker", "TFK8S_FIRST_INDEX": "2", "JOB_COMPLETION_INDEX": "1"}
+    task = read_task_config(env)
+    assert (task.task_type, task.task_index, task.cluster["worker"][3]) == ("worker", 3, "w3:2222")
+    # What the trainer exports for TensorFlow is the TF_CONFIG a StatefulSet pod would have had.
+    assert read_task_config({"TF_CONFIG": task.tf_config_json()}) == task
+    with pytest.raises(ClusterConfigError, match="JOB_COMPLETION_INDEX not.*an Indexed Job"):
+        read_task_config({k: v for k, v in env.items() if k != "JOB_COMPLETION_INDEX"})
+    with pytest.raises(ClusterConfigError, match="task worker-5 is not in the cluster"):
+        read_task_config({**env, "TFK8S_FIRST_INDEX": "4"})
+
+
 # -- a lost PS before the training loop ------------------------------------------
 
 

@@ -1,0 +1,122 @@
+"""The pods a resource makes, known before they exist: names, DNS names, labels, what their
+controller adds (StatefulSets, JobSets and their Indexed Jobs, plain workloads)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional
+
+from .facts import COMPLETION_INDEX_ENV, COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, POD_INDEX, TF_PORT
+from .props import as_list, get, name_of, namespace_of, number, of_kind, pod_labels, pod_spec
+
+# A pod's fields an env var may take through the downward API that are known before it exists.
+PodFields = Mapping[str, str]
+
+class PodIdentity:
+    """One pod a workload makes: its name, DNS host name and subdomain, and labels.
+
+    A StatefulSet makes a pod `<name>-<ordinal>` per ordinal from
+    `spec.ordinals.start`, whose host name is its name under `serviceName` and
+    whose label apps.kubernetes.io/pod-index is the ordinal. A JobSet makes a
+    Job `<jobset>-<replicatedJob>-<i>` per replica, whose Indexed pods have the
+    host name `<job>-<completion index>` under the JobSet's subdomain. Other
+    workloads make pods whose name is not known before, with the host name
+    they write.
+    """
+
+    def __init__(self, name: Optional[str], hostname: Optional[str], subdomain: Optional[str],
+                 labels: Mapping[str, str], controller_env: Optional[Mapping[str, str]] = None) -> None:
+        self.name, self.hostname, self.subdomain, self.labels = name, hostname, subdomain, labels
+        # Variables the pod's controller adds to its containers (an Indexed Job's JOB_COMPLETION_INDEX).
+        self.controller_env = controller_env or {}
+
+    @property
+    def fields(self) -> PodFields:
+        fields = {f"metadata.labels['{key}']": str(value) for key, value in self.labels.items()}
+        if self.name is not None:
+            fields["metadata.name"] = self.name
+        return fields
+
+def pod_identities(kind: str, props: Mapping[str, Any]) -> list[PodIdentity]:
+    labels = pod_labels(kind, props)
+    spec = pod_spec(kind, props) or {}
+    if kind == "StatefulSet":
+        name = name_of(props)
+        replicas = number(get(props, "spec", "replicas", default=1))
+        start = number(get(props, "spec", "ordinals", "start", default=0))
+        if name is None or replicas is None or start is None:
+            return []
+        service = get(props, "spec", "serviceName")
+        return [
+            PodIdentity(f"{name}-{ordinal}", f"{name}-{ordinal}", service, {**labels, POD_INDEX: str(ordinal)})
+            for ordinal in range(int(start), int(start) + int(replicas))
+        ]
+    if kind == "Pod":
+        return [PodIdentity(name_of(props), get(spec, "hostname") or name_of(props), get(spec, "subdomain"), labels)]
+    return [PodIdentity(None, get(spec, "hostname"), get(spec, "subdomain"), labels)]
+
+class PodTemplate:
+    """One pod template of a resource: a workload's, or one replicatedJob's of a JobSet."""
+
+    def __init__(self, name: Optional[str], spec: Mapping[str, Any], labels: Mapping[str, str],
+                 pods: list[PodIdentity]) -> None:
+        self.name, self.spec, self.labels, self.pods = name, spec, labels, pods
+
+def pod_templates(kind: str, props: Mapping[str, Any]) -> list[PodTemplate]:
+    """The pod templates a resource runs pods from (none for a resource that runs none)."""
+    if kind == "JobSet":
+        return _replicated_job_templates(props)
+    spec = pod_spec(kind, props)
+    if spec is None:
+        return []
+    return [PodTemplate(name_of(props), spec, pod_labels(kind, props), pod_identities(kind, props))]
+
+def _replicated_job_templates(props: Mapping[str, Any]) -> list[PodTemplate]:
+    jobset = name_of(props)
+    subdomain = jobset_subdomain(props)
+    templates = []
+    for replicated in as_list(get(props, "spec", "replicatedJobs")):
+        job_spec = get(replicated, "template", "spec", default={}) or {}
+        spec = get(job_spec, "template", "spec")
+        if spec is None:
+            continue
+        labels = {**(get(job_spec, "template", "metadata", "labels", default={}) or {}), JOBSET_NAME_LABEL: str(jobset)}
+        replicas = int(number(get(replicated, "replicas", default=1)) or 0)
+        indexed = get(job_spec, "completionMode") == "Indexed"
+        completions = int(number(get(job_spec, "completions", default=1)) or 0) if indexed else 0
+        pods = []
+        for job_index in range(replicas):
+            job = f"{jobset}-{get(replicated, 'name')}-{job_index}"
+            pods.extend(
+                PodIdentity(None, f"{job}-{completion}", subdomain,
+                            {**labels, COMPLETION_INDEX_LABEL: str(completion)},
+                            {COMPLETION_INDEX_ENV: str(completion)})
+                for completion in range(completions)
+            )
+        templates.append(PodTemplate(f"{jobset}/{get(replicated, 'name')}", spec, labels, pods))
+    return templates
+
+def jobset_subdomain(props: Mapping[str, Any]) -> Optional[str]:
+    """The headless Service a JobSet's pods are named under, when it gives them DNS names."""
+    if get(props, "spec", "network", "enableDNSHostnames") is not True:
+        return None
+    return get(props, "spec", "network", "subdomain") or name_of(props)
+
+def jobset_services(resources: Iterable[Any]) -> list[Any]:
+    """The headless Service the JobSet controller creates for each JobSet with DNS host names: it
+    selects the JobSet's pods and, headless, resolves their names whatever the port."""
+    services = []
+    for jobset in of_kind(resources, "JobSet"):
+        subdomain = jobset_subdomain(jobset.props)
+        if subdomain is not None:
+            services.append(_MadeService({
+                "metadata": {"name": subdomain, "namespace": namespace_of(jobset.props)},
+                "spec": {"clusterIP": "None", "selector": {JOBSET_NAME_LABEL: name_of(jobset.props)},
+                         "ports": [{"port": TF_PORT}]},
+            }))
+    return services
+
+class _MadeService:
+    """A Service a controller makes from a resource of the stack (not itself in the stack)."""
+
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        self.props = props

@@ -49,6 +49,9 @@ def jobset(experiment: Experiment) -> Manifest:
         "metadata": meta,
         "spec": {
             "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+            # JobSet's webhook would default it at creation, and a later apply that leaves it out
+            # would remove it again: an unchanged experiment must apply as no change at all.
+            "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
             "successPolicy": {"operator": "Any", "targetReplicatedJobs": [_chief_group(experiment).name]},
             "failurePolicy": {
                 "maxRestarts": cluster.restarts,

@@ -61,8 +61,11 @@ def chief_scratch_bytes(settings: TrainerSettings, checkpoints_on_scratch: bool)
 
 
 def mebibytes(size: int) -> str:
-    """A size as a Kubernetes quantity, rounded up to whole MiB."""
-    return f"{math.ceil(size / MIB)}Mi"
+    """A size as a Kubernetes quantity, rounded up to whole MiB, in its canonical form (`2Gi`, not
+    `2048Mi`): what the API server gives back once an object went through a webhook, so that
+    applying the same experiment again changes nothing."""
+    mib = math.ceil(size / MIB)
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
 def ps_memory_request(config: "StackConfig") -> str:

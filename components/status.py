@@ -1,8 +1,10 @@
-"""`python -m components status <stack>`: the plan against what the cluster did.
+"""`python -m components status <stack>`: the experiment's phase, and the plan against what the cluster did.
 
-For every task: the server the plan gave it, the node its pod is on, the pod's
-phase, and for a pod that is not where the plan put it or not running, why
-(the scheduler's own message, a missing server, or the controller's event).
+First the experiment's phase (components/phase.py), with the chief's summary
+once it succeeded or the failed task and its last words once it failed. Then,
+for every task: the server the plan gave it, the node its pod is on, the
+pod's phase, and for a pod that is not where the plan put it or not running,
+why (the scheduler's own message, a missing server, or the controller's event).
 """
 
 from __future__ import annotations
@@ -17,9 +19,24 @@ from typing import Any, Optional
 
 from . import labels as L
 from .experiment import Experiment
+from .phase import Phase, chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
 from .planner import TaskPlacement
+from .workloads import JOBSET_NAME
 
 HEALTHY_PHASES = ("Running", "Succeeded")
+JOBSET_CRD = "jobsets.jobset.x-k8s.io"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+class NoJobSetError(RuntimeError):
+    """The stack asks for the JobSet model on a cluster without JobSet."""
+
+
+def no_jobset_message(stack: str) -> str:
+    return (
+        f"stack '{stack}': the cluster has no JobSet ({JOBSET_CRD} is not installed); install JobSet "
+        "(README: \"Workload models\") or set tfk8s:cluster.workload: statefulset"
+    )
 
 
 @dataclass(frozen=True)
@@ -33,21 +50,24 @@ class TaskStatus:
     reason: str = ""
 
 
-def _pod_task(pod: Any) -> Optional[str]:
-    """A StatefulSet pod's ordinal is its task index; the chief's Job runs task 0 only."""
+def _pod_task(pod: Any, first_index: dict[str, int]) -> Optional[str]:
+    """A JobSet pod runs its group's first index plus its completion index; a StatefulSet pod's
+    ordinal is its task index; the StatefulSet model's chief Job runs task 0 only."""
     labels = pod.metadata.labels or {}
     role = labels.get(L.COMPONENT)
+    if COMPLETION_INDEX in labels and labels.get(L.WORKLOAD) in first_index:
+        return f"{role}-{first_index[labels[L.WORKLOAD]] + int(labels[COMPLETION_INDEX])}"
     index = labels.get(L.POD_INDEX, "0" if role == "chief" else None)
     if role is None or index is None:
         return None
     return f"{role}-{index}"
 
 
-def _newest_pods_by_task(pods: list[Any]) -> dict[str, Any]:
+def _newest_pods_by_task(pods: list[Any], first_index: dict[str, int]) -> dict[str, Any]:
     """A task's current pod: the newest one not being deleted (a Job may keep failed ones)."""
     current: dict[str, Any] = {}
     for pod in sorted(pods, key=lambda p: p.metadata.creation_timestamp):
-        task = _pod_task(pod)
+        task = _pod_task(pod, first_index)
         if task is not None and pod.metadata.deletion_timestamp is None:
             current[task] = pod
     return current
@@ -104,19 +124,30 @@ def _last_failed_create(events: list[Any]) -> dict[str, str]:
     return latest
 
 
-def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:
+@dataclass(frozen=True)
+class ExperimentStatus:
+    phase: Phase
+    tasks: list[TaskStatus]
+    summary: Optional[dict[str, Any]] = None  # the chief's, once it succeeded
+
+
+def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     from kubernetes import client
 
     core = client.CoreV1Api(api)
     selector = L.selector_text(experiment.stack)
-    pods = _newest_pods_by_task(core.list_namespaced_pod(experiment.namespace, label_selector=selector).items)
+    all_pods = core.list_namespaced_pod(experiment.namespace, label_selector=selector).items
+    first_index = {group.name: group.first_index for group in experiment.groups}
+    pods = _newest_pods_by_task(all_pods, first_index)
     nodes = {node.metadata.name: node for node in core.list_node().items}
     failed_creates = _last_failed_create(core.list_namespaced_event(experiment.namespace).items)
     jobs = client.BatchV1Api(api).list_namespaced_job(experiment.namespace, label_selector=selector).items
-    finished = {job.metadata.name for job in jobs if (job.status.succeeded or 0) >= 1}
-    # Events and Jobs name the workload, which runs a group of tasks.
+    # Events name the workload that runs a group of tasks (a JobSet's Job: `tf-<group>-0`).
+    group_of_workload = {job.metadata.name: (job.metadata.labels or {}).get(L.WORKLOAD) for job in jobs}
+    failed_creates = {group_of_workload.get(name, name): message for name, message in failed_creates.items()}
+    finished = {group_of_workload[job.metadata.name] for job in jobs if (job.status.succeeded or 0) >= 1}
     workload = {task.name: group.name for group in experiment.groups for task in group.tasks}
-    return [
+    tasks = [
         task_status(
             placement,
             pods.get(placement.task.name),
@@ -127,14 +158,92 @@ def read_status(api: Any, experiment: Experiment) -> list[TaskStatus]:
         )
         for placement in experiment.plan.placements
     ]
+    all_running = all(t.phase == "Running" for t in tasks)
+    if experiment.workload == "jobset":
+        phase = jobset_phase(
+            _read_jobset(api, experiment), experiment.config.cluster.queue is not None, all_running,
+            experiment.config.cluster.restarts,
+        )
+    else:
+        chief_jobs = [job for job in jobs if group_of_workload[job.metadata.name] == "chief"]
+        phase = statefulset_phase(
+            any((job.status.succeeded or 0) >= 1 for job in chief_jobs),
+            any(c.type == "Failed" and c.status == "True" for job in chief_jobs for c in job.status.conditions or ()),
+            all_running,
+        )
+    summary = None
+    if phase.name == "Succeeded":
+        # JobSet ended the PS and workers with the chief: their pods are gone by design.
+        tasks = [
+            TaskStatus(t.task, t.pool, t.planned, None, "Succeeded", True, "ended with the chief")
+            if t.phase == "Missing" else t
+            for t in tasks
+        ]
+        summary = chief_summary(_log(core, pods.get("chief-0")))
+        if summary is not None:
+            phase = Phase(phase.name, summary_text(summary))
+    elif phase.name == "Failed":
+        phase = Phase(phase.name, "; ".join(filter(None, [phase.detail, _failed_task(core, all_pods, first_index)])))
+    return ExperimentStatus(phase, tasks, summary)
 
 
-def status_table(experiment: Experiment, statuses: list[TaskStatus]) -> str:
+def _read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", JOBSET_NAME
+        )
+    except ApiException as error:
+        if error.status != 404:
+            raise
+    try:
+        client.ApiextensionsV1Api(api).read_custom_resource_definition(JOBSET_CRD)
+    except ApiException as error:
+        if error.status == 404:
+            raise NoJobSetError(no_jobset_message(experiment.stack)) from None
+        raise
+    return None
+
+
+def _log(core: Any, pod: Any, lines: int = 50) -> str:
+    """The tail of a pod's log ('' where the node serves none, as kwok's do not)."""
+    from kubernetes.client.exceptions import ApiException
+
+    if pod is None:
+        return ""
+    try:
+        return core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, tail_lines=lines)
+    except ApiException:
+        return ""
+
+
+def _failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str:
+    """The last task whose container failed, and the last line it wrote."""
+    failures = []
+    for pod in pods:
+        for container in pod.status.container_statuses or ():
+            for state in (container.state, container.last_state):
+                terminated = state.terminated if state is not None else None
+                if terminated is not None and terminated.exit_code:
+                    failures.append((terminated.finished_at, pod, terminated.exit_code))
+    if not failures:
+        return ""
+    _, pod, code = max(failures, key=lambda failure: str(failure[0]))
+    task = _pod_task(pod, first_index) or pod.metadata.name
+    said = last_error(_log(core, pod, lines=5))
+    return f"{task} exited {code}" + (f": {said}" if said else "")
+
+
+def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
+    statuses = status.tasks
     off_plan = [s for s in statuses if not s.as_planned]
     pending = sum(1 for s in statuses if s.phase == "Pending")
     lines = [
         f"stack {experiment.stack} · namespace {experiment.namespace} · "
         f"{len(statuses) - len(off_plan)}/{len(statuses)} tasks running as planned · {pending} pending",
+        f"phase: {status.phase}",
         "",
     ]
     rows = [("", "TASK", "PLANNED", "NODE", "PHASE", "WHY")]
@@ -156,9 +265,13 @@ def status_table(experiment: Experiment, statuses: list[TaskStatus]) -> str:
     return "\n".join(lines)
 
 
-def status_json(experiment: Experiment, statuses: list[TaskStatus]) -> str:
+def status_json(experiment: Experiment, status: ExperimentStatus) -> str:
+    statuses = status.tasks
     return json.dumps(
         {
+            "phase": status.phase.name,
+            "phaseDetail": status.phase.detail,
+            "summary": status.summary,
             "stack": experiment.stack,
             "namespace": experiment.namespace,
             "asPlanned": all(s.as_planned for s in statuses),
@@ -211,13 +324,18 @@ def cluster_status(
     try:
         api = config.new_client_from_config(config_file=str(kubeconfig_path), context=context)
         api.configuration.retries = False
-        statuses = read_status(api, experiment)
+        status = read_status(api, experiment)
     except MaxRetryError as error:
         reason = getattr(error.reason, "args", [error.reason])[-1]
         print(f"{where}: the API server at {api.configuration.host} does not answer ({reason})", file=sys.stderr)
         return 2
+    except NoJobSetError as error:
+        print(error, file=sys.stderr)
+        return 2
     except (config.ConfigException, ApiException, HTTPError, OSError) as error:
         print(f"{where}: cannot read the cluster from {kubeconfig_path}: {error}", file=sys.stderr)
         return 2
-    print(status_json(experiment, statuses) if as_json else status_table(experiment, statuses))
-    return 0 if all(s.as_planned for s in statuses) else 1
+    print(status_json(experiment, status) if as_json else status_table(experiment, status))
+    if status.phase.name == "Succeeded":
+        return 0
+    return 0 if all(s.as_planned for s in status.tasks) and status.phase.name != "Failed" else 1

@@ -115,4 +115,4 @@ def test_the_chief_pod_asks_for_room_for_its_checkpoints(stack, scratch):
     resources = spec["containers"][0]["resources"]
     assert volume["emptyDir"]["sizeLimit"] == scratch
     assert resources["requests"]["ephemeral-storage"] == scratch
-    assert resources["requests"]["memory"] == resources["limits"]["memory"] == "2048Mi"
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == "2Gi"

@@ -62,6 +62,30 @@ def read_back(cluster, manifest):
     return dynamic.get(resource, name=metadata["name"], namespace=metadata.get("namespace"))
 
 
+def written_version(obj) -> tuple:
+    """What changes when someone writes the object: its resourceVersion; for the JobSet, whose status
+    its controller keeps updating, its generation and the time of each manager's last write."""
+    if obj.kind != "JobSet":
+        return (obj.metadata.resourceVersion,)
+    writes = sorted((f.manager, f.time) for f in obj.metadata.managedFields if f.operation == "Apply")
+    return (obj.metadata.generation, tuple(writes))
+
+
+def jobset_ready(cluster, namespace: str) -> bool:
+    """Every Job of the experiment's JobSet has all its pods ready, and the JobSet says so."""
+    jobs = client.BatchV1Api(cluster.api).list_namespaced_job(namespace).items
+    jobset = client.CustomObjectsApi(cluster.api).get_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", "tf"
+    )
+    replicated = (jobset.get("status") or {}).get("replicatedJobsStatus") or []
+    return (
+        bool(jobs)
+        and all((job.status.ready or 0) == job.spec.parallelism for job in jobs)
+        and len(replicated) == len(jobset["spec"]["replicatedJobs"])
+        and all(r.get("ready") == 1 for r in replicated)
+    )
+
+
 def status_of(stack: str, cluster, capsys) -> tuple[int, str]:
     code = components_main(["status", stack, "--kubeconfig", str(cluster.kubeconfig)])
     return code, capsys.readouterr().out
@@ -87,37 +111,32 @@ def test_scene1_case2_admitted_placed_and_removed(local_cluster, tmp_path, capsy
     ).items
     assert len(chief) == 1 and chief[0].spec.node_name in servers
 
-    # Every address in TF_CONFIG is the DNS name of the one pod that runs that task: for PS and
-    # workers the EndpointSlice controller published `<host name>.<Service>` (what cluster DNS
-    # serves), and the pod's index label, which its TF_CONFIG takes as the task index, is that
-    # task's. kwok completes Job pods at once, and a finished pod has no endpoint, so for the chief
-    # the test checks what the controller would publish from: host name, subdomain, selection.
+    # Every address in TF_CONFIG is the DNS name of the one pod that runs that task: the
+    # EndpointSlice controller published `<host name>.tf` for each pod of the JobSet (what cluster
+    # DNS serves), and the pod's group and completion index, from which its trainer composes
+    # TF_CONFIG's task index, are that task's.
     experiment = load_experiment("scene1-case2")
     cluster = experiment.tf_config.cluster
-    expected = {address for role in TASK_ROLES for address in cluster[role]}
+    expected = {address for addresses in cluster.values() for address in addresses}
     deadline = time.monotonic() + ENDPOINTS_WAIT_S
     while not expected <= set(published := published_names(local_cluster, "tf-scene1-case2")):
         assert time.monotonic() < deadline, f"not published: {sorted(expected - set(published))}"
         time.sleep(0.5)
+    assert len(expected) == len(published) == 56
+    first_index = {group.name: group.first_index for group in experiment.groups}
     by_name = {pod.metadata.name: pod for pod in core(local_cluster).list_namespaced_pod("tf-scene1-case2").items}
-    for role in TASK_ROLES:
-        for index, address in enumerate(cluster[role]):
+    for role, addresses in cluster.items():
+        for index, address in enumerate(addresses):
             pod = by_name[published[address]]
-            assert pod.metadata.labels[L.COMPONENT] == role
+            labels = pod.metadata.labels
+            assert labels[L.COMPONENT] == role
             (container,) = pod.spec.containers
-            index_source = next(e for e in container.env if e.name == "TFK8S_TASK_INDEX")
-            assert index_source.value_from.field_ref.field_path == "metadata.labels['apps.kubernetes.io/pod-index']"
-            assert pod.metadata.labels["apps.kubernetes.io/pod-index"] == str(index)
-    # The chief is published too while kwok has not yet completed its pod: count the task roles' names.
-    task_names = {address for address in published if address.split(".")[1] in TASK_ROLES}
-    assert len(expected) == len(task_names) == 55
-    (chief_pod,) = chief
-    assert cluster["chief"] == [f"{chief_pod.spec.hostname}.{chief_pod.spec.subdomain}.tf-scene1-case2.svc:2222"]
-    (chief_container,) = chief_pod.spec.containers
-    assert next(e.value for e in chief_container.env if e.name == "TFK8S_TASK_INDEX") == "0"
-    chief_service = core(local_cluster).read_namespaced_service(chief_pod.spec.subdomain, "tf-scene1-case2")
-    assert chief_service.spec.cluster_ip == "None"
-    assert all(chief_pod.metadata.labels.get(k) == v for k, v in chief_service.spec.selector.items())
+            env = {e.name: e.value for e in container.env}
+            assert env["TFK8S_TASK_TYPE"] == role
+            assert int(env["TFK8S_FIRST_INDEX"]) == first_index[labels[L.WORKLOAD]]
+            assert int(env["TFK8S_FIRST_INDEX"]) + int(labels["batch.kubernetes.io/job-completion-index"]) == index
+    service = core(local_cluster).read_namespaced_service("tf", "tf-scene1-case2")
+    assert service.spec.cluster_ip == "None" and service.spec.publish_not_ready_addresses is True
 
     # tfk8s's labels went on under the experiment's field manager.
     for name, labels in node_labels(local_cluster, servers).items():
@@ -127,8 +146,10 @@ def test_scene1_case2_admitted_placed_and_removed(local_cluster, tmp_path, capsy
     code, table = status_of("scene1-case2", local_cluster, capsys)
     assert code == 0, table
     assert "56/56 tasks running as planned · 0 pending" in table.splitlines()[0]
+    assert table.splitlines()[1] == "phase: Running"
     assert components_main(["status", "scene1-case2", "--kubeconfig", str(local_cluster.kubeconfig), "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
+    assert status["phase"] == "Running"
     assert status["asPlanned"] is True and len(status["tasks"]) == 56
     assert {t["task"]: t["node"] for t in status["tasks"] if t["planned"]} == {
         task: server for server, tasks in load_experiment("scene1-case2").plan.by_server().items() for task in tasks
@@ -183,14 +204,14 @@ def test_gpu_workers_land_on_gpu_servers_within_capacity(local_cluster, tmp_path
 def test_applying_twice_changes_nothing(local_cluster, tmp_path):
     manifests = local_cluster.apply("scene2-case2", tmp_path)
     try:
-        # kwok completes the chief's pod on its own time; its Job's status must have settled first.
+        # The controllers update the JobSet's and its Jobs' status as pods become ready: let it settle.
         deadline = time.monotonic() + ENDPOINTS_WAIT_S
-        while not client.BatchV1Api(local_cluster.api).read_namespaced_job("chief", "tf-scene2-case2").status.succeeded:
-            assert time.monotonic() < deadline, "kwok did not complete the chief's pod"
+        while not jobset_ready(local_cluster, "tf-scene2-case2"):
+            assert time.monotonic() < deadline, "the JobSet's Jobs did not all become ready"
             time.sleep(0.5)
-        versions = {m["metadata"]["name"] + m["kind"]: read_back(local_cluster, m).metadata.resourceVersion for m in manifests}
+        versions = {m["metadata"]["name"] + m["kind"]: written_version(read_back(local_cluster, m)) for m in manifests}
         local_cluster.apply("scene2-case2", tmp_path)
-        again = {m["metadata"]["name"] + m["kind"]: read_back(local_cluster, m).metadata.resourceVersion for m in manifests}
+        again = {m["metadata"]["name"] + m["kind"]: written_version(read_back(local_cluster, m)) for m in manifests}
         assert again == versions
         # What a user hands to kubectl: the rendered folder shows no difference either.
         diff = subprocess.run(
@@ -276,10 +297,12 @@ def test_losing_a_server_strands_strict_tasks_and_moves_preferred_ones(
         strict_tasks = load_experiment(strict).plan.by_server()["srv-03"]
 
         def strict_stranded():
+            # The lost PS restarted the experiment (JobSet); once again running, only srv-03's wait.
             code, table = status_of(strict, local_cluster, capsys)
             rows = [line for line in table.splitlines() if any(f" {t} " in line for t in strict_tasks)]
             pending = [r for r in rows if "Pending" in r and "server srv-03 is not in the cluster" in r]
-            return (code, table) if len(pending) == len(strict_tasks) else None
+            rest_running = f"{56 - len(strict_tasks)}/56 tasks running as planned" in table.splitlines()[0]
+            return (code, table) if len(pending) == len(strict_tasks) and rest_running else None
 
         def loose_moved():
             table = pods_by_node(local_cluster, loose)

@@ -38,7 +38,8 @@ def test_down_stops_every_process_it_started():
     plane = control_plane.up(LIFECYCLE)
     pids = list(plane.processes.values())
     try:
-        assert len(pids) == 5 and all(alive(pid) for pid in pids)
+        # etcd, API server, controller manager, scheduler, kwok, JobSet's and Kueue's controllers
+        assert len(pids) == 7 and all(alive(pid) for pid in pids)
         stopped = control_plane.down(LIFECYCLE)
         assert sorted(stopped) == sorted(plane.processes)
         assert wait_dead(pids) == []

@@ -22,7 +22,7 @@ from components.stack_files import PROJECT_ROOT, load_experiment
 
 from . import control_plane, host, lifecycle, paths
 from .client import api_client
-from .experiments import ApplyError, apply_manifests, delete_manifests, wait_for_pods
+from .experiments import ApplyError, ExperimentNotRunning, apply_manifests, delete_manifests, wait_for_pods
 from .nodes import create_fake_nodes
 
 DEFAULT_WAIT_S = 300.0
@@ -81,8 +81,12 @@ def main(argv: list[str] | None = None) -> int:
             api = api_client(args.kubeconfig)
             started = time.monotonic()
             apply_manifests(api, experiment.stack, read_rendered(out_dir), _say)
-            times = wait_for_pods(api, experiment, args.timeout, _say, started)
-            _say(f"every PS and worker pod bound after {times.bound_s:.1f} s, running after {times.running_s:.1f} s")
+            try:
+                times = wait_for_pods(api, experiment, args.timeout, _say, started)
+            except ExperimentNotRunning as state:
+                _say(str(state))
+            else:
+                _say(f"every PS and worker pod bound after {times.bound_s:.1f} s, running after {times.running_s:.1f} s")
         elif args.command == "delete":
             experiment = load_experiment(args.stack)
             out_dir = rendered_dir(experiment.stack)

@@ -17,11 +17,13 @@ from typing import Any, Callable, Iterable, Optional
 
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import ApiException
+from kubernetes.dynamic.exceptions import ApiException, ResourceNotFoundError
 
 from components import labels as L
 from components.experiment import Experiment
 from components.manifests import Manifest
+from components.status import no_jobset_message
+from components.workloads import JOBSET_NAME
 
 from .client import PARALLEL_REQUESTS, is_not_found, server_message
 
@@ -39,11 +41,24 @@ def pod_poll_interval(pods: int) -> float:
 # The roles whose pods an apply waits for (the chief is a Job that finishes).
 TASK_ROLES = ("ps", "worker")
 # What the tasks share in the namespace: applied before any task.
-SHARED_KINDS = ("NetworkPolicy", "ConfigMap", "PersistentVolumeClaim")
+SHARED_KINDS = ("NetworkPolicy", "ConfigMap", "PersistentVolumeClaim", "LocalQueue")
 
 
 class ApplyError(RuntimeError):
     pass
+
+
+class ExperimentNotRunning(Exception):
+    """The experiment's pods will not all run now: Kueue holds it, or it already ended."""
+
+    def __init__(self, stack: str, state: str) -> None:
+        self.stack, self.state = stack, state
+        if state == "queued":
+            text = "queued: Kueue admits it when its whole request fits; `status` shows its phase"
+        else:
+            text = (f"already ended ({state}); an unchanged stack does not train again: change the stack, "
+                    "or delete and apply it")
+        super().__init__(f"stack '{stack}' is {text}")
 
 
 def quiet(_: str) -> None:
@@ -51,7 +66,12 @@ def quiet(_: str) -> None:
 
 
 def _resource(dynamic: DynamicClient, manifest: Manifest):
-    return dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+    try:
+        return dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+    except ResourceNotFoundError:
+        if manifest["kind"] == "JobSet":
+            raise ApplyError(no_jobset_message(manifest["metadata"]["labels"][L.INSTANCE])) from None
+        raise ApplyError(f"the cluster does not serve {manifest['apiVersion']} {manifest['kind']}") from None
 
 
 def _describe(manifest: Manifest) -> str:
@@ -67,7 +87,49 @@ def apply_manifest(dynamic: DynamicClient, manifest: Manifest, field_manager: st
             _resource(dynamic, manifest), body=manifest, field_manager=field_manager, serialize=False
         )
     except ApiException as error:
+        if manifest["kind"] == "JobSet" and "immutable" in server_message(error):
+            _replace(dynamic, manifest, field_manager)
+            return
         raise ApplyError(f"the API server refused {_describe(manifest)}: {server_message(error)}") from None
+
+
+JOBSET_GONE_TIMEOUT_S = 60.0
+
+
+def _replace(dynamic: DynamicClient, manifest: Manifest, field_manager: str) -> None:
+    """A changed experiment is a new JobSet (its replicated Jobs cannot change): delete the old one
+    with its pods, then create it again, as `pulumi up` does (replaceOnChanges, deleteBeforeReplace)."""
+    resource, metadata = _resource(dynamic, manifest), manifest["metadata"]
+    dynamic.delete(resource, name=metadata["name"], namespace=metadata["namespace"],
+                   body={"propagationPolicy": "Foreground"})
+    deadline = time.monotonic() + JOBSET_GONE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            dynamic.get(resource, name=metadata["name"], namespace=metadata["namespace"])
+        except ApiException as error:
+            if is_not_found(error):
+                dynamic.server_side_apply(resource, body=manifest, field_manager=field_manager, serialize=False)
+                return
+            raise
+        time.sleep(WAIT_POLL_S)
+    raise ApplyError(f"{_describe(manifest)} still being deleted after {JOBSET_GONE_TIMEOUT_S:.0f} s")
+
+
+def jobset_state(api: client.ApiClient, experiment: Experiment) -> Optional[str]:
+    """'queued' while Kueue holds the experiment's JobSet, its terminal state once it ended, else None."""
+    if experiment.workload != "jobset":
+        return None
+    try:
+        jobset = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", JOBSET_NAME
+        )
+    except ApiException as error:
+        if is_not_found(error):
+            return None
+        raise
+    if (jobset.get("status") or {}).get("terminalState"):
+        return jobset["status"]["terminalState"]
+    return "queued" if (jobset.get("spec") or {}).get("suspend") else None
 
 
 def _apply_all(dynamic: DynamicClient, manifests: list[Manifest], field_manager: str) -> None:
@@ -174,6 +236,9 @@ def wait_for_pods(
     bound_at: Optional[float] = None
     last_report = ""
     while True:
+        state = jobset_state(api, experiment)
+        if state is not None:
+            raise ExperimentNotRunning(experiment.stack, state)
         rows = [row for row in pod_rows(dynamic, experiment) if not row.terminating]
         bound = sum(1 for row in rows if row.node)
         running = sum(1 for row in rows if row.status == "Running")

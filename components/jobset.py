@@ -22,7 +22,7 @@ from typing import Optional
 
 from . import labels as L
 from .experiment import Experiment
-from .manifests import SKIP_AWAIT, Manifest, metadata, pod_template
+from .manifests import Manifest, metadata, pod_template
 from .workloads import JOBSET_NAME, TaskGroup
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -30,6 +30,9 @@ KUEUE_API = "kueue.x-k8s.io/v1beta1"
 # The LocalQueue tfk8s creates in the experiment's namespace (cluster.queue).
 LOCAL_QUEUE = "tfk8s"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# pulumi-kubernetes (v4.18+) waits for this JSONPath to exist on the object, instead of its own readiness rule.
+WAIT_FOR = "pulumi.com/waitFor"
+CREATED = "jsonpath={.status.replicatedJobsStatus}"
 # A worker's Job replaces it however often it is lost: an experiment never
 # fails for one worker, the coordinator just schedules its steps elsewhere.
 WORKER_BACKOFF_LIMIT = 2**31 - 1
@@ -41,8 +44,10 @@ def jobset(experiment: Experiment) -> Manifest:
     meta = metadata(experiment, JOBSET_NAME)
     if cluster.queue is not None:
         meta["labels"][QUEUE_LABEL] = LOCAL_QUEUE
-    # The JobSet is created at once; training is what it does afterwards.
-    meta["annotations"] = {SKIP_AWAIT: "true"}
+    # `pulumi up` waits until the JobSet controller took the experiment in (it made its Jobs,
+    # which run at once, or wait suspended while Kueue queues them), not for training to end.
+    # Not skipAwait: replacing a changed experiment must wait until the old JobSet is gone.
+    meta["annotations"] = {WAIT_FOR: CREATED}
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",

@@ -331,7 +331,8 @@ def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
     assert spec["failurePolicy"]["rules"] == [
         {"name": "ChiefFailed", "action": "FailJobSet", "targetReplicatedJobs": ["chief"]}
     ]
-    assert jobset.manifest["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    # `pulumi up` returns once the JobSet controller made its Jobs, not after training.
+    assert jobset.manifest["metadata"]["annotations"] == {"pulumi.com/waitFor": "jsonpath={.status.replicatedJobsStatus}"}
     for job in replicated_jobs(stack_run):
         job_spec, role = job.manifest["spec"], job.manifest["metadata"]["labels"][L.COMPONENT]
         assert job_spec["completionMode"] == "Indexed"

@@ -19,7 +19,7 @@ from components import labels as L
 from components.__main__ import main as components_main
 from components.stack_files import load_experiment
 from tools.localcluster import paths
-from tools.localcluster.experiments import TASK_ROLES, ApplyError, apply_manifest, task_pods
+from tools.localcluster.experiments import ApplyError, apply_manifest, task_pods
 from tools.localcluster.nodes import create_fake_nodes
 
 NODE_GONE_WAIT_S = 150.0

@@ -140,7 +140,11 @@ class RealCluster:
         batch = client.BatchV1Api(self.api)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            job = batch.read_namespaced_job("chief", experiment.namespace)
+            jobs = batch.list_namespaced_job(experiment.namespace, label_selector=f"{L.WORKLOAD}=chief").items
+            if not jobs:  # a JobSet restarting the experiment recreates it
+                time.sleep(1.0)
+                continue
+            (job,) = jobs
             if job.status.succeeded:
                 pod = next(p for p in self.pods(stack, "chief") if p.status.phase == "Succeeded")
                 summary = self.log(experiment.namespace, pod.metadata.name).events("summary")[-1][1]
@@ -150,6 +154,22 @@ class RealCluster:
             time.sleep(1.0)
         pods = [(p.metadata.name, p.status.phase) for p in self.pods(stack, "chief")]
         pytest.fail(f"the chief did not complete within {timeout_s:.0f} s: {pods}")
+
+    def jobset(self, stack: str) -> dict:
+        experiment = load_experiment(stack)
+        return client.CustomObjectsApi(self.api).get_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", "tf"
+        )
+
+    def task_pod(self, stack: str, role: str, index: int) -> Any:
+        """The current pod of task `<role>-<index>` (its group's first index plus its completion index)."""
+        first_index = {group.name: group.first_index for group in load_experiment(stack).groups}
+        for pod in self.pods(stack, role):
+            labels = pod.metadata.labels
+            completion = int(labels["batch.kubernetes.io/job-completion-index"])
+            if first_index[labels[L.WORKLOAD]] + completion == index and pod.metadata.deletion_timestamp is None:
+                return pod
+        return None
 
     def _running_logs(self, stack: str, role: str):
         namespace = load_experiment(stack).namespace
@@ -174,24 +194,6 @@ class RealCluster:
                         return found
             time.sleep(0.5)
         pytest.fail(f"the chief logged no {event} {match} within {timeout_s:.0f} s")
-
-    def wait_for_restarted_chief_event(self, stack: str, event: str, timeout_s: float = 120.0) -> dict:
-        """The last `event` of the chief's container before it was restarted (read while the pod
-        still has it: the kubelet drops a finished pod's earlier containers)."""
-        namespace = load_experiment(stack).namespace
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for pod in self.pods(stack, "chief"):
-                statuses = pod.status.container_statuses or []
-                if statuses and statuses[0].restart_count >= 1:
-                    try:
-                        found = self.log(namespace, pod.metadata.name, previous=True).events(event)
-                    except client.ApiException:
-                        continue
-                    if found:
-                        return found[-1][1]
-            time.sleep(0.5)
-        pytest.fail(f"no restarted chief with a {event} event within {timeout_s:.0f} s")
 
     def wait_for_log(self, stack: str, role: str, text: str, timeout_s: float = POD_WAIT_S) -> None:
         """Wait until a running pod of `role` has logged `text`."""

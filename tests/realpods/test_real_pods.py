@@ -9,6 +9,8 @@ rejoins, training resumes from the checkpoint).
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
+from components.__main__ import main as components_main
 from components.render import read_rendered, render
 from components.stack_files import load_experiment
 from tests.realpods.conftest import REAL_SERVERS, RealCluster, scaled_to_real_nodes
@@ -24,6 +27,7 @@ from tools.localcluster.experiments import apply_manifests
 from trainer.peers import PS_WATCH_GRACE_S
 
 DELETE_WITHIN_S = 5.0
+ENDS_WITHIN_S = 30.0  # the PS and workers after the chief completes
 TRAINING_STARTS_WITHIN_S = 5.0
 REJOINS_WITHIN_S = 15.0
 
@@ -75,10 +79,21 @@ def _serving_times(cluster: RealCluster, stack: str, role: str) -> dict[str, flo
     return times
 
 
-def test_a_seed_experiment_trains_to_completion_in_real_pods(real_cluster, tmp_path):
+def _status(stack: str, cluster: RealCluster, capsys) -> dict:
+    components_main(["status", stack, "--kubeconfig", str(cluster.kubeconfig), "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_seed_experiment_trains_to_completion_and_ends_in_real_pods(real_cluster, tmp_path, capsys):
     stack = _colocated(real_cluster, "real-scene1", steps=400, checkpointEvery=100)
     with real_cluster.running(stack, tmp_path) as namespace:
+        # The restricted pod settings, as real runc enforces them.
+        ps_pod = real_cluster.pods(stack, "ps")[0].metadata.name
+        probe = "import os\ntry:\n open('/probe', 'w')\nexcept OSError as e:\n print(os.getuid(), os.getgid(), e.strerror)"
+        assert _exec(real_cluster, namespace, ps_pod, probe).strip() == "1000 1000 Read-only file system"
+
         summary, chief = real_cluster.chief_summary(stack)
+        completed = time.monotonic()
         # Checkpoints at 100..400 were written with each PS and the chief in its own pod.
         assert summary["steps"] == 400 and summary["resumed_from_step"] == 0
         assert chief.status.container_statuses[0].restart_count == 0, "the chief never crashed"
@@ -87,16 +102,36 @@ def test_a_seed_experiment_trains_to_completion_in_real_pods(real_cluster, tmp_p
         assert summary["row_imbalance"] <= 1.05
         assert all(size > 0 for size in summary["bytes_per_ps"])
 
-        # The restricted pod settings, as real runc enforces them.
-        ps_pod = real_cluster.pods(stack, "ps")[0].metadata.name
-        probe = "import os\ntry:\n open('/probe', 'w')\nexcept OSError as e:\n print(os.getuid(), os.getgid(), e.strerror)"
-        assert _exec(real_cluster, namespace, ps_pod, probe).strip() == "1000 1000 Read-only file system"
+        # The experiment ends with its chief: every PS and worker pod is gone, their node's CPU free.
+        while real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker"):
+            assert time.monotonic() - completed < ENDS_WITHIN_S, "PS and workers still there after the chief"
+            time.sleep(0.5)
+        requested = [
+            c.resources.requests.get("cpu")
+            for p in real_cluster.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={REAL_SERVERS[0]}").items
+            if p.status.phase in ("Pending", "Running")
+            for c in p.spec.containers
+        ]
+        assert requested == [], f"{REAL_SERVERS[0]} still has running pods requesting CPU: {requested}"
+        status = _status(stack, real_cluster, capsys)
+        assert status["phase"] == "Succeeded"
+        assert status["summary"]["steps"] == 400 and "400 steps, final loss" in status["phaseDetail"]
+
+        # Applying the unchanged stack again does not train again.
+        real_cluster.apply(stack, tmp_path / "again", wait=False)
+        time.sleep(5)
+        assert real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker") == []
+        assert [p.metadata.name for p in real_cluster.pods(stack, "chief")] == [chief.metadata.name]
+        assert _status(stack, real_cluster, capsys)["phase"] == "Succeeded"
 
 
 def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tmp_path):
     """The chief waits for PS that are not up yet (no DNS name, no server) and is not fooled into
     counting them lost; once the last one serves, training starts without reconnect backoff."""
-    stack = _colocated(real_cluster, "real-late-ps", steps=200, checkpointEvery=100)
+    # The StatefulSet model: its PS are objects of their own, created after the rest here.
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-late-ps", _as_statefulsets(
+        scaled_to_real_nodes("servers", "servers", {"steps": 200, "checkpointEvery": 100})
+    ))
     experiment = load_experiment(stack)
     render(experiment, tmp_path)
     manifests = read_rendered(tmp_path)
@@ -117,18 +152,40 @@ def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tm
         real_cluster.delete(stack, tmp_path)
 
 
-def test_a_deleted_ps_pod_restarts_training_from_its_checkpoint(real_cluster, tmp_path):
-    stack = _colocated(real_cluster, "real-lost-ps", steps=1600, checkpointEvery=200)
+def _durable(local_volume: str, steps: int):
+    def edit(values):
+        scaled_to_real_nodes("servers", "servers", {"steps": steps, "checkpointEvery": 200})(values)
+        values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
+
+    return edit
+
+
+def _as_statefulsets(edit):
+    def as_statefulsets(values):
+        edit(values)
+        values["tfk8s:cluster"]["workload"] = "statefulset"
+
+    return as_statefulsets
+
+
+def test_a_deleted_ps_pod_restarts_the_experiment_from_its_checkpoint(real_cluster, local_volume, tmp_path):
+    """A PS's variables die with it: the JobSet restarts every task, and the new chief resumes from
+    the last checkpoint on its volume."""
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-lost-ps", _durable(local_volume, 1600))
     with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
+        first_chief = real_cluster.pods(stack, "chief")[0].metadata.name
         ps_pod = real_cluster.pods(stack, "ps")[1].metadata.name
         assert _delete_pod(real_cluster, namespace, ps_pod) < DELETE_WITHIN_S
-        failed = real_cluster.wait_for_restarted_chief_event(stack, "failed")
-        assert "ps-1 (" in failed["error"] and "is unreachable" in failed["error"]
+        deadline = time.monotonic() + 60
+        while (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) < 1:
+            assert time.monotonic() < deadline, "the JobSet did not restart the experiment"
+            time.sleep(0.5)
         summary, chief = real_cluster.chief_summary(stack)
+        assert chief.metadata.name != first_chief, "every task was restarted, the chief included"
         assert summary["steps"] == 1600
         assert summary["resumed_from_step"] >= checkpoint["step"], "resumed from the checkpoint, not from 0"
-        assert chief.status.container_statuses[0].restart_count >= 1
+        assert real_cluster.jobset(stack)["status"]["restarts"] == 1
 
 
 def test_a_deleted_worker_pod_is_replaced_and_its_replacement_runs_steps(real_cluster, tmp_path):
@@ -136,13 +193,20 @@ def test_a_deleted_worker_pod_is_replaced_and_its_replacement_runs_steps(real_cl
     with real_cluster.running(stack, tmp_path) as namespace:
         real_cluster.wait_for_event(stack, "worker_joined", worker=lambda w: w and w.startswith("worker-1@"))
         time.sleep(5)
-        worker = next(p for p in real_cluster.pods(stack, "worker") if p.metadata.labels["apps.kubernetes.io/pod-index"] == "1")
+        worker = real_cluster.task_pod(stack, "worker", 1)
         assert _delete_pod(real_cluster, namespace, worker.metadata.name) < DELETE_WITHIN_S
+        # Its Job makes a new pod (a new name) for the same task; the others train on meanwhile.
+        deadline = time.monotonic() + 60
+        while (replacement := real_cluster.task_pod(stack, "worker", 1)) is None:
+            assert time.monotonic() < deadline, "worker-1 was not replaced"
+            time.sleep(0.5)
+        real_cluster.wait_for_log(stack, "worker", "worker-1: serving on")
+        replacement_serving = real_cluster.log(namespace, replacement.metadata.name).first("serving on")
         summary, chief = real_cluster.chief_summary(stack)
         assert summary["steps"] == 2400
         worker_1 = {name: steps for name, steps in summary["steps_by_worker_process"].items() if name.startswith("worker-1@")}
         assert len(worker_1) == 2 and all(steps > 0 for steps in worker_1.values()), summary["steps_by_worker_process"]
-        replacement_serving = real_cluster.log(namespace, worker.metadata.name).first("serving on")
+        assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0, "a lost worker restarts nothing else"
         joined = [
             stamp
             for stamp, event in real_cluster.log(namespace, chief.metadata.name).events("worker_joined")
@@ -156,7 +220,8 @@ def local_volume(real_cluster):
     """A StorageClass and a local PersistentVolume on srv-00, as an administrator would provide."""
     storage = client.StorageV1Api(real_cluster.api)
     folder = Path(real_cluster.kubeconfig).parent / "volumes" / "checkpoints"
-    folder.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)  # an earlier test's checkpoints would be resumed from
+    folder.mkdir(parents=True)
     storage.create_storage_class(
         {
             "metadata": {"name": "tfk8s-local"},
@@ -190,11 +255,7 @@ def local_volume(real_cluster):
 
 
 def test_a_replaced_chief_pod_resumes_from_its_checkpoint_volume(real_cluster, local_volume, tmp_path):
-    def durable(values):
-        scaled_to_real_nodes("servers", "servers", {"steps": 1600, "checkpointEvery": 200})(values)
-        values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
-
-    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-durable", durable)
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-durable", _durable(local_volume, 1600))
     with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
         first_chief = real_cluster.pods(stack, "chief")[0].metadata.name
@@ -214,7 +275,7 @@ def test_scene2_isolated_ps_and_workers_on_two_real_nodes(real_cluster, tmp_path
         scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": 300, "checkpointEvery": 100}),
     )
     with real_cluster.running(stack, tmp_path):
-        summary, _ = real_cluster.chief_summary(stack)
-        assert summary["steps"] == 300 and summary["loss_last"] < summary["loss_first"]
         assert {p.spec.node_name for p in real_cluster.pods(stack, "ps")} == {REAL_SERVERS[0]}
         assert {p.spec.node_name for p in real_cluster.pods(stack, "worker")} == {REAL_SERVERS[1]}
+        summary, _ = real_cluster.chief_summary(stack)
+        assert summary["steps"] == 300 and summary["loss_last"] < summary["loss_first"]

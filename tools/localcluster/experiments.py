@@ -29,6 +29,7 @@ from .client import PARALLEL_REQUESTS, is_not_found, server_message
 
 Progress = Callable[[str], None]
 WAIT_POLL_S = 0.5
+ADMISSION_GRACE_S = 10.0
 
 
 def pod_poll_interval(pods: int) -> float:
@@ -237,7 +238,8 @@ def wait_for_pods(
     last_report = ""
     while True:
         state = jobset_state(api, experiment)
-        if state is not None:
+        # Kueue suspends a queued JobSet at creation and admits one that fits a moment later.
+        if state is not None and (state != "queued" or time.monotonic() - started > ADMISSION_GRACE_S):
             raise ExperimentNotRunning(experiment.stack, state)
         rows = [row for row in pod_rows(dynamic, experiment) if not row.terminating]
         bound = sum(1 for row in rows if row.node)

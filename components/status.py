@@ -183,7 +183,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         if summary is not None:
             phase = Phase(phase.name, summary_text(summary))
     elif phase.name == "Failed":
-        phase = Phase(phase.name, "; ".join(filter(None, [phase.detail, _failed_task(core, all_pods, first_index)])))
+        why = [phase.detail, _failed_jobs(jobs, experiment), _failed_task(core, all_pods, first_index)]
+        phase = Phase(phase.name, "; ".join(filter(None, why)))
     return ExperimentStatus(phase, tasks, summary)
 
 
@@ -217,6 +218,19 @@ def _log(core: Any, pod: Any, lines: int = 50) -> str:
         return core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, tail_lines=lines)
     except ApiException:
         return ""
+
+
+def _failed_jobs(jobs: list[Any], experiment: Experiment) -> str:
+    """The task groups whose Job failed, with the tasks they run and the Job's reason."""
+    tasks_of = {group.name: [task.name for task in group.tasks] for group in experiment.groups}
+    failed = []
+    for job in jobs:
+        for condition in job.status.conditions or ():
+            if condition.type == "Failed" and condition.status == "True":
+                group = (job.metadata.labels or {}).get(L.WORKLOAD, job.metadata.name)
+                tasks = ", ".join(tasks_of.get(group, [])) or group
+                failed.append(f"{tasks} failed ({condition.reason or condition.message})")
+    return "; ".join(failed)
 
 
 def _failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str:

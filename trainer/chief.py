@@ -286,16 +286,30 @@ class TrainingLoop:
             self.metrics.flush()
 
 
+# Checkpoint I/O goes through the chief (experimental_io_device), so each PS calls the chief
+# back. Right after the chief's pod or container (re)starts, a PS's channel to it can still be
+# in gRPC's reconnect back-off (at most 2 s, peers.py) and fail such a call at once: seen on
+# real pods as a chief crash-looping on its restore. It is transient, so the chief retries.
+CHIEF_UNREACHED_RETRY_S = 15.0
+CHIEF_UNREACHED = "remote target /job:chief/"
+
+
 def _checkpoint_io(action: str, directory: str, operation: Callable[[], Any]) -> Any:
     """Run a save or restore; a PS lost meanwhile is still a lost PS, anything else a CheckpointError."""
-    try:
-        return operation()
-    except PS_CONNECTION_FAILURES as error:
-        if ps_named_in(str(error)) is None:
+    deadline = time.monotonic() + CHIEF_UNREACHED_RETRY_S
+    while True:
+        try:
+            return operation()
+        except PS_CONNECTION_FAILURES as error:
+            if CHIEF_UNREACHED in str(error) and time.monotonic() < deadline:
+                print(f"chief: a PS cannot reach the chief yet to {action}; retrying", flush=True)
+                time.sleep(1.0)
+                continue
+            if ps_named_in(str(error)) is None:
+                raise CheckpointError(action, directory, error) from None
+            raise
+        except tf.errors.OpError as error:
             raise CheckpointError(action, directory, error) from None
-        raise
-    except tf.errors.OpError as error:
-        raise CheckpointError(action, directory, error) from None
 
 
 def restore_latest(manager: tf.train.CheckpointManager) -> Optional[str]:

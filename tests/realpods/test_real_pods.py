@@ -38,21 +38,25 @@ def _colocated(cluster: RealCluster, name: str, **trainer) -> str:
 
 
 def _delete_pod(cluster: RealCluster, namespace: str, name: str) -> float:
-    """`kubectl delete pod` (waits until the pod is gone); seconds it took."""
+    """`kubectl delete pod`; seconds until its trainer stopped (its container terminated, or the pod
+    gone). A Job's pod object itself stays until the Job controller has counted it: that controller
+    removes its tracking finalizer in its next sync, which follows a failure after its back-off."""
     started = time.monotonic()
     cluster.core.delete_namespaced_pod(name, namespace)
     while True:
         try:
-            cluster.core.read_namespaced_pod(name, namespace)
+            pod = cluster.core.read_namespaced_pod(name, namespace)
         except client.ApiException as error:
             if error.status == 404:
                 return time.monotonic() - started
             raise
-        pods = [p for p in cluster.core.list_namespaced_pod(namespace).items if p.metadata.name == name]
-        if pods and pods[0].metadata.deletion_timestamp is None:
+        if pod.metadata.deletion_timestamp is None:
             return time.monotonic() - started  # a StatefulSet already made its replacement
+        statuses = pod.status.container_statuses or []
+        if statuses and statuses[0].state.terminated is not None:
+            return time.monotonic() - started
         if time.monotonic() - started > 60:
-            pytest.fail(f"pod {name} still there 60 s after its deletion")
+            pytest.fail(f"pod {name} still running 60 s after its deletion")
         time.sleep(0.1)
 
 
@@ -279,3 +283,22 @@ def test_scene2_isolated_ps_and_workers_on_two_real_nodes(real_cluster, tmp_path
         assert {p.spec.node_name for p in real_cluster.pods(stack, "worker")} == {REAL_SERVERS[1]}
         summary, _ = real_cluster.chief_summary(stack)
         assert summary["steps"] == 300 and summary["loss_last"] < summary["loss_first"]
+
+
+def test_an_experiment_whose_restarts_are_used_up_fails_naming_the_task(real_cluster, tmp_path, capsys):
+    def no_restarts(values):
+        scaled_to_real_nodes("servers", "servers", {"steps": 100000, "checkpointEvery": 0})(values)
+        values["tfk8s:cluster"]["restarts"] = 0
+
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-fails", no_restarts)
+    with real_cluster.running(stack, tmp_path) as namespace:
+        real_cluster.wait_for_event(stack, "start")
+        assert _delete_pod(real_cluster, namespace, real_cluster.task_pod(stack, "ps", 1).metadata.name) < DELETE_WITHIN_S
+        deadline = time.monotonic() + 60
+        while (status := _status(stack, real_cluster, capsys))["phase"] != "Failed":
+            assert time.monotonic() < deadline, f"not Failed: {status['phase']} {status['phaseDetail']}"
+            time.sleep(1)
+        assert "ps-1 failed" in status["phaseDetail"], status["phaseDetail"]
+        while real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker"):
+            assert time.monotonic() < deadline + ENDS_WITHIN_S, "a failed experiment still holds its servers"
+            time.sleep(0.5)

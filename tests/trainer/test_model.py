@@ -379,3 +379,32 @@ def test_a_checkpoint_that_cannot_be_written_is_not_taken_for_a_lost_ps(strategy
     cause = err.split("could not write the checkpoint", 1)[1]
     assert "Graph execution error" not in cause.splitlines()[0] or len(cause.splitlines()) > 1, "the whole cause, not its first line"
     assert "not-a-folder" in cause
+
+
+def test_checkpoint_io_retries_while_a_ps_cannot_reach_the_restarted_chief_yet(monkeypatch):
+    """Seen on real pods: a replaced chief's restore failed because a PS's channel back to it was
+    still in gRPC's reconnect back-off; the chief crash-looped. It now retries for a while."""
+    from trainer import chief as chief_module
+
+    unreached = (
+        "failed to connect to all addresses; last error: UNKNOWN: ipv4:10.77.0.75:2222: Connection refused\n"
+        "Additional GRPC error information from remote target /job:chief/replica:0/task:0 while calling "
+        "/tensorflow.WorkerService/RecvTensor ... from remote target /job:ps/replica:0/task:0/device:CPU:0"
+    )
+    calls = []
+
+    def restore():
+        calls.append(1)
+        if len(calls) < 3:
+            raise tf.errors.UnavailableError(None, None, unreached)
+        return "restored"
+
+    monkeypatch.setattr(chief_module.time, "sleep", lambda _: None)
+    assert chief_module._checkpoint_io("restore the checkpoint", "ckpt-200", restore) == "restored"
+    assert len(calls) == 3
+
+    def ps_gone():
+        raise tf.errors.UnavailableError(None, None, "failed on /job:ps/replica:0/task:1/device:CPU:0: connection reset")
+
+    with pytest.raises(tf.errors.UnavailableError):  # a lost PS is not retried: the chief exits 3
+        chief_module._checkpoint_io("restore the checkpoint", "ckpt-200", ps_gone)

@@ -1,0 +1,50 @@
+"""An experiment's phase from its JobSet as the API server returns it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.phase import chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
+
+
+def jobset(suspend=False, **status):
+    return {"spec": {"suspend": suspend}, "status": status}
+
+
+@pytest.mark.parametrize("js, queued, all_running, expected", [
+    (None, False, False, "Pending (no JobSet yet)"),
+    (jobset(suspend=True), True, False, "Queued (waiting for Kueue to admit it)"),
+    (jobset(), True, False, "Admitted"),
+    (jobset(), False, False, "Pending"),
+    (jobset(), False, True, "Running"),
+    (jobset(restarts=2), False, False, "Restarting (2 of 3)"),
+    (jobset(restarts=2), False, True, "Running"),
+    (jobset(terminalState="Completed"), False, False, "Succeeded"),
+    (jobset(terminalState="Failed", conditions=[
+        {"type": "Failed", "status": "True", "reason": "ReachedMaxRestarts", "message": "jobset failed due to reaching max number of restarts"},
+    ]), False, False, "Failed (jobset failed due to reaching max number of restarts)"),
+])
+def test_the_phase_follows_the_jobset(js, queued, all_running, expected):
+    assert str(jobset_phase(js, queued, all_running, max_restarts=3)) == expected
+
+
+def test_the_statefulset_model_is_done_when_its_chief_is():
+    assert statefulset_phase(True, False, False).name == "Succeeded"
+    assert statefulset_phase(False, True, True).name == "Failed"
+    assert statefulset_phase(False, False, True).name == "Running"
+
+
+def test_the_chiefs_summary_is_its_last_summary_line():
+    summary = {"event": "summary", "steps": 400, "loss_last": 0.41, "examples_per_sec": 42270.0}
+    log = "\n".join(['{"event": "start"}', "not json {", json.dumps({**summary, "steps": 1}), json.dumps(summary), ""])
+    assert chief_summary(log) == summary
+    assert summary_text(summary) == "400 steps, final loss 0.41, 42270.0 examples/s"
+    assert chief_summary("no summary here") is None
+
+
+def test_a_failed_tasks_last_words():
+    assert last_error("starting\n\ntrainer: checkpoint 500 could not be written: NOT_FOUND\n") == (
+        "trainer: checkpoint 500 could not be written: NOT_FOUND"
+    )

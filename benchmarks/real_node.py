@@ -9,7 +9,8 @@ runc, CoreDNS) of the local cluster:
 - examples/s in pods against `python -m trainer.local` with the same trainer
   settings and task counts (2 PS, 2 workers; goal: at least 0.85), with the
   pods as tfk8s renders them and with CPU limits set equal to the requests;
-- how long `kubectl delete pod` takes for a PS and a worker;
+- how long after the chief completes the PS and worker pods are gone (the
+  JobSet ends them; they held the node's CPU and memory until then);
 - CPU seconds and peak memory of each pod, from its cgroup.
 
 Root only; needs `make toolchain node-image`. The cluster lives under
@@ -94,7 +95,7 @@ class PodRun:
     timeline: dict[str, float] = field(default_factory=dict)  # seconds after the apply
     import_s: dict[str, float] = field(default_factory=dict)  # container start -> serving
     usage: dict[str, PodUsage] = field(default_factory=dict)
-    delete_s: dict[str, float] = field(default_factory=dict)
+    ended_s: float = 0.0  # chief complete -> no PS or worker pod left
 
 
 def _pod_cgroup(hierarchy: str, uid: str) -> Optional[Path]:
@@ -116,6 +117,7 @@ def _read_usage(uid: str) -> Optional[PodUsage]:
 
 def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool) -> PodRun:
     core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    chief_job = f"{L.WORKLOAD}=chief"
     experiment = load_experiment(stack)
     namespace = experiment.namespace
     with tempfile.TemporaryDirectory() as out:
@@ -128,16 +130,24 @@ def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool)
     run = PodRun(label)
     usage: dict[str, PodUsage] = {}
     names: dict[str, str] = {}
+    task_logs: dict[str, tuple[Any, list]] = {}  # PS and workers: read while they run (they end with the chief)
     done = threading.Event()
 
     def sample() -> None:
-        # The chief's cgroup goes with its container: sample while it runs.
+        # A pod's cgroup goes with its container: sample while it runs.
         while not done.is_set():
             for pod in core.list_namespaced_pod(namespace).items:
                 names[pod.metadata.uid] = pod.metadata.name
                 read = _read_usage(pod.metadata.uid)
                 if read:
                     usage[pod.metadata.uid] = read
+                if pod.metadata.labels[L.COMPONENT] != "chief" and pod.metadata.name not in task_logs:
+                    try:
+                        lines = timestamped_log(core, namespace, pod.metadata.name)
+                    except client.ApiException:
+                        continue  # not started yet
+                    if any("serving on" in line for _, line in lines):
+                        task_logs[pod.metadata.name] = (pod, lines)
             done.wait(1.0)
 
     applied = time.time()
@@ -145,49 +155,47 @@ def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool)
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     deadline = time.monotonic() + WAIT_S
-    while not (batch.read_namespaced_job("chief", namespace).status.succeeded or 0):
+    while not any(job.status.succeeded for job in batch.list_namespaced_job(namespace, label_selector=chief_job).items):
         if time.monotonic() > deadline:
             raise RuntimeError(f"{label}: the chief did not complete within {WAIT_S} s")
         time.sleep(0.5)
     completed = time.time()
-    time.sleep(1.5)
+    tasks = L.selector_text(experiment.stack, ("ps", "worker"))
+    while core.list_namespaced_pod(namespace, label_selector=tasks).items:
+        if time.time() - completed > WAIT_S:
+            raise RuntimeError(f"{label}: PS and workers still there {WAIT_S} s after the chief completed")
+        time.sleep(0.2)
+    run.ended_s = time.time() - completed
     done.set()
     sampler.join()
 
-    pods = core.list_namespaced_pod(namespace).items
     serving: dict[str, float] = {}
-    for pod in pods:
-        role = pod.metadata.labels[L.COMPONENT]
-        lines = timestamped_log(core, namespace, pod.metadata.name)
-        started = pod.status.container_statuses[0].state
-        started_at = (started.running or started.terminated).started_at.timestamp()
-        if role == "chief":
-            events = {json.loads(line)["event"]: t for t, line in lines if line.startswith("{")}
-            first_step = next(t for t, line in lines if line.startswith("step "))
-            run.summary = json.loads(next(line for _, line in reversed(lines) if '"summary"' in line))
-            run.timeline.update(
-                {"chief starts training": events["start"] - applied, "first step reported": first_step - applied}
-            )
-            run.import_s[pod.metadata.name] = events["cluster_serving"] - started_at
-        else:
-            serving[pod.metadata.name] = next(t for t, line in lines if "serving on" in line)
-            run.import_s[pod.metadata.name] = serving[pod.metadata.name] - started_at
+    for name, (pod, lines) in task_logs.items():
+        serving[name] = next(t for t, line in lines if "serving on" in line)
+        run.import_s[name] = serving[name] - _container_started(pod)
+    (chief,) = core.list_namespaced_pod(namespace, label_selector=L.selector_text(experiment.stack, ("chief",))).items
+    lines = timestamped_log(core, namespace, chief.metadata.name)
+    events = {json.loads(line)["event"]: t for t, line in lines if line.startswith("{")}
+    first_step = next(t for t, line in lines if line.startswith("step "))
+    run.summary = json.loads(next(line for _, line in reversed(lines) if '"summary"' in line))
+    run.timeline.update({"chief starts training": events["start"] - applied, "first step reported": first_step - applied})
+    run.import_s[chief.metadata.name] = events["cluster_serving"] - _container_started(chief)
     run.timeline["every task serving"] = max(serving.values()) - applied
     run.timeline["chief complete"] = completed - applied
     run.usage = {names[uid]: value for uid, value in usage.items() if uid in names}
-
-    for role in ("ps", "worker"):
-        pod = next(p for p in pods if p.metadata.labels[L.COMPONENT] == role)
-        started = time.monotonic()
-        core.delete_namespaced_pod(pod.metadata.name, namespace)
-        while any(p.metadata.uid == pod.metadata.uid for p in core.list_namespaced_pod(namespace).items):
-            time.sleep(0.05)
-        run.delete_s[role] = time.monotonic() - started
     delete_manifests(api, experiment.stack, manifests)
     return run
 
 
+def _container_started(pod: Any) -> float:
+    state = pod.status.container_statuses[0].state
+    return (state.running or state.terminated).started_at.timestamp()
+
+
 def _containers(manifest: dict) -> list[dict]:
+    """The containers of a workload, or of every replicated Job of a JobSet."""
+    if manifest["kind"] == "JobSet":
+        return [c for job in manifest["spec"]["replicatedJobs"] for c in job["template"]["spec"]["template"]["spec"]["containers"]]
     spec = manifest.get("spec", {}).get("template", {}).get("spec", {})
     return spec.get("containers", [])
 
@@ -234,9 +242,9 @@ def report(local: dict[str, Any], runs: list[PodRun]) -> None:
     ratio = first.summary["examples_per_sec"] / local["examples_per_sec"]
     print(f"goal pods / local >= {GOAL_RATIO}: {'met' if ratio >= GOAL_RATIO else 'MISSED'} ({ratio:.2f})")
 
-    print("\nkubectl delete pod (SIGTERM to gone), seconds")
+    print("\nPS and worker pods gone after the chief completed (the JobSet ends them), seconds")
     for run in runs:
-        print(f"  {run.label:<48} " + ", ".join(f"{role} {s:.2f}" for role, s in run.delete_s.items()))
+        print(f"  {run.label:<48} {run.ended_s:.1f}")
 
     print("\nper pod over the run: CPU seconds, peak memory MiB")
     for run in runs:

@@ -161,7 +161,7 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     all_running = all(t.phase == "Running" for t in tasks)
     if experiment.workload == "jobset":
         phase = jobset_phase(
-            _read_jobset(api, experiment), experiment.config.cluster.queue is not None, all_running,
+            read_jobset(api, experiment), experiment.config.cluster.queue is not None, all_running,
             experiment.config.cluster.restarts,
         )
     else:
@@ -188,7 +188,9 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     return ExperimentStatus(phase, tasks, summary)
 
 
-def _read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
+def read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
+    """The experiment's JobSet as the API server has it; None before it exists; NoJobSetError
+    when the cluster has no JobSet at all."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 

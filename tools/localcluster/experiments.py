@@ -22,8 +22,7 @@ from kubernetes.dynamic.exceptions import ApiException, ResourceNotFoundError
 from components import labels as L
 from components.experiment import Experiment
 from components.manifests import Manifest
-from components.status import no_jobset_message
-from components.workloads import JOBSET_NAME
+from components.status import no_jobset_message, read_jobset
 
 from .client import PARALLEL_REQUESTS, is_not_found, server_message
 
@@ -120,14 +119,9 @@ def jobset_state(api: client.ApiClient, experiment: Experiment) -> Optional[str]
     """'queued' while Kueue holds the experiment's JobSet, its terminal state once it ended, else None."""
     if experiment.workload != "jobset":
         return None
-    try:
-        jobset = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", JOBSET_NAME
-        )
-    except ApiException as error:
-        if is_not_found(error):
-            return None
-        raise
+    jobset = read_jobset(api, experiment)
+    if jobset is None:
+        return None
     if (jobset.get("status") or {}).get("terminalState"):
         return jobset["status"]["terminalState"]
     return "queued" if (jobset.get("spec") or {}).get("suspend") else None

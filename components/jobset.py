@@ -33,6 +33,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # pulumi-kubernetes (v4.18+) waits for this JSONPath to exist on the object, instead of its own readiness rule.
 WAIT_FOR = "pulumi.com/waitFor"
 CREATED = "jsonpath={.status.replicatedJobsStatus}"
+DELETION_POLICY = "pulumi.com/deletionPropagationPolicy"
 # A worker's Job replaces it however often it is lost: an experiment never
 # fails for one worker, the coordinator just schedules its steps elsewhere.
 WORKER_BACKOFF_LIMIT = 2**31 - 1
@@ -47,7 +48,13 @@ def jobset(experiment: Experiment) -> Manifest:
     # `pulumi up` waits until the JobSet controller took the experiment in (it made its Jobs,
     # which run at once, or wait suspended while Kueue queues them), not for training to end.
     # Not skipAwait: replacing a changed experiment must wait until the old JobSet is gone.
-    meta["annotations"] = {WAIT_FOR: CREATED}
+    meta["annotations"] = {
+        WAIT_FOR: CREATED,
+        # Deleted after its Jobs, pods and Kueue Workload: Kueue lets a queued experiment in when
+        # a Workload goes only while that Workload's LocalQueue still exists (seen on the local
+        # cluster), and the LocalQueue, which the JobSet depends on, goes after it.
+        DELETION_POLICY: "foreground",
+    }
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",

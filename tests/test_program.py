@@ -332,7 +332,10 @@ def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
         {"name": "ChiefFailed", "action": "FailJobSet", "targetReplicatedJobs": ["chief"]}
     ]
     # `pulumi up` returns once the JobSet controller made its Jobs, not after training.
-    assert jobset.manifest["metadata"]["annotations"] == {"pulumi.com/waitFor": "jsonpath={.status.replicatedJobsStatus}"}
+    assert jobset.manifest["metadata"]["annotations"] == {
+        "pulumi.com/waitFor": "jsonpath={.status.replicatedJobsStatus}",
+        "pulumi.com/deletionPropagationPolicy": "foreground",  # its Workload before its LocalQueue
+    }
     for job in replicated_jobs(stack_run):
         job_spec, role = job.manifest["spec"], job.manifest["metadata"]["labels"][L.COMPONENT]
         assert job_spec["completionMode"] == "Indexed"

@@ -99,16 +99,29 @@ JOBSET_GONE_TIMEOUT_S = 60.0
 def _replace(dynamic: DynamicClient, manifest: Manifest, field_manager: str) -> None:
     """A changed experiment is a new JobSet (its replicated Jobs cannot change): delete the old one
     with its pods, then create it again, as `pulumi up` does (replaceOnChanges, deleteBeforeReplace)."""
+    _delete_dependents_first(dynamic, manifest)
+    dynamic.server_side_apply(_resource(dynamic, manifest), body=manifest, field_manager=field_manager, serialize=False)
+
+
+def _delete_dependents_first(dynamic: DynamicClient, manifest: Manifest) -> None:
+    """Delete an object after everything it owns (foreground, as `pulumi destroy` deletes), and wait.
+
+    For a JobSet that is its Jobs, pods and Kueue Workload: Kueue lets the experiments its queue
+    holds back in when a Workload goes, but only while the Workload's LocalQueue still exists."""
     resource, metadata = _resource(dynamic, manifest), manifest["metadata"]
-    dynamic.delete(resource, name=metadata["name"], namespace=metadata["namespace"],
-                   body={"propagationPolicy": "Foreground"})
+    try:
+        dynamic.delete(resource, name=metadata["name"], namespace=metadata["namespace"],
+                       body={"propagationPolicy": "Foreground"})
+    except ApiException as error:
+        if is_not_found(error):
+            return
+        raise
     deadline = time.monotonic() + JOBSET_GONE_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
             dynamic.get(resource, name=metadata["name"], namespace=metadata["namespace"])
         except ApiException as error:
             if is_not_found(error):
-                dynamic.server_side_apply(resource, body=manifest, field_manager=field_manager, serialize=False)
                 return
             raise
         time.sleep(WAIT_POLL_S)
@@ -278,8 +291,10 @@ def delete_manifests(
             if not is_not_found(error):
                 raise ApplyError(f"could not delete {_describe(manifest)}: {server_message(error)}") from None
 
+    for jobset in (m for m in namespaced if m["kind"] == "JobSet"):
+        _delete_dependents_first(dynamic, jobset)
     with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
-        list(pool.map(delete, reversed(namespaced)))
+        list(pool.map(delete, reversed([m for m in namespaced if m["kind"] != "JobSet"])))
     namespace = next(m for m in manifests if m["kind"] == "Namespace")
     namespace_name = namespace["metadata"]["name"]
     progress(f"deleted {len(namespaced)} objects in namespace {namespace_name}")

@@ -2,8 +2,9 @@
 
 Starts a private local control plane (tools/localcluster: kube-apiserver,
 etcd, controller-manager, scheduler, kwok nodes) and, for the seed's largest
-experiment scene1-case4 (20 servers, 20 PS, 200 workers) and the same layout
-ten times larger (200 servers, 2,000 workers), times from the start of the
+experiment scene1-case4 (20 servers, 20 PS, 200 workers) and ten times its
+tasks on the same servers (200 PS, 2,000 workers: 10 PS and 100 workers per
+server, with requests that fit kwok's 64-CPU servers), times from the start of the
 server-side apply until every PS and worker pod is bound and Running. It
 splits that time into stages (objects admitted, pods created by the
 StatefulSet controller, bound by the scheduler, Running by kwok) and counts the
@@ -29,7 +30,7 @@ sys.path.insert(0, str(PROJECT_ROOT))
 
 from components.render import read_rendered, render  # noqa: E402
 from components.stack_files import load_experiment, read_stack_values  # noqa: E402
-from program_under_mocks import SCALE, SEED_STACK, scaled_values  # noqa: E402
+from program_under_mocks import SCALE, SEED_STACK  # noqa: E402
 from tools.localcluster import control_plane, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
 from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods  # noqa: E402
@@ -55,10 +56,20 @@ def process_cpu(processes: dict[str, int]) -> dict[str, float]:
 WORKLOADS = ("jobset", "statefulset")
 
 
+def denser_values(values: dict, factor: int) -> dict:
+    """The seed stack with `factor` times the PS and workers on the same servers. (A JobSet has a
+    replicated Job per role per server, and ten times the servers make it too large for etcd.)"""
+    values = copy.deepcopy(values)
+    cluster = values["tfk8s:cluster"]
+    cluster["ps"].update(replicas=cluster["ps"]["replicas"] * factor, cpu="1")
+    cluster["workers"].update(replicas=cluster["workers"]["replicas"] * factor, cpu="500m")
+    return values
+
+
 def stack_file(directory: Path, scale: int, workload: str) -> str:
-    """The seed stack, `scale` times larger, under `workload` (the stack's name stays, so its servers do)."""
+    """The seed stack with `scale` times its tasks, under `workload` (its name stays, so its servers do)."""
     stack, values = read_stack_values(SEED_STACK)
-    values = scaled_values(values, scale) if scale > 1 else copy.deepcopy(values)
+    values = denser_values(values, scale) if scale > 1 else copy.deepcopy(values)
     values["tfk8s:cluster"]["workload"] = workload
     path = directory / workload / f"Pulumi.{stack}{f'-x{scale}' if scale > 1 else ''}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

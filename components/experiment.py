@@ -127,8 +127,10 @@ def load_experiment_values(stack: str, values: Mapping[str, Any], bundle: Traine
     The config checks (components/config.py) need no plan; the checks here do,
     and reuse the plan, task groups and TF cluster the experiment then serves.
     """
+    from .jobset import jobset_size_errors  # builds on this module
+
     experiment = Experiment(load_stack_config(stack, values), bundle)
-    errors = tf_config_size_errors(experiment)
+    errors = tf_config_size_errors(experiment) + jobset_size_errors(experiment)
     if errors:
         raise StackConfigError.listing(stack, errors)
     return experiment

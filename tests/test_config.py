@@ -9,7 +9,7 @@ import pytest
 
 from components.config import StackConfigError, load_stack_config
 from components.experiment import load_experiment_values
-from components.stack_files import PROJECT_ROOT
+from components.stack_files import PROJECT_ROOT, read_stack_values
 from components.tf_config import MAX_ENV_STRING, largest_env_string
 from components.trainer_bundle import load_trainer_bundle
 from tests.harness import by_identity, run_program
@@ -326,3 +326,35 @@ def test_config_parsing_depends_on_no_module_that_depends_on_it():
     tree = ast.parse((PROJECT_ROOT / "components" / "config.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}
     assert imported.isdisjoint({"planner", "tf_config", "workloads", "experiment", "manifests", "objects"}), imported
+
+
+def test_queue_and_restarts_need_the_jobset_model():
+    values = mutated(lambda v: cluster(v).update(workload="statefulset", queue="team-a", restarts=2))
+    with pytest.raises(StackConfigError) as error:
+        load_stack_config(STACK, values)
+    text = str(error.value)
+    assert f"stack '{STACK}'" in text and "tfk8s:cluster" in text
+    assert "queue and restarts need workload: jobset" in text
+    assert load_stack_config(STACK, mutated(lambda v: cluster(v).update(workload="statefulset"))).cluster.restarts == 3
+    with pytest.raises(StackConfigError, match=r"tfk8s:cluster\.workload: .*'jobset' or 'statefulset'"):
+        load_stack_config(STACK, mutated(lambda v: cluster(v).update(workload="deployment")))
+
+
+def test_a_jobset_too_large_for_etcd_is_refused_with_the_way_out():
+    """One replicated Job per role per server: 200 servers make a JobSet etcd refuses (seen on the
+    local cluster); the StatefulSet model has no such object."""
+    def scaled_values(values, factor):
+        scaled = copy.deepcopy(values)
+        scaled["tfk8s:nodePools"][0]["nodes"] = [f"srv-{i:04d}" for i in range(20 * factor)]
+        scaled["tfk8s:cluster"]["ps"]["replicas"] *= factor
+        scaled["tfk8s:cluster"]["workers"]["replicas"] *= factor
+        return scaled
+
+    _, values = read_stack_values("scene1-case4")
+    with pytest.raises(StackConfigError, match=r"tfk8s:nodePools: the experiment's JobSet has a replicated Job per role "
+                       r"per server \(401 in all\).*or tfk8s:cluster.workload: statefulset"):
+        load_experiment_values("scene1-case4", scaled_values(values, 10), load_trainer_bundle(PROJECT_ROOT))
+    roomy = scaled_values(values, 10)
+    roomy["tfk8s:cluster"]["workload"] = "statefulset"
+    load_experiment_values("scene1-case4", roomy, load_trainer_bundle(PROJECT_ROOT))
+    load_experiment_values("scene1-case4", scaled_values(values, 7), load_trainer_bundle(PROJECT_ROOT))  # 281 groups fit

@@ -496,3 +496,14 @@ def test_long_runs_with_checkpoints_on_scratch_are_advised():
     assert violations("tfk8s-checkpoints-outlive-the-chief", objects, config={"maxScratchCheckpointIntervals": 100}) == []
     # Short runs, like the seed stacks' 1000 steps at 500 per checkpoint, are not flagged.
     assert violations("tfk8s-checkpoints-outlive-the-chief", objects_of(program_run("scene1-case2"))) == []
+
+
+def test_a_queued_experiment_passes_every_policy():
+    name, values = read_stack_values("scene1-case2")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"]["queue"] = "team-a"
+    run = run_program(name, values)
+    (queue,) = [o for o in objects_of(run) if o.kind == "LocalQueue"]
+    assert queue.props["spec"] == {"clusterQueue": "team-a"}
+    assert find(objects_of(run), "JobSet", "tf").props["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "tfk8s"
+    assert tripped(objects_of(run), POLICIES) == {}

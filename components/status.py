@@ -320,7 +320,8 @@ def _kubeconfig_looked_for(kubeconfig: Optional[str]) -> tuple[Path, str]:
 def cluster_status(
     experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool
 ) -> int:
-    """Print the status; 0 when every task runs as planned, 1 when not, 2 when the cluster cannot be read."""
+    """Print the status; 0 when the experiment succeeded or every task runs as planned, 1 when not (or it
+    failed), 2 when the cluster cannot be read (or has no JobSet for a stack that asks for one)."""
     from kubernetes import config
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError, MaxRetryError

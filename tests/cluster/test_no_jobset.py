@@ -1,4 +1,5 @@
-"""A stack that asks for JobSet on a cluster without it: `status` and `make apply` say so plainly."""
+"""A stack that asks for JobSet on a cluster without it: `status` and `make apply` say so plainly (no cluster
+needed: the clients stand in for an API server that serves neither JobSets nor their CRD)."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ CHIEF_FAILS_EXPERIMENT = "ChiefFailed"  # letters, digits and _,: only
 
 def jobset(experiment: Experiment) -> Manifest:
     cluster = experiment.config.cluster
+    chief = _chief_group(experiment).name
     meta = metadata(experiment, JOBSET_NAME)
     if cluster.queue is not None:
         meta["labels"][QUEUE_LABEL] = LOCAL_QUEUE
@@ -66,7 +67,7 @@ def jobset(experiment: Experiment) -> Manifest:
             # JobSet's webhook would default it at creation, and a later apply that leaves it out
             # would remove it again: an unchanged experiment must apply as no change at all.
             "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
-            "successPolicy": {"operator": "Any", "targetReplicatedJobs": [_chief_group(experiment).name]},
+            "successPolicy": {"operator": "Any", "targetReplicatedJobs": [chief]},
             "failurePolicy": {
                 "maxRestarts": cluster.restarts,
                 # Every task of the previous attempt is gone before the next starts:
@@ -77,7 +78,7 @@ def jobset(experiment: Experiment) -> Manifest:
                     {
                         "name": CHIEF_FAILS_EXPERIMENT,
                         "action": "FailJobSet",
-                        "targetReplicatedJobs": [_chief_group(experiment).name],
+                        "targetReplicatedJobs": [chief],
                     }
                 ],
             },

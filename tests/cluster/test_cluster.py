@@ -18,6 +18,7 @@ from kubernetes.dynamic import DynamicClient
 from components import labels as L
 from components.__main__ import main as components_main
 from components.stack_files import load_experiment
+from components.status import read_jobset
 from tools.localcluster import paths
 from tools.localcluster.experiments import ApplyError, apply_manifest, task_pods
 from tools.localcluster.nodes import create_fake_nodes
@@ -71,12 +72,11 @@ def written_version(obj) -> tuple:
     return (obj.metadata.generation, tuple(writes))
 
 
-def jobset_ready(cluster, namespace: str) -> bool:
+def jobset_ready(cluster, stack: str) -> bool:
     """Every Job of the experiment's JobSet has all its pods ready, and the JobSet says so."""
-    jobs = client.BatchV1Api(cluster.api).list_namespaced_job(namespace).items
-    jobset = client.CustomObjectsApi(cluster.api).get_namespaced_custom_object(
-        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", "tf"
-    )
+    experiment = load_experiment(stack)
+    jobs = client.BatchV1Api(cluster.api).list_namespaced_job(experiment.namespace).items
+    jobset = read_jobset(cluster.api, experiment)
     replicated = (jobset.get("status") or {}).get("replicatedJobsStatus") or []
     return (
         bool(jobs)
@@ -206,7 +206,7 @@ def test_applying_twice_changes_nothing(local_cluster, tmp_path):
     try:
         # The controllers update the JobSet's and its Jobs' status as pods become ready: let it settle.
         deadline = time.monotonic() + ENDPOINTS_WAIT_S
-        while not jobset_ready(local_cluster, "tf-scene2-case2"):
+        while not jobset_ready(local_cluster, "scene2-case2"):
             assert time.monotonic() < deadline, "the JobSet's Jobs did not all become ready"
             time.sleep(0.5)
         versions = {m["metadata"]["name"] + m["kind"]: written_version(read_back(local_cluster, m)) for m in manifests}

@@ -27,6 +27,7 @@ from kubernetes import client
 from components import labels as L
 from components.render import read_rendered, render
 from components.stack_files import load_experiment
+from components.status import read_jobset
 from tests.harness import reset_pulumi
 from tools.localcluster import host, lifecycle, paths, realnodes
 from tools.localcluster.client import api_client
@@ -156,10 +157,7 @@ class RealCluster:
         pytest.fail(f"the chief did not complete within {timeout_s:.0f} s: {pods}")
 
     def jobset(self, stack: str) -> dict:
-        experiment = load_experiment(stack)
-        return client.CustomObjectsApi(self.api).get_namespaced_custom_object(
-            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", "tf"
-        )
+        return read_jobset(self.api, load_experiment(stack))
 
     def task_pod(self, stack: str, role: str, index: int) -> Any:
         """The current pod of task `<role>-<index>` (its group's first index plus its completion index)."""

@@ -116,16 +116,10 @@ def _delete_dependents_first(dynamic: DynamicClient, manifest: Manifest) -> None
         if is_not_found(error):
             return
         raise
-    deadline = time.monotonic() + JOBSET_GONE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            dynamic.get(resource, name=metadata["name"], namespace=metadata["namespace"])
-        except ApiException as error:
-            if is_not_found(error):
-                return
-            raise
-        time.sleep(WAIT_POLL_S)
-    raise ApplyError(f"{_describe(manifest)} still being deleted after {JOBSET_GONE_TIMEOUT_S:.0f} s")
+    _wait_gone(
+        lambda: dynamic.get(resource, name=metadata["name"], namespace=metadata["namespace"]),
+        f"{_describe(manifest)} still being deleted", JOBSET_GONE_TIMEOUT_S,
+    )
 
 
 def jobset_state(api: client.ApiClient, experiment: Experiment) -> Optional[str]:
@@ -299,7 +293,8 @@ def delete_manifests(
     namespace_name = namespace["metadata"]["name"]
     progress(f"deleted {len(namespaced)} objects in namespace {namespace_name}")
     delete(namespace)
-    _wait_gone(core, namespace_name)
+    _wait_gone(lambda: core.read_namespace(namespace_name), f"namespace {namespace_name} still terminating",
+               NAMESPACE_GONE_TIMEOUT_S)
     progress(f"deleted namespace {namespace_name}")
 
     field_manager = L.field_manager(stack)
@@ -320,14 +315,15 @@ def delete_manifests(
 NAMESPACE_GONE_TIMEOUT_S = 120.0
 
 
-def _wait_gone(core: client.CoreV1Api, namespace: str) -> None:
-    deadline = time.monotonic() + NAMESPACE_GONE_TIMEOUT_S
+def _wait_gone(read: Callable[[], Any], still_there: str, timeout_s: float) -> None:
+    """Poll `read` until the API server answers that the object is not found."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            core.read_namespace(namespace)
+            read()
         except ApiException as error:
             if is_not_found(error):
                 return
             raise
         time.sleep(WAIT_POLL_S)
-    raise ApplyError(f"namespace {namespace} still terminating after {NAMESPACE_GONE_TIMEOUT_S:.0f} s")
+    raise ApplyError(f"{still_there} after {timeout_s:.0f} s")

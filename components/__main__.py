@@ -3,6 +3,7 @@
   python -m components plan <stack>      who runs where
   python -m components render <stack>    the objects as YAML files, for kubectl or GitOps
   python -m components status <stack>    the plan against what a cluster did
+  python -m components top <stack>       each task's CPU and memory, the PS imbalance, the chief's progress
   python -m components export <stack>    the validated experiment as JSON (for trainer.local)
   python -m components diff <a> <b>      two experiments side by side (exit 0 same, 1 different, 2 bad stack)
   python -m components stacks            the stacks in stacks/
@@ -50,6 +51,18 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
     status.add_argument("--context", help="kubeconfig context (default: the current one)")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
+
+    top = commands.add_parser(
+        "top", help="each task's CPU cores and memory (kubelet Summary API), PS imbalance, the chief's progress"
+    )
+    top.add_argument("stack", help=stack_help)
+    top.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    top.add_argument("--context", help="kubeconfig context (default: the current one)")
+    top.add_argument(
+        "--watch", type=_positive_seconds, metavar="SECONDS",
+        help="refresh every SECONDS until the experiment ends, then print its final phase",
+    )
+    top.add_argument("--json", action="store_true", help="print one JSON object (one per line under --watch)")
 
     export = commands.add_parser(
         "export", help="print the validated experiment (task counts, placement, trainer settings) as JSON"
@@ -103,9 +116,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{sum(kinds.values()):6d}  objects of stack {experiment.stack} in {_shown(out_dir)}")
         return 0
 
-    from .status import cluster_status  # needs the Kubernetes client; only status does
+    # These need the Kubernetes client; the commands above do not.
+    if args.command == "top":
+        from .top import cluster_top
+
+        return cluster_top(experiment, args.kubeconfig, args.context, args.watch, args.json)
+
+    from .status import cluster_status
 
     return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {text!r})")
+    return seconds
 
 
 def _diff(a: str, b: str, as_json: bool) -> int:

@@ -13,9 +13,9 @@ import json
 import logging
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import labels as L
 from .experiment import Experiment
@@ -129,6 +129,7 @@ class ExperimentStatus:
     phase: Phase
     tasks: list[TaskStatus]
     summary: Optional[dict[str, Any]] = None  # the chief's, once it succeeded
+    pods: dict[str, Any] = field(default_factory=dict)  # task -> its current pod
 
 
 def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
@@ -179,13 +180,13 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             if t.phase == "Missing" else t
             for t in tasks
         ]
-        summary = chief_summary(_log(core, pods.get("chief-0")))
+        summary = chief_summary(pod_log(core, pods.get("chief-0")))
         if summary is not None:
             phase = Phase(phase.name, summary_text(summary))
     elif phase.name == "Failed":
         why = [phase.detail, _failed_jobs(jobs, experiment), _failed_task(core, all_pods, first_index)]
         phase = Phase(phase.name, "; ".join(filter(None, why)))
-    return ExperimentStatus(phase, tasks, summary)
+    return ExperimentStatus(phase, tasks, summary, pods)
 
 
 def read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
@@ -210,7 +211,7 @@ def read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
     return None
 
 
-def _log(core: Any, pod: Any, lines: int = 50) -> str:
+def pod_log(core: Any, pod: Any, lines: int = 50) -> str:
     """The tail of a pod's log ('' where the node serves none, as kwok's do not)."""
     from kubernetes.client.exceptions import ApiException
 
@@ -248,7 +249,7 @@ def _failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str
         return ""
     _, pod, code = max(failures, key=lambda failure: str(failure[0]))
     task = _pod_task(pod, first_index) or pod.metadata.name
-    said = last_error(_log(core, pod, lines=5))
+    said = last_error(pod_log(core, pod, lines=5))
     return f"{task} exited {code}" + (f": {said}" if said else "")
 
 
@@ -317,11 +318,11 @@ def _kubeconfig_looked_for(kubeconfig: Optional[str]) -> tuple[Path, str]:
     return Path("~/.kube/config").expanduser(), "the default; set --kubeconfig or $KUBECONFIG for another"
 
 
-def cluster_status(
-    experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool
+def with_cluster(
+    experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], action: Callable[[Any], int]
 ) -> int:
-    """Print the status; 0 when the experiment succeeded or every task runs as planned, 1 when not (or it
-    failed), 2 when the cluster cannot be read (or has no JobSet for a stack that asks for one)."""
+    """Run `action(api)` against the cluster of `kubeconfig`/`context`; 2 with one clear line when the
+    cluster cannot be read (no kubeconfig, no answer, no JobSet for a stack that asks for one)."""
     from kubernetes import config
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError, MaxRetryError
@@ -338,10 +339,11 @@ def cluster_status(
         return 2
     # One clear line for an API server that does not answer, not urllib3's retries and warnings.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
+    api = None
     try:
         api = config.new_client_from_config(config_file=str(kubeconfig_path), context=context)
         api.configuration.retries = False
-        status = read_status(api, experiment)
+        return action(api)
     except MaxRetryError as error:
         reason = getattr(error.reason, "args", [error.reason])[-1]
         print(f"{where}: the API server at {api.configuration.host} does not answer ({reason})", file=sys.stderr)
@@ -352,7 +354,19 @@ def cluster_status(
     except (config.ConfigException, ApiException, HTTPError, OSError) as error:
         print(f"{where}: cannot read the cluster from {kubeconfig_path}: {error}", file=sys.stderr)
         return 2
-    print(status_json(experiment, status) if as_json else status_table(experiment, status))
-    if status.phase.name == "Succeeded":
-        return 0
-    return 0 if all(s.as_planned for s in status.tasks) and status.phase.name != "Failed" else 1
+
+
+def cluster_status(
+    experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool
+) -> int:
+    """Print the status; 0 when the experiment succeeded or every task runs as planned, 1 when not (or it
+    failed), 2 when the cluster cannot be read (or has no JobSet for a stack that asks for one)."""
+
+    def show(api: Any) -> int:
+        status = read_status(api, experiment)
+        print(status_json(experiment, status) if as_json else status_table(experiment, status))
+        if status.phase.name == "Succeeded":
+            return 0
+        return 0 if all(s.as_planned for s in status.tasks) and status.phase.name != "Failed" else 1
+
+    return with_cluster(experiment, kubeconfig, context, show)

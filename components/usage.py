@@ -1,0 +1,164 @@
+"""What `top` shows, from what the cluster says (pure, no API calls).
+
+Per task: CPU cores and memory from the kubelet's Summary API
+(`/stats/summary`, one document per node); the PS imbalance (the busiest PS's
+CPU over the mean); the chief's progress from its log lines. A value not known
+yet is None (JSON null): a pod not scheduled, a node that serves no metrics, a
+chief that has not reported a step.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+# The chief's progress line (trainer/chief.py): `step     936  loss 0.3176      9506.1 examples/s`.
+PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+\d.eE]+|nan|inf)\s+([\d.]+)\s+examples/s\s*$")
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    cpu_cores: Optional[float]  # None until the kubelet has two CPU samples of the pod
+    memory_bytes: Optional[int]  # the working set, what the kubelet evicts and OOM-kills by
+
+
+def pod_usage(summary: Mapping[str, Any]) -> dict[tuple[str, str], PodUsage]:
+    """(namespace, pod name) -> usage, from one node's Summary API document."""
+    usage = {}
+    for pod in summary.get("pods") or ():
+        ref = pod.get("podRef") or {}
+        cpu = (pod.get("cpu") or {}).get("usageNanoCores")
+        memory = (pod.get("memory") or {}).get("workingSetBytes")
+        usage[(ref.get("namespace"), ref.get("name"))] = PodUsage(
+            cpu_cores=round(cpu / 1e9, 3) if cpu is not None else None,
+            memory_bytes=int(memory) if memory is not None else None,
+        )
+    return usage
+
+
+@dataclass(frozen=True)
+class Progress:
+    step: Optional[int] = None
+    steps: Optional[int] = None  # asked for by the stack
+    loss: Optional[float] = None
+    examples_per_sec: Optional[float] = None
+
+
+def chief_progress(log: str, steps_asked: int) -> Progress:
+    """The chief's latest progress: its summary once it finished, else its last progress line."""
+    for line in reversed(log.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == "summary":
+                return Progress(record.get("steps"), steps_asked, record.get("loss_last"), record.get("examples_per_sec"))
+            continue
+        match = PROGRESS_LINE.match(line)
+        if match:
+            return Progress(int(match[1]), steps_asked, float(match[2]), float(match[3]))
+    return Progress(steps=steps_asked)
+
+
+def imbalance(values: Sequence[Optional[float]]) -> Optional[float]:
+    """The busiest over the mean; None while any value is unknown or all are zero."""
+    if not values or any(value is None for value in values):
+        return None
+    mean = sum(values) / len(values)
+    return round(max(values) / mean, 3) if mean > 0 else None
+
+
+@dataclass(frozen=True)
+class TaskUsage:
+    task: str
+    node: Optional[str]
+    cpu_cores: Optional[float]
+    memory_bytes: Optional[int]
+
+
+@dataclass(frozen=True)
+class TopView:
+    stack: str
+    namespace: str
+    phase: str
+    phase_detail: str
+    tasks: list[TaskUsage]
+    progress: Progress
+    # Nodes the experiment's pods run on that serve no metrics, with why.
+    without_metrics: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def ps_imbalance(self) -> Optional[float]:
+        return imbalance([t.cpu_cores for t in self.tasks if t.task.startswith("ps-")])
+
+    def to_json(self) -> dict[str, Any]:
+        """The public shape of `top --json`: exactly these keys."""
+        progress = self.progress
+        return {
+            "phase": self.phase,
+            "tasks": [
+                {"task": t.task, "node": t.node, "cpu_cores": t.cpu_cores, "memory_bytes": t.memory_bytes}
+                for t in self.tasks
+            ],
+            "ps_imbalance": self.ps_imbalance,
+            "progress": {
+                "step": progress.step,
+                "steps": progress.steps,
+                "loss": progress.loss,
+                "examples_per_sec": progress.examples_per_sec,
+            },
+        }
+
+
+def _mebibytes(value: Optional[int]) -> str:
+    return f"{value / 2**20:.0f} MiB" if value is not None else "-"
+
+
+def _cores(value: Optional[float]) -> str:
+    return f"{value:.2f}" if value is not None else "-"
+
+
+def top_text(view: TopView) -> str:
+    phase = f"{view.phase} ({view.phase_detail})" if view.phase_detail else view.phase
+    progress = view.progress
+    if progress.step is None:
+        progress_line = f"progress: no step reported yet (of {progress.steps})"
+    else:
+        progress_line = (
+            f"progress: step {progress.step} of {progress.steps} · loss {progress.loss:.4f} · "
+            f"{progress.examples_per_sec:.1f} examples/s"
+        )
+    ps_imbalance = view.ps_imbalance
+    lines = [
+        f"stack {view.stack} · namespace {view.namespace} · phase: {phase}",
+        progress_line,
+        "PS imbalance (busiest PS's CPU over the mean): "
+        + (f"{ps_imbalance:.2f}" if ps_imbalance is not None else "not known yet"),
+        "",
+    ]
+    rows = [("TASK", "NODE", "CPU CORES", "MEMORY")]
+    for task in view.tasks:
+        no_metrics = task.node in view.without_metrics
+        rows.append(
+            (
+                task.task,
+                task.node or "-",
+                "no metrics" if no_metrics else _cores(task.cpu_cores),
+                "no metrics" if no_metrics else _mebibytes(task.memory_bytes),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    if view.without_metrics:
+        lines.append("")
+        for node, why in sorted(view.without_metrics.items()):
+            lines.append(f"{node} reports no metrics: {why}")
+    return "\n".join(lines)

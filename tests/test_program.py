@@ -254,16 +254,16 @@ def test_scene2_follows_the_seed_description_not_its_table():
 
 
 # PS memory worked out by hand: rows x dim x 4 bytes x (1 + 1 Adagrad slot) / PS
-# shards, plus 25 % and 512 MiB, rounded up to MiB. The seed stacks use the
+# shards, plus 50 % and 768 MiB, rounded up to MiB. The seed stacks use the
 # default 1M x 16 table: 128,000,000 bytes in all.
-#   scene1-case3, 10 PS: 12,800,000 x 1.25 + 536,870,912 = 552,870,912 B = 527.3 MiB -> 528Mi
-#   gpu-p40, 20M x 32 over 2 PS: 2,560,000,000 x 1.25 + 536,870,912 = 3,736,870,912 B -> 3564Mi
+#   scene1-case3, 10 PS: 12,800,000 x 1.5 + 805,306,368 = 824,506,368 B = 786.3 MiB -> 787Mi
+#   gpu-p40, 20M x 32 over 2 PS: 2,560,000,000 x 1.5 + 805,306,368 = 4,645,306,368 B -> 4431Mi
 EXPECTED_PS_MEMORY = {
-    "scene1-case1": "665Mi", "scene1-case2": "543Mi", "scene1-case3": "528Mi", "scene1-case4": "520Mi",
-    "scene2-case1": "665Mi", "scene2-case2": "543Mi", "scene2-case3": "528Mi", "scene2-case4": "520Mi",
-    "gpu-p40": "3564Mi", "spread-managed": "551Mi", "scene1-case2-durable": "543Mi",
-    # 20,000 x 16 x 4 x 2 / 2 PS = 1,280,000 x 1.25 + 536,870,912 = 538,470,912 B = 513.5 MiB
-    "scene1-case1-local": "514Mi",
+    "scene1-case1": "952Mi", "scene1-case2": "805Mi", "scene1-case3": "787Mi", "scene1-case4": "778Mi",
+    "scene2-case1": "952Mi", "scene2-case2": "805Mi", "scene2-case3": "787Mi", "scene2-case4": "778Mi",
+    "gpu-p40": "4431Mi", "spread-managed": "814Mi", "scene1-case2-durable": "805Mi",
+    # 20,000 x 16 x 4 x 2 / 2 PS = 1,280,000 x 1.5 + 805,306,368 = 807,226,368 B = 769.8 MiB
+    "scene1-case1-local": "770Mi",
 }
 
 

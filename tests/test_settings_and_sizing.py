@@ -64,9 +64,9 @@ def test_ps_memory_is_shard_plus_slots_plus_headroom():
     settings = TrainerSettings(embedding_rows=10_000_000, embedding_dim=32, optimizer="adagrad")
     # 10M rows x 32 dims x 4 bytes x (1 + 1 Adagrad slot) over 4 shards = 640 MB per PS
     assert embedding_shard_bytes(settings, 4) == 640_000_000
-    # + 25 % (160,000,000) + 512 MiB (536,870,912) = 1,336,870,912 B = 1274.96 MiB
-    assert ps_memory_bytes(settings, 4) == 1_336_870_912
-    assert ps_memory_quantity(settings, 4) == "1275Mi"
+    # + 50 % (320,000,000) + 768 MiB (805,306,368) = 1,765,306,368 B = 1683.5 MiB
+    assert ps_memory_bytes(settings, 4) == 1_765_306_368
+    assert ps_memory_quantity(settings, 4) == "1684Mi"
 
 
 def test_unpartitioned_table_sizes_each_ps_for_the_whole_table():

@@ -72,11 +72,13 @@ class Optimizer(tf.Module):
             def init(partition_shape=tuple(variable.shape), partition_offset=None, value=initial):
                 del partition_offset
                 return tf.fill(partition_shape, tf.constant(value, dtype))
+            # Shape and dtype given: each shard's slot is made on its PS, not whole on the chief.
+            slot_args = dict(shape=variable.shape, dtype=dtype, trainable=False, name=f"{key}_{slot_name}")
             if colocate is not None and not hasattr(variable, "variables"):
                 with colocate(variable):
-                    slot = tf.Variable(init, trainable=False, name=f"{key}_{slot_name}")
+                    slot = tf.Variable(init, **slot_args)
             else:
-                slot = tf.Variable(init, trainable=False, name=f"{key}_{slot_name}")
+                slot = tf.Variable(init, **slot_args)
             check_colocated(variable, slot, slot_name)
             slots[slot_name] = slot
         self._slots[key] = slots

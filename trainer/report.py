@@ -1,6 +1,7 @@
 """`python -m trainer.report`: run experiments with the local launcher and report them side by side.
 
     python -m trainer.report [--stacks scene1-case2 scene2-case2] [--partitions none auto] [--steps 200]
+    python -m trainer.report --cluster <stack> [<stack> ...] [--seconds N] [--kubeconfig FILE]
 
 Each stack is validated by the project's schema and scaled to this machine as
 `trainer.local --stack` does, with at least 3 PS so that a hot PS can show.
@@ -9,6 +10,11 @@ to `reports/<name>/`: `report.json` (every run's figures), `report.md` (a table
 per run; for every two runs that differ in one thing, what that changed; the
 finding first) and PNG plots: PS CPU seconds per PS for each run (the seeds'
 monitoring screenshot, reproduced), table rows per PS, examples/s, loss.
+
+With `--cluster`, nothing runs here: each stack's experiment, already applied
+to a cluster, is sampled from its real pods while it runs (trainer/cluster_report.py),
+and the same files are written, plus `ps_cpu_over_time.png` (each PS's CPU
+cores as the pods used them).
 
 Rows and bytes per PS are deterministic: bytes from the table's shards, rows
 from replaying the run's first batches through its partitioning in this
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from .cluster_report import DEFAULT_INTERVAL_S
 from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
 from .local.cli import settings_given
 from .settings import SettingsError, TrainerSettings
@@ -178,18 +185,31 @@ def imbalance(values: list[float]) -> Optional[float]:
 
 
 def finding(runs: list[dict[str, Any]]) -> str:
-    """The seeds' question answered in one sentence, from the first none/auto pair of one stack."""
-    by = {(r["stack"], r["partition"]): r for r in runs}
-    for (stack, partition), none in by.items():
-        auto = by.get((stack, "auto"))
-        if partition != "none" or auto is None:
+    """The seeds' question answered in one sentence, from the first none/auto pair of one stack (or,
+    for experiments sampled on a cluster, of two stacks with the same task counts)."""
+
+    def counterpart(none: dict[str, Any]) -> Optional[dict[str, Any]]:
+        autos = [r for r in runs if r["partition"] == "auto"]
+        same_stack = [r for r in autos if r["stack"] == none["stack"]]
+        same_shape = [r for r in autos if (r["ps"], r["workers"]) == (none["ps"], none["workers"])]
+        return (same_stack or same_shape or [None])[0]
+
+    for none in runs:
+        auto = counterpart(none) if none["partition"] == "none" else None
+        if auto is None:
             continue
-        share = max(none["rows_per_ps"]) / max(sum(none["rows_per_ps"]), 1)
+        where = none["stack"] if none["stack"] == auto["stack"] else f"{none['stack']} and {auto['stack']}"
+        cpu = none["ps_cpu_seconds"]
+        busiest = max(cpu) / max(sum(cpu), 1e-9)
+        rows = ""
+        if none["rows_per_ps"] and auto["rows_per_ps"]:
+            share = max(none["rows_per_ps"]) / max(sum(none["rows_per_ps"]), 1)
+            rows = (f" and serves {share:.0%} of the embedding rows (rows imbalance {imbalance(none['rows_per_ps'])} "
+                    f"-> {imbalance(auto['rows_per_ps'])} with auto)")
         return (
-            f"With partition none one of {none['ps']} PS serves {share:.0%} of the embedding rows "
-            f"(PS CPU imbalance {none['ps_cpu_imbalance']}, rows imbalance {imbalance(none['rows_per_ps'])}); "
-            f"with auto the rows are level (rows imbalance {imbalance(auto['rows_per_ps'])}, PS CPU imbalance "
-            f"{auto['ps_cpu_imbalance']}): shard the embedding over every PS, as the seed found ({stack})."
+            f"With partition none one of {none['ps']} PS does {busiest:.0%} of the PS CPU work{rows} "
+            f"(PS CPU imbalance {none['ps_cpu_imbalance']}); with auto the PS CPU imbalance is "
+            f"{auto['ps_cpu_imbalance']}: shard the embedding over every PS, as the seed found ({where})."
         )
     return "No run pair compares partition none with auto, so the report states no finding."
 
@@ -215,22 +235,32 @@ def one_thing_apart(runs: list[dict[str, Any]]) -> list[tuple[dict, dict, str]]:
     return pairs
 
 
+def _listed(values: Optional[list]) -> str:
+    return ", ".join(str(v) for v in values) if values is not None else "not known (the chief has not finished)"
+
+
+def from_cluster(run: dict[str, Any]) -> bool:
+    return run.get("source") == "cluster"
+
+
 def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
     lines = [f"# Report {name}", "", finding(runs), "", model_line(runs), ""]
     for run in runs:
+        where = f"real pods, sampled {run['sampled_seconds']} s, ended {run['phase']}" if from_cluster(run) else "local processes"
+        cpu_how = " (integrated from the kubelet's CPU rate)" if from_cluster(run) else ""
         lines += [
-            f"## {run['name']}: {run['ps']} PS, {run['workers']} workers, partition {run['partition']}",
+            f"## {run['name']}: {run['ps']} PS, {run['workers']} workers, partition {run['partition']} ({where})",
             "",
             "| figure | value |",
             "| --- | --- |",
             f"| steps | {run['steps']} |",
             f"| examples/s | {run['examples_per_sec']} |",
             f"| loss first / last | {run['loss_first']} / {run['loss_last']} |",
-            f"| PS CPU seconds | {', '.join(str(c) for c in run['ps_cpu_seconds'])} |",
+            f"| PS CPU seconds{cpu_how} | {_listed(run['ps_cpu_seconds'])} |",
             f"| PS CPU imbalance | {run['ps_cpu_imbalance']} |",
-            f"| bytes per PS | {', '.join(str(b) for b in run['bytes_per_ps'])} |",
-            f"| rows per PS (first {run['rows_replayed_batches']} batches) | {', '.join(str(r) for r in run['rows_per_ps'])} |",
-            f"| rows imbalance | {imbalance(run['rows_per_ps'])} |",
+            f"| bytes per PS | {_listed(run['bytes_per_ps'])} |",
+            f"| rows per PS (first {run['rows_replayed_batches']} batches) | {_listed(run['rows_per_ps'])} |",
+            f"| rows imbalance | {imbalance(run['rows_per_ps'] or [])} |",
             "",
         ]
     pairs = one_thing_apart(runs)
@@ -245,7 +275,10 @@ def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
             + (" (placement is not reproduced on one machine: every task runs here)" if key == "stack" else "")
         )
     lines += ["", "![PS CPU seconds](ps_cpu.png)", "![rows per PS](rows_per_ps.png)",
-              "![examples/s](examples_per_sec.png)", "![loss](loss.png)", ""]
+              "![examples/s](examples_per_sec.png)", "![loss](loss.png)"]
+    if any(from_cluster(run) for run in runs):
+        lines.append("![PS CPU cores over time](ps_cpu_over_time.png)")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -261,8 +294,11 @@ def plot(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
         figure, axes = plt.subplots(1, len(runs), figsize=(3.2 * len(runs), 3), sharey=True, squeeze=False)
         for axis, run in zip(axes[0], runs):
             values = run[key]
-            axis.bar([f"ps-{i}" for i in range(len(values))], values, color="tab:blue")
             axis.set_title(run["name"], fontsize=9)
+            if values is None:
+                axis.text(0.5, 0.5, "not known", ha="center", transform=axis.transAxes)
+                continue
+            axis.bar([f"ps-{i}" for i in range(len(values))], values, color="tab:blue")
             axis.tick_params(labelsize=8)
         axes[0][0].set_ylabel(title)
         figure.tight_layout()
@@ -293,6 +329,25 @@ def plot(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     figure.savefig(out_dir / "loss.png", dpi=80)
     plt.close(figure)
     written.append(out_dir / "loss.png")
+
+    sampled = [run for run in runs if from_cluster(run)]
+    if sampled:
+        # The seed's monitoring screenshot: each PS's CPU over time, from the pods.
+        figure, axes = plt.subplots(1, len(sampled), figsize=(4 * len(sampled), 3), sharey=True, squeeze=False)
+        for axis, run in zip(axes[0], sampled):
+            for ps, points in run["ps_cpu_timeline"].items():
+                if points:
+                    seconds, cores = zip(*points)
+                    axis.plot(seconds, cores, label=ps)
+            axis.set_title(run["name"], fontsize=9)
+            axis.set_xlabel("seconds", fontsize=8)
+            axis.legend(fontsize=7)
+            axis.tick_params(labelsize=8)
+        axes[0][0].set_ylabel("PS CPU cores")
+        figure.tight_layout()
+        figure.savefig(out_dir / "ps_cpu_over_time.png", dpi=80)
+        plt.close(figure)
+        written.append(out_dir / "ps_cpu_over_time.png")
     return written
 
 
@@ -308,8 +363,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m trainer.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--stacks", nargs="+", default=list(DEFAULT_STACKS), help="stacks to run (default: %(default)s)")
-    parser.add_argument("--partitions", nargs="+", default=list(DEFAULT_PARTITIONS), help="default: %(default)s")
+    parser.add_argument("--stacks", nargs="+", help=f"stacks to run (default: {' '.join(DEFAULT_STACKS)})")
+    parser.add_argument("--partitions", nargs="+", help=f"default: {' '.join(DEFAULT_PARTITIONS)}")
+    cluster = parser.add_argument_group("experiments on a cluster (nothing runs here)")
+    cluster.add_argument("--cluster", nargs="+", metavar="STACK",
+                         help="sample these stacks' experiments from their pods (applied already), all at once")
+    cluster.add_argument("--seconds", type=float, help="stop sampling after this long (default: when each ends)")
+    cluster.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S,
+                         help="seconds between samples (default: %(default)s)")
+    cluster.add_argument("--kubeconfig", help="the cluster's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
     parser.add_argument("--steps", type=int, default=200, help="steps per run (default: %(default)s)")
     parser.add_argument("--max-workers", type=int, default=MAX_LOCAL_WORKERS,
                         help="at most this many workers per run (default: %(default)s)")
@@ -318,6 +380,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     add_setting_flags(parser, skip=OWN_FLAGS)
     args = parser.parse_args(argv)
     overrides = settings_given(args, skip=OWN_FLAGS)
+    if args.cluster:
+        local_only = [flag for flag, given in (("--stacks", args.stacks), ("--partitions", args.partitions),
+                                               ("trainer settings", overrides)) if given]
+        if local_only:
+            parser.error(f"--cluster samples experiments as their stacks ran them; {', '.join(local_only)} "
+                         "apply to local runs only")
+        return report_cluster(args)
+    args.stacks = args.stacks or list(DEFAULT_STACKS)
+    args.partitions = args.partitions or list(DEFAULT_PARTITIONS)
 
     try:
         specs = plan_runs(args.stacks, args.partitions, args.steps, args.max_workers, overrides)
@@ -341,6 +412,38 @@ def main(argv: Optional[list[str]] = None) -> int:
                     return 1
                 print(f"trainer.report: run {spec.name} failed ({str(error)[:200]}); trying it once more",
                       file=sys.stderr, flush=True)
+    for path in write_report(name, runs, out_dir):
+        print(path)
+    print(finding(runs))
+    return 0
+
+
+def report_cluster(args: argparse.Namespace) -> int:
+    """Sample the stacks' experiments on a cluster until they end; write their report."""
+    from .cluster_report import chief_summary, cluster_run, progress_printer, sample_experiments
+
+    if args.seconds is not None and args.seconds <= 0 or args.interval <= 0:
+        print("trainer.report: --seconds and --interval must be above 0", file=sys.stderr)
+        return 2
+    try:
+        experiments = [read_stack(stack) for stack in args.cluster]  # a bad stack fails before any sampling
+    except LaunchError as error:
+        print(f"trainer.report: {error}", file=sys.stderr)
+        return 2
+    name = args.name or "_".join(experiment.stack for experiment in experiments)
+    out_dir = args.out / name
+    until = f"for {args.seconds:g} s" if args.seconds else "until each ends"
+    print(f"report {name}: sampling {', '.join(args.cluster)} every {args.interval:g} s {until} -> {out_dir}",
+          file=sys.stderr, flush=True)
+    try:
+        samplings = sample_experiments(args.cluster, args.kubeconfig, args.seconds, args.interval, progress_printer())
+    except LaunchError as error:
+        print(f"trainer.report: {error}", file=sys.stderr)
+        return 2
+    runs = [
+        cluster_run(sampling, experiment, chief_summary(sampling.stack, args.kubeconfig), replayed_rows_per_shard)
+        for sampling, experiment in zip(samplings, experiments)
+    ]
     for path in write_report(name, runs, out_dir):
         print(path)
     print(finding(runs))

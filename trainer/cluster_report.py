@@ -1,0 +1,201 @@
+"""`trainer.report --cluster`: a report run drawn from an experiment's real pods.
+
+Each stack's experiment is sampled with `python -m components top <stack>
+--watch <interval> --json` (the program's environment holds the Kubernetes
+client; this one holds TensorFlow), one object per refresh, until it ends or
+`--seconds` have passed. What the samples give:
+
+- PS CPU seconds: each PS's CPU cores integrated over the sampling time
+  (the kubelet refreshes a pod's CPU rate about every 10 s);
+- the PS CPU over time, the seed's monitoring screenshot, drawn from the pods;
+- steps, loss and examples/s from the chief's progress.
+
+Once the chief has finished, its summary (`components status --json`) adds
+what only it knows: the bytes each PS holds and which PS holds each table
+shard, from which the rows each PS serves are replayed here as for a local run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .local import LaunchError
+from .local.stacks import PROGRAM_PYTHON, PROJECT_ROOT, StackExperiment
+from .settings import TrainerSettings
+
+DEFAULT_INTERVAL_S = 2.0
+
+
+@dataclass
+class Sample:
+    at: float  # seconds since sampling started
+    view: dict[str, Any]  # one `top --json` object
+
+
+@dataclass
+class Sampling:
+    """One stack's `top --watch --json`, read as it prints."""
+
+    stack: str
+    kubeconfig: Optional[str]
+    interval_s: float
+    samples: list[Sample] = field(default_factory=list)
+    error: str = ""
+
+    def start(self, started: float) -> None:
+        args = [str(PROGRAM_PYTHON), "-m", "components", "top", self.stack, "--json", "--watch", str(self.interval_s)]
+        if self.kubeconfig:
+            args += ["--kubeconfig", self.kubeconfig]
+        # Its own process group, so that stopping it stops exactly what it started.
+        self.process = subprocess.Popen(
+            args, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        self.reader = threading.Thread(target=self._read, args=(started,), daemon=True)
+        self.reader.start()
+
+    def _read(self, started: float) -> None:
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                self.samples.append(Sample(time.monotonic() - started, json.loads(line)))
+        self.process.wait()
+        if self.process.returncode == 2:
+            self.error = self.process.stderr.read().strip()
+
+    @property
+    def done(self) -> bool:
+        return not self.reader.is_alive()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        self.reader.join(timeout=30)
+
+
+def sample_experiments(
+    stacks: list[str], kubeconfig: Optional[str], seconds: Optional[float], interval_s: float, progress=None
+) -> list[Sampling]:
+    """Sample every stack's experiment at once until each ends, or until `seconds` have passed."""
+    if not PROGRAM_PYTHON.exists():
+        raise LaunchError(f"reading a cluster needs the program's environment {PROGRAM_PYTHON}: run `make setup`")
+    started = time.monotonic()
+    samplings = [Sampling(stack, kubeconfig, interval_s) for stack in stacks]
+    for sampling in samplings:
+        sampling.start(started)
+    try:
+        while not all(s.done for s in samplings):
+            if seconds is not None and time.monotonic() - started >= seconds:
+                break
+            if progress is not None:
+                progress(samplings)
+            time.sleep(0.5)
+    finally:
+        for sampling in samplings:
+            sampling.stop()
+    failed = [f"{s.stack}: {s.error}" for s in samplings if s.error]
+    if failed:
+        raise LaunchError("; ".join(failed))
+    return samplings
+
+
+def ps_cpu_timeline(samples: list[Sample]) -> dict[str, list[list[float]]]:
+    """PS task -> [[seconds, cores], ...] over the samples that had a figure for it; seconds from
+    the experiment's first such sample (it may have been applied after sampling started)."""
+    timeline: dict[str, list[list[float]]] = {}
+    first: Optional[float] = None
+    for sample in samples:
+        for task in sample.view["tasks"]:
+            if task["task"].startswith("ps-") and task["cpu_cores"] is not None:
+                first = sample.at if first is None else first
+                timeline.setdefault(task["task"], []).append([round(sample.at - first, 1), task["cpu_cores"]])
+    return timeline
+
+
+def cpu_seconds(points: list[list[float]]) -> float:
+    """Cores integrated over time (trapezoids between samples)."""
+    return round(sum((t1 - t0) * (c0 + c1) / 2 for (t0, c0), (t1, c1) in zip(points, points[1:])), 2)
+
+
+def chief_summary(stack: str, kubeconfig: Optional[str]) -> Optional[dict[str, Any]]:
+    """The chief's summary once it finished (from `components status --json`); None before."""
+    args = [str(PROGRAM_PYTHON), "-m", "components", "status", stack, "--json"]
+    if kubeconfig:
+        args += ["--kubeconfig", kubeconfig]
+    result = subprocess.run(args, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    if result.returncode == 2 or not result.stdout.strip():
+        return None
+    return json.loads(result.stdout).get("summary")
+
+
+def cluster_run(
+    sampling: Sampling, experiment: StackExperiment, summary: Optional[dict[str, Any]], replay
+) -> dict[str, Any]:
+    """A report run (the keys of a local run) from one experiment's samples and its chief's summary.
+
+    `replay(settings, ps)`: the table rows each shard serves in the run's first batches."""
+    from .report import REPLAY_BATCHES, imbalance, per_ps
+
+    settings = TrainerSettings.from_config(experiment.trainer)
+    timeline = ps_cpu_timeline(sampling.samples)
+    ps_names = [f"ps-{i}" for i in range(experiment.ps)]
+    cpu = [cpu_seconds(timeline.get(name, [])) for name in ps_names]
+    progress = [s.view["progress"] for s in sampling.samples if s.view["progress"]["step"] is not None]
+    losses = {p["step"]: p["loss"] for p in progress}
+    last = sampling.samples[-1].view if sampling.samples else {"phase": None}
+    ps_of_shard = summary.get("ps_of_shard") if summary else None
+    return {
+        "name": experiment.stack,
+        "stack": experiment.stack,
+        "partition": settings.partition,
+        "ps": experiment.ps,
+        "workers": experiment.workers,
+        "settings": settings.to_config(),
+        "source": "cluster",
+        "phase": last["phase"],
+        "steps": summary["steps"] if summary else (progress[-1]["step"] if progress else 0),
+        "examples_per_sec": summary["examples_per_sec"] if summary else (progress[-1]["examples_per_sec"] if progress else None),
+        "loss_first": progress[0]["loss"] if progress else None,
+        "loss_last": summary["loss_last"] if summary else (progress[-1]["loss"] if progress else None),
+        "ps_cpu_seconds": cpu,
+        "ps_cpu_imbalance": imbalance(cpu),
+        "ps_cpu_timeline": {name: timeline.get(name, []) for name in ps_names},
+        "sampled_seconds": max((points[-1][0] for points in timeline.values() if points), default=0.0),
+        "bytes_per_ps": summary["bytes_per_ps"] if summary else None,
+        "rows_per_ps": per_ps(replay(settings, experiment.ps), ps_of_shard, experiment.ps) if ps_of_shard else None,
+        "rows_replayed_batches": REPLAY_BATCHES,
+        "loss_curve": [[step, loss] for step, loss in sorted(losses.items())],
+    }
+
+
+def progress_printer(out=sys.stderr):
+    """A line per stack every few seconds: phase, step, PS CPU cores."""
+    last_printed = [0.0]
+
+    def show(samplings: list[Sampling]) -> None:
+        if time.monotonic() - last_printed[0] < 10:
+            return
+        last_printed[0] = time.monotonic()
+        for sampling in samplings:
+            if not sampling.samples:
+                print(f"{sampling.stack}: waiting for the first sample", file=out, flush=True)
+                continue
+            view = sampling.samples[-1].view
+            step = view["progress"]["step"]
+            ps = " ".join(
+                f"{t['cpu_cores']:.2f}" if t["cpu_cores"] is not None else "-"
+                for t in view["tasks"] if t["task"].startswith("ps-")
+            )
+            print(
+                f"{sampling.stack}: {view['phase']}, step {step if step is not None else '-'} of "
+                f"{view['progress']['steps']}, PS CPU cores {ps}",
+                file=out, flush=True,
+            )
+
+    return show

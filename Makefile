@@ -61,7 +61,7 @@ test-cluster: $(STAMP) toolchain
 	$(VENV)/bin/python -m pytest tests/cluster
 
 # Experiments in real pods on two real kubelet nodes (root; builds the images first).
-test-real: $(STAMP) toolchain node-image
+test-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image
 	$(VENV)/bin/python -m pytest tests/realpods
 
 test-trainer: $(STAMP) $(TRAINER_STAMP)

@@ -31,6 +31,10 @@ def pod_usage(summary: Mapping[str, Any]) -> dict[tuple[str, str], PodUsage]:
         ref = pod.get("podRef") or {}
         cpu = (pod.get("cpu") or {}).get("usageNanoCores")
         memory = (pod.get("memory") or {}).get("workingSetBytes")
+        if not memory:
+            # A running pod always has a working set: zero means the kubelet has no sample of
+            # this pod yet (its CPU then reads zero too), not an idle pod.
+            cpu = memory = None
         usage[(ref.get("namespace"), ref.get("name"))] = PodUsage(
             cpu_cores=round(cpu / 1e9, 3) if cpu is not None else None,
             memory_bytes=int(memory) if memory is not None else None,

@@ -23,6 +23,14 @@ SUMMARY = {
         },
         # A pod that just started: the kubelet has no CPU rate for it yet.
         {"podRef": {"name": "tf-worker-srv-00-0-0-75dvr", "namespace": "tf-demo"}, "cpu": {}, "memory": {}},
+        # Sampled not yet: the kubelet reports zeros.
+        {
+            "podRef": {"name": "tf-worker-srv-00-0-1-2s5dc", "namespace": "tf-demo"},
+            "cpu": {"usageNanoCores": 0, "usageCoreNanoSeconds": 0},
+            "memory": {"workingSetBytes": 0},
+        },
+        # Idle, with a working set: a real zero.
+        {"podRef": {"name": "tf-chief-0-0-x", "namespace": "tf-demo"}, "cpu": {"usageNanoCores": 0}, "memory": {"workingSetBytes": 9}},
         {"podRef": {"name": "coredns-7c", "namespace": "kube-system"}, "cpu": {"usageNanoCores": 1_000_000}},
     ],
 }
@@ -34,6 +42,9 @@ def test_pod_usage_is_the_pods_cpu_in_cores_and_its_working_set():
     assert ps.cpu_cores == 0.273 and ps.memory_bytes == 256_999_424
     starting = usage[("tf-demo", "tf-worker-srv-00-0-0-75dvr")]
     assert starting.cpu_cores is None and starting.memory_bytes is None
+    not_sampled = usage[("tf-demo", "tf-worker-srv-00-0-1-2s5dc")]
+    assert not_sampled.cpu_cores is None and not_sampled.memory_bytes is None
+    assert usage[("tf-demo", "tf-chief-0-0-x")].cpu_cores == 0.0
 
 
 CHIEF_LOG = """\

@@ -49,6 +49,7 @@ class Sampling:
     interval_s: float
     samples: list[Sample] = field(default_factory=list)
     error: str = ""
+    summary: Optional[dict[str, Any]] = None  # the chief's, read as soon as the experiment succeeded
 
     def start(self, started: float) -> None:
         args = [str(PROGRAM_PYTHON), "-m", "components", "top", self.stack, "--json", "--watch", str(self.interval_s)]
@@ -68,6 +69,9 @@ class Sampling:
         self.process.wait()
         if self.process.returncode == 2:
             self.error = self.process.stderr.read().strip()
+        elif self.samples and self.samples[-1].view["phase"] == "Succeeded":
+            # Now, before anyone deletes the experiment and its chief's log with it.
+            self.summary = chief_summary(self.stack, self.kubeconfig)
 
     @property
     def done(self) -> bool:
@@ -134,15 +138,14 @@ def chief_summary(stack: str, kubeconfig: Optional[str]) -> Optional[dict[str, A
     return json.loads(result.stdout).get("summary")
 
 
-def cluster_run(
-    sampling: Sampling, experiment: StackExperiment, summary: Optional[dict[str, Any]], replay
-) -> dict[str, Any]:
+def cluster_run(sampling: Sampling, experiment: StackExperiment, replay) -> dict[str, Any]:
     """A report run (the keys of a local run) from one experiment's samples and its chief's summary.
 
     `replay(settings, ps)`: the table rows each shard serves in the run's first batches."""
     from .report import REPLAY_BATCHES, imbalance, per_ps
 
     settings = TrainerSettings.from_config(experiment.trainer)
+    summary = sampling.summary
     timeline = ps_cpu_timeline(sampling.samples)
     ps_names = [f"ps-{i}" for i in range(experiment.ps)]
     cpu = [cpu_seconds(timeline.get(name, [])) for name in ps_names]

@@ -199,16 +199,18 @@ def finding(runs: list[dict[str, Any]]) -> str:
         if auto is None:
             continue
         where = none["stack"] if none["stack"] == auto["stack"] else f"{none['stack']} and {auto['stack']}"
-        cpu = none["ps_cpu_seconds"]
-        busiest = max(cpu) / max(sum(cpu), 1e-9)
-        rows = ""
         if none["rows_per_ps"] and auto["rows_per_ps"]:
             share = max(none["rows_per_ps"]) / max(sum(none["rows_per_ps"]), 1)
-            rows = (f" and serves {share:.0%} of the embedding rows (rows imbalance {imbalance(none['rows_per_ps'])} "
-                    f"-> {imbalance(auto['rows_per_ps'])} with auto)")
+            return (
+                f"With partition none one of {none['ps']} PS serves {share:.0%} of the embedding rows "
+                f"(PS CPU imbalance {none['ps_cpu_imbalance']}, rows imbalance {imbalance(none['rows_per_ps'])}); "
+                f"with auto the rows are level (rows imbalance {imbalance(auto['rows_per_ps'])}, PS CPU imbalance "
+                f"{auto['ps_cpu_imbalance']}): shard the embedding over every PS, as the seed found ({where})."
+            )
+        cpu = none["ps_cpu_seconds"]
         return (
-            f"With partition none one of {none['ps']} PS does {busiest:.0%} of the PS CPU work{rows} "
-            f"(PS CPU imbalance {none['ps_cpu_imbalance']}); with auto the PS CPU imbalance is "
+            f"With partition none the busiest of {none['ps']} PS does {max(cpu) / max(sum(cpu), 1e-9):.0%} of the "
+            f"PS CPU work (PS CPU imbalance {none['ps_cpu_imbalance']}); with auto the PS CPU imbalance is "
             f"{auto['ps_cpu_imbalance']}: shard the embedding over every PS, as the seed found ({where})."
         )
     return "No run pair compares partition none with auto, so the report states no finding."
@@ -236,7 +238,7 @@ def one_thing_apart(runs: list[dict[str, Any]]) -> list[tuple[dict, dict, str]]:
 
 
 def _listed(values: Optional[list]) -> str:
-    return ", ".join(str(v) for v in values) if values is not None else "not known (the chief has not finished)"
+    return ", ".join(str(v) for v in values) if values is not None else "not known (no summary from the chief: it had not finished)"
 
 
 def from_cluster(run: dict[str, Any]) -> bool:
@@ -260,7 +262,7 @@ def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
             f"| PS CPU imbalance | {run['ps_cpu_imbalance']} |",
             f"| bytes per PS | {_listed(run['bytes_per_ps'])} |",
             f"| rows per PS (first {run['rows_replayed_batches']} batches) | {_listed(run['rows_per_ps'])} |",
-            f"| rows imbalance | {imbalance(run['rows_per_ps'] or [])} |",
+            f"| rows imbalance | {imbalance(run['rows_per_ps']) if run['rows_per_ps'] else 'not known'} |",
             "",
         ]
     pairs = one_thing_apart(runs)
@@ -420,7 +422,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 def report_cluster(args: argparse.Namespace) -> int:
     """Sample the stacks' experiments on a cluster until they end; write their report."""
-    from .cluster_report import chief_summary, cluster_run, progress_printer, sample_experiments
+    from .cluster_report import cluster_run, progress_printer, sample_experiments
 
     if args.seconds is not None and args.seconds <= 0 or args.interval <= 0:
         print("trainer.report: --seconds and --interval must be above 0", file=sys.stderr)
@@ -441,7 +443,7 @@ def report_cluster(args: argparse.Namespace) -> int:
         print(f"trainer.report: {error}", file=sys.stderr)
         return 2
     runs = [
-        cluster_run(sampling, experiment, chief_summary(sampling.stack, args.kubeconfig), replayed_rows_per_shard)
+        cluster_run(sampling, experiment, replayed_rows_per_shard)
         for sampling, experiment in zip(samplings, experiments)
     ]
     for path in write_report(name, runs, out_dir):

@@ -1,0 +1,136 @@
+"""A running experiment seen from the cluster: `components top` and `trainer.report --cluster` on real pods.
+
+CPU and memory come from the real kubelets' Summary API, the progress from the
+chief's log; the report's per-PS CPU chart is drawn from those pods.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from components.__main__ import main as components_main
+from tests.realpods.conftest import REAL_SERVERS, SMALL_CLUSTER, RealCluster, scaled_to_real_nodes
+from tests.stack_variants import write_variant
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+TRAINER_PYTHON = PROJECT_ROOT / ".venv-trainer" / "bin" / "python"
+FIGURES_WITHIN_S = 90.0  # the kubelet has a CPU rate for every pod, the chief a first step
+REPORT_WITHIN_S = 420.0
+
+
+def _top(cluster: RealCluster, stack: str, capsys) -> dict:
+    assert components_main(["top", stack, "--kubeconfig", str(cluster.kubeconfig), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _all_known(view: dict) -> bool:
+    return view["progress"]["step"] is not None and all(
+        task["cpu_cores"] is not None and task["memory_bytes"] is not None for task in view["tasks"]
+    )
+
+
+def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_success(
+    real_cluster, tmp_path, capsys
+):
+    stack = write_variant(
+        real_cluster.stacks_dir, "scene1-case1", "real-top",
+        scaled_to_real_nodes("servers", "servers", {"steps": 4000, "checkpointEvery": 1000}),
+    )
+    with real_cluster.running(stack, tmp_path):
+        deadline = time.monotonic() + FIGURES_WITHIN_S
+        first = _top(real_cluster, stack, capsys)
+        while not _all_known(first):
+            assert time.monotonic() < deadline, f"top had no figures within {FIGURES_WITHIN_S:.0f} s: {first}"
+            time.sleep(2)
+            first = _top(real_cluster, stack, capsys)
+
+        assert first["phase"] == "Running"
+        assert sorted(t["task"] for t in first["tasks"]) == ["chief-0", "ps-0", "ps-1", "worker-0", "worker-1"]
+        for task in first["tasks"]:
+            assert task["node"] == REAL_SERVERS[0]
+            assert task["cpu_cores"] > 0, f"{task['task']} shows no CPU: {task}"
+            assert 50 * 2**20 < task["memory_bytes"] < 4 * 2**30, task  # a TensorFlow process's working set
+        assert first["ps_imbalance"] >= 1.0
+        assert first["progress"]["steps"] == 4000 and first["progress"]["loss"] > 0
+        assert first["progress"]["examples_per_sec"] > 0
+
+        time.sleep(5)
+        second = _top(real_cluster, stack, capsys)
+        assert second["progress"]["step"] > first["progress"]["step"]
+
+        watched = subprocess.run(
+            [sys.executable, "-m", "components", "top", stack, "--kubeconfig", str(real_cluster.kubeconfig),
+             "--watch", "2"],
+            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+        )
+        assert watched.returncode == 0, watched.stderr
+        last = watched.stdout.strip().splitlines()[-1]
+        assert last.startswith("the experiment ended: Succeeded (4000 steps"), watched.stdout[-2000:]
+
+
+def _sparse_heavy(server: str, partition: str):
+    """scene1-case1's shape with 3 PS on one real server and the seed's sparse-heavy ads model:
+    1M x 64 table, 128 ids per example. Memory as tfk8s sizes it (no override)."""
+
+    def edit(values: dict) -> None:
+        values["tfk8s:nodePools"][0]["nodes"] = [server]
+        cluster = values["tfk8s:cluster"]
+        cluster["image"] = SMALL_CLUSTER["image"]
+        cluster["chief"] = {"cpu": "200m"}
+        cluster["ps"] = {"replicas": 3, "pool": "servers", "cpu": "200m"}
+        cluster["workers"] = {"replicas": 2, "pool": "servers", "cpu": "400m", "memory": "1Gi"}
+        values["tfk8s:trainer"] = {
+            "partition": partition, "steps": 400, "checkpointEvery": 200,
+            "batchSize": 1024, "idsPerExample": 128, "embeddingDim": 64,
+        }
+
+    return edit
+
+
+def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluster, tmp_path):
+    stacks = [
+        write_variant(real_cluster.stacks_dir, "scene1-case1", f"real-hot-{partition}", _sparse_heavy(server, partition))
+        for server, partition in zip(REAL_SERVERS, ("none", "auto"))
+    ]
+    report = subprocess.Popen(
+        [str(TRAINER_PYTHON), "-m", "trainer.report", "--cluster", *stacks, "--kubeconfig", str(real_cluster.kubeconfig),
+         "--out", str(tmp_path), "--name", "real", "--interval", "2"],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        for stack in stacks:  # both at once, each on its own server: sampled side by side
+            real_cluster.apply(stack, tmp_path / Path(stack).stem)
+        output, _ = report.communicate(timeout=REPORT_WITHIN_S)
+        # The chief of a 1M x 64 table was OOM-killed at its sized memory while TensorFlow made the
+        # whole table on it; now each PS makes its own shard.
+        for stack in stacks:
+            (chief,) = real_cluster.pods(stack, "chief")
+            assert chief.status.container_statuses[0].restart_count == 0, chief.status.container_statuses[0]
+    finally:
+        if report.poll() is None:
+            report.kill()
+        for stack in stacks:
+            real_cluster.delete(stack, tmp_path / Path(stack).stem)
+    assert report.returncode == 0, output[-3000:]
+
+    out = tmp_path / "real"
+    for name in ("report.md", "report.json", "ps_cpu.png", "rows_per_ps.png", "loss.png", "ps_cpu_over_time.png"):
+        assert (out / name).stat().st_size > 0, name
+    none, auto = json.loads((out / "report.json").read_text())["runs"]
+    assert (none["partition"], auto["partition"]) == ("none", "auto")
+    assert none["phase"] == auto["phase"] == "Succeeded" and none["steps"] == auto["steps"] == 400
+
+    # partition none: the PS that holds the table does the work, the other two are near idle.
+    cpu = none["ps_cpu_seconds"]
+    hot = max(range(3), key=cpu.__getitem__)
+    assert hot == max(range(3), key=none["rows_per_ps"].__getitem__), none
+    assert all(cpu[hot] > 3 * seconds for i, seconds in enumerate(cpu) if i != hot), cpu
+    # partition auto: the work is level.
+    assert auto["ps_cpu_imbalance"] < 1.5, auto["ps_cpu_seconds"]
+    report_md = (out / "report.md").read_text()
+    assert "With partition none one of 3 PS serves 100% of the embedding rows" in report_md
+    assert "real pods, sampled" in report_md

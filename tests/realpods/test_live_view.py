@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from components.__main__ import main as components_main
-from tests.realpods.conftest import REAL_SERVERS, SMALL_CLUSTER, RealCluster, scaled_to_real_nodes
+from tests.realpods.conftest import REAL_SERVERS, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -72,28 +72,20 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
         assert last.startswith("the experiment ended: Succeeded (4000 steps"), watched.stdout[-2000:]
 
 
-def _sparse_heavy(server: str, partition: str):
-    """scene1-case1's shape with 3 PS on one real server and the seed's sparse-heavy ads model:
-    1M x 64 table, 128 ids per example. Memory as tfk8s sizes it (no override)."""
+def _on_server(server: str):
+    """A scene1-case1-hot-* stack (3 PS, the seed's sparse-heavy 1M x 64 model, memory as tfk8s
+    sizes it) on one real server, with fewer steps."""
 
     def edit(values: dict) -> None:
         values["tfk8s:nodePools"][0]["nodes"] = [server]
-        cluster = values["tfk8s:cluster"]
-        cluster["image"] = SMALL_CLUSTER["image"]
-        cluster["chief"] = {"cpu": "200m"}
-        cluster["ps"] = {"replicas": 3, "pool": "servers", "cpu": "200m"}
-        cluster["workers"] = {"replicas": 2, "pool": "servers", "cpu": "400m", "memory": "1Gi"}
-        values["tfk8s:trainer"] = {
-            "partition": partition, "steps": 400, "checkpointEvery": 200,
-            "batchSize": 1024, "idsPerExample": 128, "embeddingDim": 64,
-        }
+        values["tfk8s:trainer"].update(steps=400, checkpointEvery=200)
 
     return edit
 
 
 def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluster, tmp_path):
     stacks = [
-        write_variant(real_cluster.stacks_dir, "scene1-case1", f"real-hot-{partition}", _sparse_heavy(server, partition))
+        write_variant(real_cluster.stacks_dir, f"scene1-case1-hot-{partition}", f"real-hot-{partition}", _on_server(server))
         for server, partition in zip(REAL_SERVERS, ("none", "auto"))
     ]
     report = subprocess.Popen(

@@ -85,6 +85,11 @@ Workload = Literal["jobset", "statefulset"]
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+def gpu_build(image: str) -> str:
+    """TensorFlow's GPU build of a tagged image: `tensorflow/tensorflow:2.21.0` -> `...:2.21.0-gpu`."""
+    return image if image.endswith("-gpu") else f"{image}-gpu"
+
+
 class StackConfigError(ValueError):
     """A stack file is wrong. The message names the stack, the field and the fix."""
 
@@ -104,13 +109,57 @@ class _Model(BaseModel):
     )
 
 
+# Who labels a GPU pool's nodes with their GPU product: tfk8s (its own label, on the nodes
+# it names) or NVIDIA GPU Feature Discovery (nvidia.com/gpu.product, which GFD owns).
+GpuLabeller = Literal["tfk8s", "gfd"]
+
+
 class GpuSpec(_Model):
     product: str = Field(
         pattern=LABEL_VALUE_PATTERN,
         min_length=1,
-        description="GPU model, written to the nvidia.com/gpu.product node label (e.g. Tesla-P40)",
+        description="GPU model the GPU workers are scheduled on (e.g. Tesla-P40; with GFD: its product label's value)",
     )
     per_node: int = Field(strict=True, ge=1, description="GPUs on each node of the pool")
+    labelled_by: Optional[GpuLabeller] = Field(
+        default=None,
+        description="tfk8s: tfk8s labels the pool's nodes tfk8s.io/gpu-product (default for pools of nodes); "
+        "gfd: GPU Feature Discovery's nvidia.com/gpu.product is selected, tfk8s writes no GPU label "
+        "(default for selector pools)",
+    )
+
+
+TolerationOperator = Literal["Exists", "Equal"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(_Model):
+    """A Kubernetes toleration, as a pod spec writes it."""
+
+    key: Optional[str] = Field(default=None, min_length=1, description="taint key (unset with Exists: every taint)")
+    operator: TolerationOperator = Field(default="Equal", description="Equal (key and value) or Exists (key only)")
+    value: Optional[str] = Field(default=None, description="taint value, with operator Equal")
+    effect: Optional[TaintEffect] = Field(default=None, description="the taint effect tolerated (unset: every effect)")
+    toleration_seconds: Optional[int] = Field(
+        default=None, strict=True, ge=0, description="with NoExecute: how long the pod stays after the taint"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Toleration":
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("operator Exists takes no value; drop value or use operator Equal")
+        if self.operator == "Equal" and self.key is None:
+            raise ValueError("operator Equal needs a key")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds applies to effect NoExecute only")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+Tolerations = tuple[Toleration, ...]
+TOLERATIONS_HELP = "tolerations of this role's pods, added to tfk8s's own (GPU workers tolerate nvidia.com/gpu)"
 
 
 class NodePoolSpec(_Model):
@@ -123,6 +172,21 @@ class NodePoolSpec(_Model):
         description="labels that already select the pool's nodes (usable only with placement: spread)",
     )
     gpu: Optional[GpuSpec] = Field(default=None, description="GPUs on every node of the pool")
+
+    @model_validator(mode="after")
+    def _gpu_labels_of_a_selector_pool(self) -> "NodePoolSpec":
+        if self.selector is not None and self.gpu is not None and self.gpu.labelled_by == "tfk8s":
+            raise ValueError(
+                "gpu.labelledBy: tfk8s labels only the nodes a pool names; a selector pool's GPU "
+                "product is selected by GPU Feature Discovery's label: use labelledBy: gfd"
+            )
+        return self
+
+    @property
+    def gpu_labeller(self) -> Optional[GpuLabeller]:
+        if self.gpu is None:
+            return None
+        return self.gpu.labelled_by or ("tfk8s" if self.nodes is not None else "gfd")
 
     @model_validator(mode="after")
     def _nodes_or_selector(self) -> "NodePoolSpec":
@@ -155,6 +219,7 @@ class PsSpec(_Model):
         default=None,
         description="memory request and limit of each PS; derived from the model when unset",
     )
+    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
 
 
 class WorkerSpec(_Model):
@@ -163,6 +228,7 @@ class WorkerSpec(_Model):
     gpus: int = Field(default=0, strict=True, ge=0, description="nvidia.com/gpu per worker (0: CPU only)")
     cpu: CpuQuantity = Field(default="1", description="CPU request and limit of each worker")
     memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
+    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
 
 
 class CheckpointVolumeSpec(_Model):
@@ -185,6 +251,7 @@ class ChiefSpec(_Model):
         default=None,
         description="a PersistentVolumeClaim for the chief's checkpoints, so they outlive the chief's pod",
     )
+    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
 
 
 class ClusterSpec(_Model):
@@ -212,6 +279,11 @@ class ClusterSpec(_Model):
         default=DEFAULT_IMAGE,
         min_length=1,
         description="TensorFlow image the trainer runs in (pin a tag)",
+    )
+    gpu_image: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        description="image of GPU workers (default: image with '-gpu' appended to its tag, TensorFlow's GPU build)",
     )
     image_pull_secrets: tuple[DnsLabel, ...] = Field(
         default=(), description="Secrets in the namespace used to pull the image"
@@ -268,12 +340,19 @@ class ClusterSpec(_Model):
             )
         return namespace
 
-    @field_validator("image")
+    @field_validator("image", "gpu_image")
     @classmethod
-    def _image_pinned(cls, image: str) -> str:
-        if "@" not in image and (":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")):
+    def _image_pinned(cls, image: Optional[str]) -> Optional[str]:
+        if image is not None and "@" not in image and (":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")):
             raise ValueError(f"image '{image}' must be pinned to a tag other than latest or a digest")
         return image
+
+    @property
+    def worker_image(self) -> str:
+        """What workers run: the GPU build when they have GPUs (the CPU build would leave them idle)."""
+        if not self.workers.gpus:
+            return self.image
+        return self.gpu_image or gpu_build(self.image)
 
     @model_validator(mode="after")
     def _jobset_only_settings(self) -> "ClusterSpec":
@@ -521,6 +600,11 @@ def _cross_checks(config: StackConfig) -> list[str]:
         )
 
     gpus = cluster.workers.gpus
+    if gpus and cluster.gpu_image is None and "@" in cluster.image:
+        errors.append(
+            f"{ns}:cluster.gpuImage: GPU workers need TensorFlow's GPU build, and image '{cluster.image}' "
+            "is a digest, so its GPU build cannot be derived; set gpuImage (a tag or a digest)"
+        )
     if gpus:
         if worker_pool.gpu is None:
             errors.append(

@@ -26,9 +26,13 @@ PRODUCTION = "tfk8s.io/production"  # on the namespace; read by the policy pack
 NODE_POOL = "tfk8s.io/pool"
 NODE_EXPERIMENT = "tfk8s.io/experiment"
 NODE_ROLE = "tfk8s.io/role"
+# A GPU pool's product: GPU Feature Discovery's label, which tfk8s reads and never writes,
+# or tfk8s's own, which it writes on the nodes a pool names (gpu.labelledBy).
 GPU_PRODUCT = "nvidia.com/gpu.product"
-GPU_COUNT = "nvidia.com/gpu.count"
+TFK8S_GPU_PRODUCT = "tfk8s.io/gpu-product"
 GPU_RESOURCE = "nvidia.com/gpu"
+# The taint GPU node pools usually carry (the NVIDIA GPU Operator's and the clouds' GPU pools).
+GPU_TAINT = "nvidia.com/gpu"
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -88,6 +92,10 @@ def node_role(task_types: set[str]) -> str:
     if "worker" in task_types:
         return "worker"
     return "ps"
+
+
+def gpu_product_label(labelled_by: str) -> str:
+    return TFK8S_GPU_PRODUCT if labelled_by == "tfk8s" else GPU_PRODUCT
 
 
 def field_manager(stack: str) -> str:

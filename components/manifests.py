@@ -206,6 +206,9 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         )
         # The volume's files belong to the pod's group, so the unprivileged chief can write them.
         spec["securityContext"]["fsGroup"] = RUN_AS_USER
+    tolerations = _tolerations(experiment, group)
+    if tolerations:
+        spec["tolerations"] = tolerations
     spread = _topology_spread(experiment, group)
     if spread:
         spec["topologySpreadConstraints"] = spread
@@ -242,9 +245,9 @@ def node_labels(experiment: Experiment, pool: NodePoolSpec) -> dict[str, str]:
         L.NODE_EXPERIMENT: experiment.stack,
         L.NODE_ROLE: experiment.pool_role(pool.name),
     }
-    if pool.gpu is not None:
-        node_labels[L.GPU_PRODUCT] = pool.gpu.product
-        node_labels[L.GPU_COUNT] = str(pool.gpu.per_node)
+    if pool.gpu_labeller == "tfk8s":
+        # Never a label under nvidia.com/: GPU Feature Discovery owns those.
+        node_labels[L.TFK8S_GPU_PRODUCT] = pool.gpu.product
     return node_labels
 
 
@@ -278,7 +281,7 @@ def metadata(
 def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
     container: Manifest = {
         "name": CONTAINER_NAME,
-        "image": experiment.config.cluster.image,
+        "image": experiment.config.cluster.worker_image if group.task_type == "worker" else experiment.config.cluster.image,
         "command": ["python", "-m", TRAINER_PACKAGE],
         # Writable: a worker records its task index here for its input pipeline.
         "workingDir": SCRATCH_DIR,
@@ -351,6 +354,18 @@ def _resources(experiment: Experiment, task_type: str) -> Manifest:
     return {"requests": requests, "limits": limits}
 
 
+def _has_gpus(experiment: Experiment, group: TaskGroup) -> bool:
+    return group.task_type == "worker" and experiment.config.cluster.workers.gpus > 0
+
+
+def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
+    """GPU workers tolerate the GPU taint; every role adds the stack's own tolerations."""
+    cluster = experiment.config.cluster
+    own = {"chief": cluster.chief, "ps": cluster.ps, "worker": cluster.workers}[group.task_type].tolerations
+    tolerations = [{"key": L.GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}] if _has_gpus(experiment, group) else []
+    return tolerations + [toleration.manifest() for toleration in own if toleration.manifest() not in tolerations]
+
+
 def _pool_expressions(pool: NodePoolSpec, stack: str, on_named_node: bool) -> list[Manifest]:
     if pool.selector is not None:
         return [
@@ -374,8 +389,8 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
     pool = experiment.config.pools[group.pool]
     strict_server = group.server is not None and experiment.plan.strict
     expressions = _pool_expressions(pool, experiment.stack, on_named_node=strict_server)
-    if group.task_type == "worker" and experiment.config.cluster.workers.gpus and pool.gpu:
-        expressions.append({"key": L.GPU_PRODUCT, "operator": "In", "values": [pool.gpu.product]})
+    if _has_gpus(experiment, group) and pool.gpu:
+        expressions.append({"key": L.gpu_product_label(pool.gpu_labeller), "operator": "In", "values": [pool.gpu.product]})
 
     required_term: Manifest = {"matchExpressions": expressions}
     node_affinity: Manifest = {

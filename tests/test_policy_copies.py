@@ -42,8 +42,8 @@ def test_shards_and_shard_bytes_agree(partition, optimizer, ps):
 
 
 def test_label_keys_and_the_settings_variable_agree():
-    assert (pack.COMPONENT, pack.INSTANCE, pack.GPU_PRODUCT, pack.PRODUCTION_LABEL) == (
-        L.COMPONENT, L.INSTANCE, L.GPU_PRODUCT, L.PRODUCTION,
+    assert (pack.COMPONENT, pack.INSTANCE, pack.GPU_PRODUCT, pack.TFK8S_GPU_PRODUCT, pack.PRODUCTION_LABEL) == (
+        L.COMPONENT, L.INSTANCE, L.GPU_PRODUCT, L.TFK8S_GPU_PRODUCT, L.PRODUCTION,
     )
     assert pack.SETTINGS_ENV == SETTINGS_ENV
 

@@ -401,10 +401,9 @@ def test_node_labels_replace_kubectl_label(stack_run):
         assert labels[L.NODE_EXPERIMENT] == stack_run.stack
         assert labels[L.NODE_ROLE] in ("ps", "worker", "mixed")
         if pool.gpu:
-            assert labels[L.GPU_PRODUCT] == pool.gpu.product
-            assert labels[L.GPU_COUNT] == str(pool.gpu.per_node)
+            assert labels[L.TFK8S_GPU_PRODUCT] == pool.gpu.product
         else:
-            assert L.GPU_PRODUCT not in labels
+            assert L.TFK8S_GPU_PRODUCT not in labels
         assert metadata["annotations"]["pulumi.com/patchFieldManager"] == f"tfk8s-{stack_run.stack}"
 
 
@@ -436,9 +435,9 @@ def test_gpu_workers_require_the_gpu_product():
         terms = pod_spec(workload)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         keys = {e["key"] for term in terms for e in term["matchExpressions"]}
         if workload.manifest["metadata"]["labels"][L.COMPONENT] == "worker":
-            assert L.GPU_PRODUCT in keys
+            assert L.TFK8S_GPU_PRODUCT in keys
         else:
-            assert L.GPU_PRODUCT not in keys
+            assert L.TFK8S_GPU_PRODUCT not in keys
 
 
 def test_spread_pins_nothing_and_keeps_ps_apart():

@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, TextIO
 import tensorflow as tf
 
 from .cluster import TaskConfig, ps_named_in
+from .devices import log_devices
 from .data import TASK_PROCESS_FILE, worker_dataset_fn
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
@@ -373,6 +374,7 @@ def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[st
 
 
 def main(task: TaskConfig, settings: TrainerSettings) -> int:
+    log_devices(task.name)
     scratch = os.environ.get("TMPDIR", ".")
     checkpoint_dir = settings.checkpoint_dir
     if checkpoint_dir == "default":

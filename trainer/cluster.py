@@ -128,7 +128,9 @@ def serve(task: TaskConfig) -> None:
     import tensorflow as tf
 
     from .data import write_task_index
+    from .devices import log_devices
 
+    log_devices(task.name)
     if task.task_type == "worker":
         write_task_index(task.task_index)
     server = tf.distribute.Server(

@@ -6,7 +6,9 @@ from __future__ import annotations
 TF_PORT = 2222
 TF_PORT_NAME = "tf-grpc"  # the name tfk8s gives the port in pods and Services
 GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT = "nvidia.com/gpu.product"
+GPU_PRODUCT = "nvidia.com/gpu.product"  # GPU Feature Discovery's
+TFK8S_GPU_PRODUCT = "tfk8s.io/gpu-product"  # tfk8s's own, on the nodes it labels
+GPU_PRODUCT_LABELS = (GPU_PRODUCT, TFK8S_GPU_PRODUCT)
 INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
 SETTINGS_ENV = "TFK8S_TRAINER"

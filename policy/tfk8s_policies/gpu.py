@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import COMPONENT, GPU_PRODUCT, GPU_RESOURCE
+from .facts import COMPONENT, GPU_PRODUCT_LABELS, GPU_RESOURCE
 from .reading import (
     as_list,
     clusters,
@@ -36,7 +36,7 @@ def _gpu_selection_keys(spec: Mapping[str, Any]) -> list[str]:
     terms = as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
     for term in terms:
         keys += [get(e, "key") for e in as_list(get(term, "matchExpressions"))]
-    return [k for k in keys if isinstance(k, str) and k.startswith("nvidia.com/gpu")]
+    return [k for k in keys if isinstance(k, str) and (k.startswith("nvidia.com/gpu") or k in GPU_PRODUCT_LABELS)]
 
 def _gpu_limits(spec: Optional[Mapping[str, Any]]) -> list[tuple[str, Any, Any]]:
     found = []
@@ -71,16 +71,17 @@ def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolati
             count = number(limit)
             if count is None or count <= 0 or not float(count).is_integer():
                 report(f"container {container} of {name}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})")
-        if GPU_PRODUCT not in _gpu_selection_keys(spec):
-            report(f"{name} asks for GPUs without selecting a GPU product ({GPU_PRODUCT})")
+        if not set(GPU_PRODUCT_LABELS) & set(_gpu_selection_keys(spec)):
+            report(f"{name} asks for GPUs without selecting a GPU product ({' or '.join(GPU_PRODUCT_LABELS)})")
 
 def _gpu_product(spec: Mapping[str, Any]) -> Optional[str]:
-    selector = get(spec, "nodeSelector", GPU_PRODUCT)
-    if selector:
-        return selector
+    for label in GPU_PRODUCT_LABELS:
+        selector = get(spec, "nodeSelector", label)
+        if selector:
+            return selector
     for term in as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")):
         for expression in as_list(get(term, "matchExpressions")):
-            if get(expression, "key") == GPU_PRODUCT:
+            if get(expression, "key") in GPU_PRODUCT_LABELS:
                 return ",".join(map(str, as_list(get(expression, "values"))))
     return None
 

@@ -188,8 +188,10 @@ def test_gpu_workers_land_on_gpu_servers_within_capacity(local_cluster, tmp_path
             gpus = int((container.resources.limits or {}).get(L.GPU_RESOURCE, 0))
             node = nodes[pod.spec.node_name]
             if role == "worker":
+                # Onto the servers' nvidia.com/gpu NoSchedule taint: the workers tolerate it.
                 assert node.metadata.name.startswith("gpu-srv-")
-                assert node.metadata.labels[L.GPU_PRODUCT] == "Tesla-P40"
+                assert L.GPU_TAINT in [t.key for t in node.spec.taints]
+                assert node.metadata.labels[L.TFK8S_GPU_PRODUCT] == "Tesla-P40"
                 assert gpus == 1
                 gpus_used[node.metadata.name] += gpus
             else:
@@ -197,6 +199,12 @@ def test_gpu_workers_land_on_gpu_servers_within_capacity(local_cluster, tmp_path
         assert sum(gpus_used.values()) == 8
         for name, used in gpus_used.items():
             assert used <= int(nodes[name].status.allocatable[L.GPU_RESOURCE])
+            # GPU Feature Discovery's labels are its own still: tfk8s neither wrote nor took them.
+            labels = nodes[name].metadata.labels
+            assert (labels[L.GPU_PRODUCT], labels["nvidia.com/gpu.count"]) == ("Tesla-P40", "4")
+            owners = [f.manager for f in nodes[name].metadata.managed_fields
+                      if "f:nvidia.com/gpu.product" in str(f.fields_v1)]
+            assert owners == ["tfk8s-local-nodes"], owners
     finally:
         local_cluster.delete("gpu-p40", tmp_path)
 

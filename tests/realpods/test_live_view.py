@@ -58,6 +58,13 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
         assert first["progress"]["steps"] == 4000 and first["progress"]["loss"] > 0
         assert first["progress"]["examples_per_sec"] > 0
 
+        # Each task logged what it trains on (a GPU worker would list its GPU here).
+        namespace = real_cluster.pods(stack, "ps")[0].metadata.namespace
+        for role in ("chief", "ps", "worker"):
+            for pod in real_cluster.pods(stack, role):
+                (_, devices), = real_cluster.log(namespace, pod.metadata.name).events("devices")
+                assert devices["devices"] == ["CPU:0"] and devices["gpus"] == 0 and "warning" not in devices
+
         time.sleep(5)
         second = _top(real_cluster, stack, capsys)
         assert second["progress"]["step"] > first["progress"]["step"]

@@ -1,9 +1,12 @@
 """Fake nodes (kwok) standing in for the servers a stack names.
 
 One node per server in the stack's pools, with a real server's CPU, memory,
-local disk and pod capacity and, for GPU pools, `nvidia.com/gpu` capacity. Nodes carry labels
-of their own before tfk8s labels them (rack, zone), as a real cluster's do, so
-that tests can check tfk8s removes only what it added.
+local disk and pod capacity. Nodes carry labels of their own before tfk8s
+labels them (rack, zone), as a real cluster's do, so that tests can check
+tfk8s removes only what it added. A GPU server is one of a cluster with the
+NVIDIA GPU Operator: `nvidia.com/gpu` capacity, the `nvidia.com/gpu` NoSchedule
+taint, and GPU Feature Discovery's `nvidia.com/gpu.product` and
+`nvidia.com/gpu.count` labels, which tfk8s must leave alone.
 
 Nodes are created by server-side apply under their own field manager: a
 client-side create followed by tfk8s's server-side label patch would move
@@ -12,11 +15,13 @@ ownership of the node's fields and drop the kwok annotation.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
 
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
+from components import labels as L
 from components.config import StackConfig
 
 from .control_plane import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE
@@ -31,14 +36,21 @@ SERVER_EPHEMERAL_STORAGE = "1Ti"
 RACK_LABEL = "topology.tfk8s.local/rack"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 SERVERS_PER_RACK = 4
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 
 
-def stack_servers(config: StackConfig) -> dict[str, int]:
-    """Server name -> GPUs per server, for every pool of the stack that lists its nodes."""
-    servers: dict[str, int] = {}
+@dataclass(frozen=True)
+class ServerGpus:
+    count: int = 0
+    product: Optional[str] = None
+
+
+def stack_servers(config: StackConfig) -> dict[str, ServerGpus]:
+    """Server name -> its GPUs, for every pool of the stack that lists its nodes."""
+    servers: dict[str, ServerGpus] = {}
     for pool in config.node_pools:
         for node in pool.nodes or ():
-            servers[node] = pool.gpu.per_node if pool.gpu else 0
+            servers[node] = ServerGpus(pool.gpu.per_node, pool.gpu.product) if pool.gpu else ServerGpus()
     return servers
 
 
@@ -53,18 +65,24 @@ def own_labels(name: str, index: int) -> dict[str, str]:
     }
 
 
-def fake_node(name: str, index: int, gpus: int) -> dict[str, Any]:
+def fake_node(name: str, index: int, gpus: ServerGpus) -> dict[str, Any]:
     capacity = {"cpu": SERVER_CPU, "memory": SERVER_MEMORY, "pods": SERVER_PODS, "ephemeral-storage": SERVER_EPHEMERAL_STORAGE}
-    if gpus:
-        capacity["nvidia.com/gpu"] = str(gpus)
+    labels = own_labels(name, index)
+    spec: dict[str, Any] = {}
+    if gpus.count:
+        capacity[L.GPU_RESOURCE] = str(gpus.count)
+        spec["taints"] = [{"key": L.GPU_TAINT, "value": "present", "effect": "NoSchedule"}]
+        # What GPU Feature Discovery writes; on a real cluster it keeps them up to date.
+        labels.update({L.GPU_PRODUCT: gpus.product, GPU_COUNT_LABEL: str(gpus.count)})
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE},
-            "labels": own_labels(name, index),
+            "labels": labels,
         },
+        "spec": spec,
         "status": {
             "capacity": capacity,
             "allocatable": dict(capacity),
@@ -75,10 +93,10 @@ def fake_node(name: str, index: int, gpus: int) -> dict[str, Any]:
 
 def fake_nodes(configs: Iterable[StackConfig]) -> list[dict[str, Any]]:
     """The nodes for every server of the given stacks, each once."""
-    servers: dict[str, int] = {}
+    servers: dict[str, ServerGpus] = {}
     for config in configs:
         for name, gpus in stack_servers(config).items():
-            servers[name] = max(gpus, servers.get(name, 0))
+            servers[name] = max(gpus, servers.get(name, ServerGpus()), key=lambda g: g.count)
     return [fake_node(name, index, gpus) for index, (name, gpus) in enumerate(servers.items())]
 
 

@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from . import labels as L
 from .config import CONFIG_NAMESPACE
 from .experiment import Experiment
-from .labels import field_manager
 from .objects import experiment_objects
 from .planner import Plan, compress_names
 
@@ -198,7 +198,9 @@ def _normalized(experiment: Experiment) -> dict[tuple[str, str], Any]:
     whole = {
         stack: STACK_PLACEHOLDER,
         namespace: NAMESPACE_PLACEHOLDER,
-        field_manager(stack): field_manager(STACK_PLACEHOLDER),
+        # Node label keys name the experiment.
+        L.node_pool_key(stack): L.node_pool_key(STACK_PLACEHOLDER),
+        L.node_role_key(stack): L.node_role_key(STACK_PLACEHOLDER),
     }
     # Task addresses (TF_CONFIG's cluster) name the namespace inside a longer string.
     address_part = (f".{namespace}.svc", f".{NAMESPACE_PLACEHOLDER}.svc")

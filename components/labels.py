@@ -22,10 +22,12 @@ WORKLOAD = "tfk8s.io/workload"  # the task group (StatefulSet or Job) a pod belo
 POD_INDEX = "apps.kubernetes.io/pod-index"
 PRODUCTION = "tfk8s.io/production"  # on the namespace; read by the policy pack
 
-# Node labels written by a NodePool (they replace `kubectl label node`).
-NODE_POOL = "tfk8s.io/pool"
-NODE_EXPERIMENT = "tfk8s.io/experiment"
-NODE_ROLE = "tfk8s.io/role"
+# Node labels written by a NodePool (they replace `kubectl label node`): a key per
+# experiment, `pool.tfk8s.io/<stack>: <pool>` and `role.tfk8s.io/<stack>: ps | worker |
+# mixed`, so that any number of experiments label the same servers without touching
+# each other's labels (one key with one value each would be taken over by the last).
+NODE_POOL_DOMAIN = "pool.tfk8s.io"
+NODE_ROLE_DOMAIN = "role.tfk8s.io"
 # A GPU pool's product: GPU Feature Discovery's label, which tfk8s reads and never writes,
 # or tfk8s's own, which it writes on the nodes a pool names (gpu.labelledBy).
 GPU_PRODUCT = "nvidia.com/gpu.product"
@@ -96,6 +98,16 @@ def node_role(task_types: set[str]) -> str:
 
 def gpu_product_label(labelled_by: str) -> str:
     return TFK8S_GPU_PRODUCT if labelled_by == "tfk8s" else GPU_PRODUCT
+
+
+def node_pool_key(stack: str) -> str:
+    """The node label that says which of the experiment's pools a server is in."""
+    return f"{NODE_POOL_DOMAIN}/{stack}"
+
+
+def node_role_key(stack: str) -> str:
+    """The node label that says what the experiment runs on a server."""
+    return f"{NODE_ROLE_DOMAIN}/{stack}"
 
 
 def field_manager(stack: str) -> str:

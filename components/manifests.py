@@ -241,9 +241,8 @@ def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
 def node_labels(experiment: Experiment, pool: NodePoolSpec) -> dict[str, str]:
     """Labels a NodePool writes on each of its nodes."""
     node_labels = {
-        L.NODE_POOL: pool.name,
-        L.NODE_EXPERIMENT: experiment.stack,
-        L.NODE_ROLE: experiment.pool_role(pool.name),
+        L.node_pool_key(experiment.stack): pool.name,
+        L.node_role_key(experiment.stack): experiment.pool_role(pool.name),
     }
     if pool.gpu_labeller == "tfk8s":
         # Never a label under nvidia.com/: GPU Feature Discovery owns those.
@@ -255,12 +254,11 @@ def node_patch(experiment: Experiment, node: str, pool: NodePoolSpec) -> Manifes
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {
-            "name": node,
-            "labels": node_labels(experiment, pool),
-            # One field manager per experiment: destroy releases exactly its labels.
-            "annotations": {"pulumi.com/patchFieldManager": L.field_manager(experiment.stack)},
-        },
+        # No pulumi.com/patchFieldManager annotation: it would be written on the node, one
+        # value per experiment, and two experiments would conflict over it. Without it
+        # pulumi-kubernetes gives each NodePatch a field manager of its own, so destroy
+        # still releases exactly that patch's labels.
+        "metadata": {"name": node, "labels": node_labels(experiment, pool)},
     }
 
 
@@ -366,19 +364,15 @@ def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     return tolerations + [toleration.manifest() for toleration in own if toleration.manifest() not in tolerations]
 
 
-def _pool_expressions(pool: NodePoolSpec, stack: str, on_named_node: bool) -> list[Manifest]:
+def _pool_expressions(pool: NodePoolSpec, stack: str) -> list[Manifest]:
     if pool.selector is not None:
         return [
             {"key": key, "operator": "In", "values": [value]}
             for key, value in sorted(pool.selector.items())
         ]
-    in_pool = {"key": L.NODE_POOL, "operator": "In", "values": [pool.name]}
-    if on_named_node:
-        # The node name already picks this experiment's server; the pool label
-        # keeps the pod Pending until tfk8s has labelled it.
-        return [in_pool]
-    # Another experiment may label its own servers with the same pool name.
-    return [in_pool, {"key": L.NODE_EXPERIMENT, "operator": "In", "values": [stack]}]
+    # The experiment's own key: another experiment's pool of the same name is not this one.
+    # On a named node it also keeps the pod Pending until tfk8s has labelled the server.
+    return [{"key": L.node_pool_key(stack), "operator": "In", "values": [pool.name]}]
 
 
 def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
@@ -388,7 +382,7 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
     """
     pool = experiment.config.pools[group.pool]
     strict_server = group.server is not None and experiment.plan.strict
-    expressions = _pool_expressions(pool, experiment.stack, on_named_node=strict_server)
+    expressions = _pool_expressions(pool, experiment.stack)
     if _has_gpus(experiment, group) and pool.gpu:
         expressions.append({"key": L.gpu_product_label(pool.gpu_labeller), "operator": "In", "values": [pool.gpu.product]})
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import gc
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import pulumi
 from pulumi.runtime import config as runtime_config
 
 from .config import CONFIG_NAMESPACE, StackConfigError
 from .experiment import Experiment, load_experiment_values
-from .node_pool import NodePool, NodePoolArgs
-from .objects import labelled_pools
-from .tf_cluster import TFCluster, TFClusterArgs
 from .stack_files import PROJECT_ROOT
+from .tf_experiment import experiment_outputs, register_experiment
 from .trainer_bundle import load_trainer_bundle
 
 
@@ -36,37 +34,18 @@ def engine_config() -> dict[str, Any]:
     return values
 
 
-def build(stack: str, values: Mapping[str, Any]) -> Experiment:
-    """Validate, then register every resource of the experiment and export its plan."""
+def build(stack: str, values: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions] = None) -> Experiment:
+    """Validate, then register every resource of the experiment and export its plan.
+
+    `opts` reaches every resource: an explicit `kubernetes.Provider` (`providers=[...]`),
+    `transforms`, `aliases`. The project's __main__.py passes none (the default provider
+    reads `kubernetes:context` / `kubernetes:kubeconfig` from the stack file); a program
+    of one's own may pass them.
+    """
     experiment = load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))
-    config = experiment.config
-
-    used = {pool.name for pool in experiment.used_pools()}
-    for pool in config.node_pools:
-        if pool.name not in used:
-            pulumi.log.warn(f"stack '{stack}': node pool '{pool.name}' is not used by tfk8s:cluster")
-
-    node_pools = {
-        pool.name: NodePool(f"{stack}-pool-{pool.name}", NodePoolArgs(experiment, pool))
-        for pool in labelled_pools(experiment)
-    }
-    cluster = TFCluster(
-        stack,
-        TFClusterArgs(
-            experiment,
-            server_labels={
-                node: patch for pool in node_pools.values() for node, patch in pool.patches.items()
-            },
-            pool_labels=node_pools,
-        ),
-    )
-
-    plan = experiment.plan
-    pulumi.export("namespace", cluster.namespace)
-    pulumi.export("placement", plan.by_server())
-    pulumi.export("unpinned", plan.unpinned())
-    pulumi.export("tasks", {t: plan.count(t) for t in ("chief", "ps", "worker")})
-    pulumi.export("psMemory", experiment.ps_memory)
+    _, cluster = register_experiment(experiment, opts)
+    for name, value in experiment_outputs(experiment, cluster).items():
+        pulumi.export(name, value)
     return experiment
 
 

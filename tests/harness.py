@@ -52,7 +52,8 @@ class Registered:
     parent: str
     custom: bool
     dependencies: list[str]
-    wire_inputs: Any  # the protobuf Struct the program sent; decoded on demand
+    wire_inputs: Any
+    provider: str = ""  # the provider reference the resource was registered with  # the protobuf Struct the program sent; decoded on demand
 
     @cached_property
     def inputs(self) -> dict[str, Any]:
@@ -138,8 +139,9 @@ def run_program(
     values: Mapping[str, Any],
     preview: bool = False,
     monitor: RecordingMonitor | None = None,
+    program: Path = PROGRAM,
 ) -> ProgramRun:
-    """Run `__main__.py` for `stack` with config `values`; raise what it raises.
+    """Run `program` (the project's `__main__.py`) for `stack` with config `values`; raise what it raises.
 
     Pass a `monitor` to see what was registered even when the program fails.
     """
@@ -150,7 +152,7 @@ def run_program(
     )
     runtime_config.set_all_config(engine_values(values))
     try:
-        runpy.run_path(str(PROGRAM), run_name="__main__")
+        runpy.run_path(str(program), run_name="__main__")
         _sync_await(wait_for_rpcs())
         root = runtime_settings.get_root_resource()
         outputs = {}
@@ -169,6 +171,7 @@ def run_program(
                 custom=bool(request.custom),
                 dependencies=list(request.dependencies),
                 wire_inputs=request.object,
+                provider=request.provider,
             )
         )
     return run

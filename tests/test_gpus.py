@@ -145,7 +145,8 @@ def test_with_gpu_feature_discovery_the_workers_select_its_label_and_tfk8s_write
 
     run = run_program(*_gpu_values(edit))
     for patch in run.of_kind("NodePatch"):
-        assert not [k for k in patch.manifest["metadata"]["labels"] if "gpu" in k]
+        written = patch.manifest["metadata"]["labels"]
+        assert L.TFK8S_GPU_PRODUCT not in written and not [k for k in written if k.startswith("nvidia.com/")]
     for pod in pods_of(run):
         keys = _required_keys(pod)
         assert (L.GPU_PRODUCT in keys) == pod.task.startswith("worker-"), pod.task

@@ -26,7 +26,7 @@ from tools.localcluster.nodes import create_fake_nodes
 
 TEST_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "tests")
 # Every stack the tests run; the cluster gets a fake node per server of each.
-SEED_STACKS = ("scene1-case2", "scene2-case2", "gpu-p40", "scene1-case2-durable")
+SEED_STACKS = ("scene1-case2", "scene1-case3", "scene2-case2", "gpu-p40", "scene1-case2-durable")
 POD_WAIT_S = 120.0
 
 

@@ -140,7 +140,7 @@ def test_scene1_case2_admitted_placed_and_removed(local_cluster, tmp_path, capsy
 
     # tfk8s's labels went on under the experiment's field manager.
     for name, labels in node_labels(local_cluster, servers).items():
-        assert labels[L.NODE_EXPERIMENT] == "scene1-case2" and labels[L.NODE_ROLE] == "mixed"
+        assert labels[L.node_pool_key("scene1-case2")] == "servers" and labels[L.node_role_key("scene1-case2")] == "mixed"
         assert {k: v for k, v in labels.items() if k in labels_before[name]} == labels_before[name]
 
     code, table = status_of("scene1-case2", local_cluster, capsys)
@@ -250,13 +250,51 @@ def test_two_experiments_keep_to_their_own_namespace_and_labels(local_cluster, t
     try:
         assert node_labels(local_cluster, scene1) == scene1_labels
         for name, labels in node_labels(local_cluster, ["ps-srv-00", "wk-srv-00"]).items():
-            assert labels[L.NODE_EXPERIMENT] == "scene2-case2"
+            assert labels[L.node_pool_key("scene2-case2")] in ("ps-servers", "wk-servers")
         assert {p.metadata.namespace for p in task_pods(core(local_cluster), load_experiment("scene1-case2"))} == {"tf-scene1-case2"}
         local_cluster.delete("scene2-case2", tmp_path / "b")
         assert node_labels(local_cluster, scene1) == scene1_labels
         assert pods_by_node(local_cluster, "scene1-case2") == {s: Counter({"worker": 10, "ps": 1}) for s in scene1}
     finally:
         local_cluster.delete("scene1-case2", tmp_path / "a")
+
+
+def _own_labels(labels: dict[str, str], stack: str) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if k in (L.node_pool_key(stack), L.node_role_key(stack))}
+
+
+def test_experiments_share_servers_and_each_delete_removes_only_its_own_labels(local_cluster, tmp_path):
+    """scene1-case2 (srv-00..04) and scene1-case3 (srv-00..09) at once, on the same servers."""
+    servers = [f"srv-0{i}" for i in range(10)]
+    before = node_labels(local_cluster, servers)
+    local_cluster.apply("scene1-case2", tmp_path / "case2")
+    try:
+        local_cluster.apply("scene1-case3", tmp_path / "case3")
+        try:
+            # Both scheduled as planned: 1 PS and 10 workers of each on each of its servers.
+            assert pods_by_node(local_cluster, "scene1-case2") == {s: Counter({"worker": 10, "ps": 1}) for s in servers[:5]}
+            assert pods_by_node(local_cluster, "scene1-case3") == {s: Counter({"worker": 10, "ps": 1}) for s in servers}
+            labelled = node_labels(local_cluster, servers)
+            for name in servers[:5]:
+                assert _own_labels(labelled[name], "scene1-case2") == {
+                    "pool.tfk8s.io/scene1-case2": "servers", "role.tfk8s.io/scene1-case2": "mixed"}
+            case3_labels = {name: _own_labels(labels, "scene1-case3") for name, labels in labelled.items()}
+            assert all(labels == {"pool.tfk8s.io/scene1-case3": "servers", "role.tfk8s.io/scene1-case3": "mixed"}
+                       for labels in case3_labels.values())
+            case3_pods = {p.metadata.uid for p in task_pods(core(local_cluster), load_experiment("scene1-case3"))}
+
+            local_cluster.delete("scene1-case2", tmp_path / "case2")
+            after = node_labels(local_cluster, servers)
+            assert all(not _own_labels(labels, "scene1-case2") for labels in after.values())
+            assert {name: _own_labels(labels, "scene1-case3") for name, labels in after.items()} == case3_labels
+            # scene1-case3's pods are the same pods, still where the plan put them.
+            assert {p.metadata.uid for p in task_pods(core(local_cluster), load_experiment("scene1-case3"))} == case3_pods
+            assert pods_by_node(local_cluster, "scene1-case3") == {s: Counter({"worker": 10, "ps": 1}) for s in servers}
+        finally:
+            local_cluster.delete("scene1-case3", tmp_path / "case3")
+    finally:
+        local_cluster.delete("scene1-case2", tmp_path / "case2")
+    assert node_labels(local_cluster, servers) == before
 
 
 def test_the_api_server_refuses_a_privileged_pod_in_the_namespace(local_cluster, tmp_path):

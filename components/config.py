@@ -251,6 +251,13 @@ class ChiefSpec(_Model):
         default=None,
         description="a PersistentVolumeClaim for the chief's checkpoints, so they outlive the chief's pod",
     )
+    active_deadline_seconds: Optional[int] = Field(
+        default=None,
+        strict=True,
+        ge=1,
+        description="seconds the chief's Job may run in all before it fails (and the experiment with it): "
+        "a hung chief otherwise runs forever (default: no deadline)",
+    )
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
 
 
@@ -284,6 +291,11 @@ class ClusterSpec(_Model):
         default=None,
         min_length=1,
         description="image of GPU workers (default: image with '-gpu' appended to its tag, TensorFlow's GPU build)",
+    )
+    priority_class: Optional[NodeName] = Field(
+        default=None,
+        description="PriorityClass of every pod of the experiment (it must exist on the cluster; default: "
+        "the cluster's global default)",
     )
     image_pull_secrets: tuple[DnsLabel, ...] = Field(
         default=(), description="Secrets in the namespace used to pull the image"

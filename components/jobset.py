@@ -24,7 +24,7 @@ from typing import Optional
 from . import labels as L
 from .config import CONFIG_NAMESPACE
 from .experiment import Experiment
-from .manifests import Manifest, metadata, pod_template
+from .manifests import Manifest, chief_deadline, metadata, pod_template
 from .workloads import JOBSET_NAME, TaskGroup
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -141,6 +141,7 @@ def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             "completions": group.count,
             "parallelism": group.count,
             "backoffLimit": _backoff_limit(experiment, group),
+            **(chief_deadline(experiment) if group.task_type == "chief" else {}),
             # A replacement starts only once the pod it replaces is gone: never two pods of one task.
             "podReplacementPolicy": "Failed",
             "template": pod_template(experiment, group),

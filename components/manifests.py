@@ -152,6 +152,7 @@ def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
                 "completions": 1,
                 "parallelism": 1,
                 "backoffLimit": experiment.config.cluster.chief.restarts,
+                **chief_deadline(experiment),
                 # Never a second chief while the first is still terminating.
                 "podReplacementPolicy": "Failed",
                 "template": template,
@@ -204,8 +205,13 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         spec["volumes"].append(
             {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}}
         )
-        # The volume's files belong to the pod's group, so the unprivileged chief can write them.
+        # The volume's files belong to the pod's group, so the unprivileged chief can write them;
+        # re-owned only when the volume's root is not the group's yet, not file by file at every
+        # start of a chief whose volume holds many checkpoints.
         spec["securityContext"]["fsGroup"] = RUN_AS_USER
+        spec["securityContext"]["fsGroupChangePolicy"] = "OnRootMismatch"
+    if cluster.priority_class is not None:
+        spec["priorityClassName"] = cluster.priority_class
     tolerations = _tolerations(experiment, group)
     if tolerations:
         spec["tolerations"] = tolerations
@@ -223,6 +229,13 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         },
         "spec": spec,
     }
+
+
+def chief_deadline(experiment: Experiment) -> Manifest:
+    """The chief Job's activeDeadlineSeconds, when the stack sets one: past it the Job fails
+    (DeadlineExceeded), which fails the experiment."""
+    deadline = experiment.config.cluster.chief.active_deadline_seconds
+    return {"activeDeadlineSeconds": deadline} if deadline is not None else {}
 
 
 def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:

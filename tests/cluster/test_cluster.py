@@ -411,3 +411,67 @@ def test_the_chief_binds_its_checkpoint_claim_to_a_pre_created_volume(local_clus
     released = core(local_cluster).read_persistent_volume("checkpoints-pv")
     assert released.status.phase == "Released"
     core(local_cluster).delete_persistent_volume("checkpoints-pv")
+
+
+def _small_variant(cluster, name: str, **settings) -> str:
+    """scene1-case2's shape on one server (srv-00), with the given tfk8s:cluster settings."""
+
+    def edit(values: dict) -> None:
+        values["tfk8s:nodePools"][0]["nodes"] = ["srv-00"]
+        cluster_values = values["tfk8s:cluster"]
+        cluster_values["workers"]["replicas"] = 2
+        cluster_values["ps"] = {"replicas": 1, "pool": "servers"}
+        for key, value in settings.items():
+            if isinstance(value, dict):
+                cluster_values.setdefault(key, {}).update(value)
+            else:
+                cluster_values[key] = value
+
+    return write_variant(cluster.stacks_dir, "scene1-case2", name, edit)
+
+
+def test_the_cluster_admits_pods_of_an_existing_priority_class_and_refuses_an_unknown_one(
+    local_cluster, tmp_path, capsys
+):
+    scheduling = client.SchedulingV1Api(local_cluster.api)
+    scheduling.create_priority_class(
+        client.V1PriorityClass(metadata=client.V1ObjectMeta(name="research-low"), value=100)
+    )
+    known = _small_variant(local_cluster, "prio-known", priorityClass="research-low")
+    unknown = _small_variant(local_cluster, "prio-unknown", priorityClass="no-such-class")
+    try:
+        local_cluster.apply(known, tmp_path / "known")
+        try:
+            pods = task_pods(core(local_cluster), load_experiment(known))
+            assert len(pods) == 3 and {(p.spec.priority_class_name, p.spec.priority) for p in pods} == {("research-low", 100)}
+        finally:
+            local_cluster.delete(known, tmp_path / "known")
+
+        local_cluster.apply(unknown, tmp_path / "unknown", wait=False)
+        try:
+            def refused() -> str:
+                code, table = status_of(unknown, local_cluster, capsys)
+                return table if "no PriorityClass with name no-such-class was found" in table else ""
+
+            table = _wait_for(refused, 60, "status naming the missing PriorityClass")
+            assert task_pods(core(local_cluster), load_experiment(unknown)) == []
+            assert "phase: Pending" in table
+        finally:
+            local_cluster.delete(unknown, tmp_path / "unknown")
+    finally:
+        scheduling.delete_priority_class("research-low")
+
+
+def test_a_chief_past_its_deadline_fails_the_experiment(local_cluster, tmp_path, capsys):
+    """kwok's pods never finish: a hung chief. Its Job's activeDeadlineSeconds ends the experiment."""
+    stack = _small_variant(local_cluster, "chief-deadline", chief={"activeDeadlineSeconds": 10})
+    local_cluster.apply(stack, tmp_path)
+    try:
+        def failed() -> str:
+            code, table = status_of(stack, local_cluster, capsys)
+            return table if "phase: Failed" in table else ""
+
+        table = _wait_for(failed, 90, "the experiment failing at the chief's deadline")
+        assert "DeadlineExceeded" in table, table
+    finally:
+        local_cluster.delete(stack, tmp_path)

@@ -1,7 +1,7 @@
 """A real-node start that fails half-way puts the host back.
 
-Runs before the session's real cluster starts (module order): only one set of
-real nodes can own the pod bridge at a time.
+Runs before the session's real cluster starts (conftest.py orders it first):
+only one set of real nodes can own the pod bridge at a time.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from components import labels as L
 from components.__main__ import main as components_main
 from components.stack_files import load_experiment
 from components.status import read_jobset
+from tests.stack_variants import write_variant
 from tools.localcluster import paths
 from tools.localcluster.experiments import ApplyError, apply_manifest, task_pods
 from tools.localcluster.nodes import create_fake_nodes
@@ -250,7 +251,7 @@ def test_two_experiments_keep_to_their_own_namespace_and_labels(local_cluster, t
     try:
         assert node_labels(local_cluster, scene1) == scene1_labels
         for name, labels in node_labels(local_cluster, ["ps-srv-00", "wk-srv-00"]).items():
-            assert labels[L.node_pool_key("scene2-case2")] in ("ps-servers", "wk-servers")
+            assert labels[L.node_pool_key("scene2-case2")] in ("ps-servers", "worker-servers")
         assert {p.metadata.namespace for p in task_pods(core(local_cluster), load_experiment("scene1-case2"))} == {"tf-scene1-case2"}
         local_cluster.delete("scene2-case2", tmp_path / "b")
         assert node_labels(local_cluster, scene1) == scene1_labels

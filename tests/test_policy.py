@@ -507,3 +507,17 @@ def test_a_queued_experiment_passes_every_policy():
     assert queue.props["spec"] == {"clusterQueue": "team-a"}
     assert find(objects_of(run), "JobSet", "tf").props["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "tfk8s"
     assert tripped(objects_of(run), POLICIES) == {}
+
+
+def test_an_experiment_with_digest_images_gpu_workers_and_the_new_settings_passes_every_policy():
+    """The pack accepts what the stack reference offers: digests, tolerations, a priority class, a deadline."""
+    name, values = read_stack_values("gpu-p40")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"].update(
+        image="registry.example.com/tensorflow@sha256:" + "0f" * 32,
+        gpuImage="registry.example.com/tensorflow@sha256:" + "1e" * 32,
+        priorityClass="research-low",
+        chief={"activeDeadlineSeconds": 86400, "tolerations": [{"key": "dedicated", "operator": "Exists"}]},
+    )
+    values["tfk8s:cluster"]["workers"]["tolerations"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
+    assert tripped(objects_of(run_program(name, values))) == {}

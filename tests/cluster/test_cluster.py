@@ -476,3 +476,23 @@ def test_a_chief_past_its_deadline_fails_the_experiment(local_cluster, tmp_path,
         assert "DeadlineExceeded" in table, table
     finally:
         local_cluster.delete(stack, tmp_path)
+
+
+def test_top_on_kwok_servers_says_they_report_no_metrics(local_cluster, tmp_path, capsys):
+    stack = _small_variant(local_cluster, "top-kwok")
+    local_cluster.apply(stack, tmp_path)
+    try:
+        assert components_main(["top", stack, "--kubeconfig", str(local_cluster.kubeconfig)]) == 0
+        text = capsys.readouterr().out
+        assert "srv-00 reports no metrics: a kwok node (no kubelet, so no Summary API)" in text
+        rows = [line.split() for line in text.splitlines() if line.startswith(("chief-", "ps-", "worker-"))]
+        assert len(rows) == 4 and all(row[1] == "srv-00" and row[2:] == ["no", "metrics", "no", "metrics"] for row in rows)
+        assert "0.00" not in text
+
+        assert components_main(["top", stack, "--kubeconfig", str(local_cluster.kubeconfig), "--json"]) == 0
+        view = json.loads(capsys.readouterr().out)
+        assert view["phase"] == "Running"
+        assert [(t["node"], t["cpu_cores"], t["memory_bytes"]) for t in view["tasks"]] == [("srv-00", None, None)] * 4
+        assert view["ps_imbalance"] is None and view["progress"]["step"] is None and view["progress"]["steps"] == 1000
+    finally:
+        local_cluster.delete(stack, tmp_path)

@@ -113,15 +113,19 @@ def test_restart_resumes_from_checkpoint_into_more_ps(tmp_path):
     assert second["loss_first"] < first["loss_first"] - 0.02
 
 
+LAUNCHER_STDERR = "launcher-stderr.log"
+
+
 def training_launcher(workdir: Path) -> subprocess.Popen:
     """A launcher with a long run, returned once its first step is reported (its tasks all running)."""
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "trainer.local", "--workdir", str(workdir), *SMALL, "--steps", "100000"],
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    with open(workdir / LAUNCHER_STDERR, "w") as stderr:  # kept for a failing test's message
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "trainer.local", "--workdir", str(workdir), *SMALL, "--steps", "100000"],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     deadline = time.monotonic() + RUN_TIMEOUT
     for line in launcher.stdout:
         if line.startswith("step "):
@@ -138,7 +142,12 @@ def test_ctrl_c_stops_every_process(tmp_path):
     try:
         assert processes_under(tmp_path), "tasks are running"
         launcher.send_signal(signal.SIGINT)
-        assert launcher.wait(timeout=60) == 130
+        try:
+            code = launcher.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            said = (tmp_path / LAUNCHER_STDERR).read_text()[-3000:]
+            pytest.fail(f"the launcher still runs 60 s after SIGINT; tasks {processes_under(tmp_path)}; it said:\n{said}")
+        assert code == 130
     finally:
         if launcher.poll() is None:
             launcher.kill()

@@ -116,6 +116,12 @@ def test_restart_resumes_from_checkpoint_into_more_ps(tmp_path):
 LAUNCHER_STDERR = "launcher-stderr.log"
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A shell starts background commands with SIGINT ignored, and a process keeps an ignored
+    signal ignored: run from such a job, the launcher would never see the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def training_launcher(workdir: Path) -> subprocess.Popen:
     """A launcher with a long run, returned once its first step is reported (its tasks all running)."""
     with open(workdir / LAUNCHER_STDERR, "w") as stderr:  # kept for a failing test's message
@@ -125,6 +131,7 @@ def training_launcher(workdir: Path) -> subprocess.Popen:
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
+            preexec_fn=_ctrl_c_as_in_a_terminal,
         )
     deadline = time.monotonic() + RUN_TIMEOUT
     for line in launcher.stdout:

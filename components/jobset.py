@@ -140,7 +140,7 @@ def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             "completionMode": "Indexed",
             "completions": group.count,
             "parallelism": group.count,
-            "backoffLimit": _backoff_limit(experiment, group),
+            **_retry_limits(experiment, group),
             **(chief_deadline(experiment) if group.task_type == "chief" else {}),
             # A replacement starts only once the pod it replaces is gone: never two pods of one task.
             "podReplacementPolicy": "Failed",
@@ -149,9 +149,18 @@ def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
     }
 
 
-def _backoff_limit(experiment: Experiment, group: TaskGroup) -> int:
+def _retry_limits(experiment: Experiment, group: TaskGroup) -> Manifest:
+    """How often a group's Job replaces a failed pod, and so how long it waits first.
+
+    The Job controller waits before replacing a failed or deleted pod: 10 s, doubled for each
+    failure it counted before, at most 10 minutes. With `backoffLimit` alone it counts the failures
+    of the whole Job, so a worker lost after another of its group waited twice as long. With
+    `backoffLimitPerIndex` it counts each task's own: a lost worker is back after 10 s however
+    many others were lost before it, and a worker that keeps failing by itself (or is lost again
+    and again) still waits longer each time, so a broken program does not spin.
+    """
     if group.task_type == "chief":
-        return experiment.config.cluster.chief.restarts
+        return {"backoffLimit": experiment.config.cluster.chief.restarts}
     if group.task_type == "ps":
-        return 0  # a lost PS fails its Job, and the JobSet restarts the experiment
-    return WORKER_BACKOFF_LIMIT
+        return {"backoffLimit": 0}  # a lost PS fails its Job, and the JobSet restarts the experiment
+    return {"backoffLimit": WORKER_BACKOFF_LIMIT, "backoffLimitPerIndex": WORKER_BACKOFF_LIMIT}

@@ -239,15 +239,17 @@ def chief_deadline(experiment: Experiment) -> Manifest:
 
 
 def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
-    """In place, a restarted container keeps its scratch volume (the chief's checkpoints).
+    """In place, a restarted chief container keeps its scratch volume (its checkpoints).
 
-    A JobSet's PS never restarts in place: a lost PS fails its Job, which restarts
-    the experiment. A StatefulSet's PS and workers take the default (Always).
+    A JobSet's PS never restarts in place: a lost PS fails its Job, which restarts the
+    experiment. A JobSet's worker is replaced by a new pod, whose Job backs off per task
+    (`backoffLimitPerIndex`, which needs `Never`). A StatefulSet's PS and workers take the
+    default (Always).
     """
     if group.task_type == "chief":
         return "OnFailure"
     if experiment.workload == "jobset":
-        return "Never" if group.task_type == "ps" else "OnFailure"
+        return "Never"
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -25,14 +26,15 @@ def main() -> int:
         print(f"trainer: {error}", file=sys.stderr)
         return 2
     # Both before TensorFlow starts a thread or opens a channel.
-    exit_on_termination(task.name)
+    finish = threading.Event()  # the chief's: set on SIGUSR1, it then finishes where it stands
+    exit_on_termination(task.name, on_finish=finish.set if task.task_type == "chief" else None)
     set_grpc_options()
     if task.task_type in ("ps", "worker"):
         serve(task)
         return 0
     from .chief import main as chief_main
 
-    return chief_main(task, settings)
+    return chief_main(task, settings, finish)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ class ChiefOptions:
     metrics_file: Optional[str] = None
     progress_every: int = 50  # steps between progress lines
     out: TextIO = field(default_factory=lambda: sys.stdout)
+    # Set to finish before `steps` (SIGUSR1): no more steps scheduled, checkpoint, summary, exit 0.
+    finish: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -208,6 +210,9 @@ class TrainingLoop:
         scheduled = self.progress.steps_done
         next_checkpoint = _next_multiple(scheduled, settings.checkpoint_every)
         while scheduled < settings.steps:
+            if self.options.finish.is_set():
+                _emit(self.options.out, "finishing", step=scheduled, steps=settings.steps, reason="asked to finish early")
+                break
             steps = min(settings.steps_per_call, settings.steps - scheduled)
             if next_checkpoint is not None and scheduled < next_checkpoint < scheduled + steps:
                 steps = next_checkpoint - scheduled  # end a call exactly on the checkpoint step
@@ -373,7 +378,7 @@ def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[st
     }
 
 
-def main(task: TaskConfig, settings: TrainerSettings) -> int:
+def main(task: TaskConfig, settings: TrainerSettings, finish: Optional[threading.Event] = None) -> int:
     log_devices(task.name)
     scratch = os.environ.get("TMPDIR", ".")
     checkpoint_dir = settings.checkpoint_dir
@@ -383,6 +388,7 @@ def main(task: TaskConfig, settings: TrainerSettings) -> int:
         checkpoint_dir=checkpoint_dir,
         metrics_file=os.environ.get("TFK8S_METRICS_FILE", os.path.join(scratch, "metrics.jsonl")),
         progress_every=int(os.environ.get("TFK8S_PROGRESS_EVERY", "50")),
+        finish=finish or threading.Event(),
     )
 
     def exit_ps_lost(index: int, address: str) -> None:

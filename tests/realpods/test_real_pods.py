@@ -24,12 +24,18 @@ from components.stack_files import load_experiment
 from tests.realpods.conftest import REAL_SERVERS, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
 from tools.localcluster.experiments import apply_manifests
+from tools.localcluster.worker_loss import lose_worker
 from trainer.peers import PS_WATCH_GRACE_S
 
 DELETE_WITHIN_S = 5.0
 ENDS_WITHIN_S = 30.0  # the PS and workers after the chief completes
 TRAINING_STARTS_WITHIN_S = 5.0
+# From a worker pod's deletion to its replacement's first steps: the Job controller's back-off
+# (JOB_BACKOFF_S, Kubernetes' own, not configurable) is most of it.
 REJOINS_WITHIN_S = 15.0
+JOB_BACKOFF_S = 10.0
+# A run the test stops itself once it saw what it waits for: never raced against a step count.
+UNTIL_STOPPED = 10**7
 
 
 def _colocated(cluster: RealCluster, name: str, **trainer) -> str:
@@ -192,31 +198,22 @@ def test_a_deleted_ps_pod_restarts_the_experiment_from_its_checkpoint(real_clust
         assert real_cluster.jobset(stack)["status"]["restarts"] == 1
 
 
-def test_a_deleted_worker_pod_is_replaced_and_its_replacement_runs_steps(real_cluster, tmp_path):
-    stack = _colocated(real_cluster, "real-lost-worker", steps=2400, checkpointEvery=0)
-    with real_cluster.running(stack, tmp_path) as namespace:
-        real_cluster.wait_for_event(stack, "worker_joined", worker=lambda w: w and w.startswith("worker-1@"))
-        time.sleep(5)
-        worker = real_cluster.task_pod(stack, "worker", 1)
-        assert _delete_pod(real_cluster, namespace, worker.metadata.name) < DELETE_WITHIN_S
-        # Its Job makes a new pod (a new name) for the same task; the others train on meanwhile.
-        deadline = time.monotonic() + 60
-        while (replacement := real_cluster.task_pod(stack, "worker", 1)) is None:
-            assert time.monotonic() < deadline, "worker-1 was not replaced"
-            time.sleep(0.5)
-        real_cluster.wait_for_log(stack, "worker", "worker-1: serving on")
-        replacement_serving = real_cluster.log(namespace, replacement.metadata.name).first("serving on")
-        summary, chief = real_cluster.chief_summary(stack)
-        assert summary["steps"] == 2400
-        worker_1 = {name: steps for name, steps in summary["steps_by_worker_process"].items() if name.startswith("worker-1@")}
-        assert len(worker_1) == 2 and all(steps > 0 for steps in worker_1.values()), summary["steps_by_worker_process"]
+def test_lost_workers_are_back_within_seconds_each_time(real_cluster, tmp_path):
+    """Two workers of one server lost one after the other: each one's replacement runs steps within
+    REJOINS_WITHIN_S of its pod's deletion, the second as soon as the first (the Job backs off per
+    task: with one back-off per Job the second waited twice as long), and nothing else restarts.
+    Training runs until both are seen back, whatever this machine's speed, and is then deleted."""
+    stack = _colocated(real_cluster, "real-lost-worker", steps=UNTIL_STOPPED, checkpointEvery=0)
+    with real_cluster.running(stack, tmp_path):
+        experiment = load_experiment(stack)
+        returns = [lose_worker(real_cluster.core, experiment, index) for index in (1, 0)]
+        for back in returns:
+            stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in back.stages())
+            assert back.new_pod != back.old_pod
+            assert back.trainer_stopped_s < DELETE_WITHIN_S, stages
+            assert back.replacement_created_s < JOB_BACKOFF_S * 1.5, f"{back.task}: {stages}"
+            assert back.first_steps_s <= REJOINS_WITHIN_S, f"{back.task}: {stages}"
         assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0, "a lost worker restarts nothing else"
-        joined = [
-            stamp
-            for stamp, event in real_cluster.log(namespace, chief.metadata.name).events("worker_joined")
-            if event["worker"].startswith("worker-1@")
-        ]
-        assert len(joined) == 2 and joined[1] - replacement_serving <= REJOINS_WITHIN_S
 
 
 @pytest.fixture

@@ -80,3 +80,33 @@ def test_a_task_running_as_pid_1_exits_promptly_on_sigterm(role, tmp_path):
         if task.poll() is None:
             task.kill()  # --kill-child takes the task with it
             task.wait()
+
+
+def test_the_chief_is_asked_to_finish_by_sigusr1_and_still_stops_on_sigterm(tmp_path):
+    """SIGUSR1 calls the chief's finish hook (as often as it comes) and ends nothing; SIGTERM still exits."""
+    program = (
+        "import os, signal, sys, threading, time\n"
+        "from trainer.termination import exit_on_termination\n"
+        "asked = []\n"
+        "exit_on_termination('chief-0', on_finish=lambda: asked.append(1))\n"
+        "threading.Thread(target=lambda: [time.sleep(0.05) or print(len(asked), flush=True) for _ in iter(int, 1)],"
+        " daemon=True).start()\n"
+        "time.sleep(120)\n"
+    )
+    task = subprocess.Popen(
+        [sys.executable, "-c", program], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _read_until(task.stdout, "0", timeout_s=30)
+        for times in (1, 2):
+            task.send_signal(signal.SIGUSR1)
+            _read_until(task.stdout, str(times), timeout_s=10)
+        assert task.poll() is None, "asked to finish, it goes on until the chief has finished"
+        task.send_signal(signal.SIGTERM)
+        assert task.wait(timeout=10) == 128 + signal.SIGTERM
+        said = task.stderr.read()
+        assert said.count("chief-0: finishing early on SIGUSR1") == 2 and "chief-0: stopping on SIGTERM" in said
+    finally:
+        if task.poll() is None:
+            task.kill()
+            task.wait()

@@ -7,8 +7,10 @@ Starts PS and workers, then the chief, on loopback; shows the chief's
 progress; prints as its last line one JSON object (the chief's summary plus
 `ps_cpu_seconds` and `ps_imbalance`, measured from /proc from the first
 finished call to the end of training). Every process it starts runs in its own process group and is stopped
-on success, failure, Ctrl-C or SIGTERM. Workers that die are restarted, as
-Kubernetes would; `--kill TASK@STEP` kills a task on purpose (a fault drill).
+on success, failure, Ctrl-C or SIGTERM. SIGUSR1 has the chief finish where it
+stands (checkpoint, summary, exit 0), as it does in a pod. Workers that die are
+restarted, as Kubernetes would; `--kill TASK@STEP` kills a task on purpose (a
+fault drill).
 """
 
 from .cluster import LocalCluster

@@ -106,6 +106,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    # SIGUSR1: the chief finishes where it stands (checkpoint, summary, exit 0), as in a pod.
+    previous_usr1 = signal.signal(signal.SIGUSR1, lambda signum, frame: cluster.finish())
     code = 0
     try:
         summary = cluster.run()
@@ -120,6 +122,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     finally:
         cluster.stop()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGUSR1, previous_usr1)
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return code

@@ -52,6 +52,9 @@ class LocalCluster:
     chief_log: Any = None
     chief_killed: bool = False  # by a fault drill: restarted, as its Job would
     abort_reason: Optional[str] = None  # why the launcher stopped the chief itself
+    finish_requested: bool = False  # the chief is to finish where it stands (SIGUSR1 to the launcher)
+    _chief_listening: bool = False  # the running chief has said something: its signal handling is set
+    _finish_sent_to: Optional[int] = None  # the chief PID that was told to finish
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: bool = False
 
@@ -147,7 +150,11 @@ class LocalCluster:
         summary: Optional[dict[str, Any]] = None
         failure: Optional[str] = None
         cpu_at_start: Optional[list[float]] = None
+        self._chief_listening = False
         for line in self.chief.stdout:
+            if not self._chief_listening:
+                self._chief_listening = True  # its first line comes after its signal handling is set
+                self._forward_finish()
             event = _event(line)
             if event is None:
                 print(line.rstrip(), file=out, flush=True)
@@ -156,10 +163,14 @@ class LocalCluster:
                 continue
             if event["event"] == "start":
                 print(f"training: {event['ps']} PS, {event['workers']} workers, from step {event['step']}", file=out, flush=True)
-            elif event["event"] == "worker_joined" and cpu_at_start is None:
-                # The first finished call: PS CPU counts from here, not from the processes' start
-                # (TensorFlow's import, variable creation and tracing would mute the hot PS).
-                cpu_at_start = self._ps_cpu()
+            elif event["event"] == "worker_joined":
+                print(f"worker joined at step {event['step']}: {event['worker']}", file=out, flush=True)
+                if cpu_at_start is None:
+                    # The first finished call: PS CPU counts from here, not from the processes' start
+                    # (TensorFlow's import, variable creation and tracing would mute the hot PS).
+                    cpu_at_start = self._ps_cpu()
+            elif event["event"] == "finishing":
+                print(f"finishing early at step {event['step']} of {event['steps']}", file=out, flush=True)
             elif event["event"] == "summary":
                 summary = {key: value for key, value in event.items() if key != "event"}
                 summary["ps_cpu_seconds"] = cpu_delta(cpu_at_start, self._ps_cpu())
@@ -201,6 +212,20 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise LaunchError(f"not serving after {STARTUP_TIMEOUT:.0f} s: {', '.join(pending)}")
             time.sleep(0.2)
+
+    def finish(self) -> None:
+        """Ask the chief to finish now instead of at `steps` (SIGUSR1): it checkpoints, reports its
+        summary and exits 0. A chief still starting is told once it listens for the signal."""
+        self.finish_requested = True
+        self._forward_finish()
+
+    def _forward_finish(self) -> None:
+        chief = self.chief
+        if not (self.finish_requested and self._chief_listening and chief is not None):
+            return
+        if self._finish_sent_to != chief.pid and chief.poll() is None:
+            self._finish_sent_to = chief.pid
+            os.kill(chief.pid, signal.SIGUSR1)
 
     def _drill(self, step: int) -> None:
         for name in self.drills.due(step):

@@ -1,0 +1,168 @@
+"""A worker pod lost on purpose, and where the time goes until its replacement runs steps.
+
+`kubectl delete pod` of one worker of a running experiment, timed from the
+deletion to each stage a user could observe: the deleted trainer stops, the
+Job controller creates the replacement pod, its container starts, TensorFlow's
+server listens, and the chief collects the first steps the new process ran.
+Used by the real-pod tests (a bound on the whole) and `make bench-real` (the
+stages, side by side).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from kubernetes import client
+
+from components import labels as L
+from components.experiment import Experiment
+
+from .client import is_not_found
+from .podlogs import timestamped_log
+
+POLL_S = 0.2
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+
+
+class WorkerLossError(AssertionError):
+    """A stage did not come within its time: names the stage and what was seen."""
+
+
+@dataclass(frozen=True)
+class WorkerReturn:
+    """Seconds after the deletion of `task`'s pod at which each stage was seen."""
+
+    task: str
+    old_pod: str
+    new_pod: str
+    trainer_stopped_s: float  # the deleted pod's container terminated
+    replacement_created_s: float  # the Job controller made the new pod (whole seconds, as the API stores it)
+    container_started_s: float  # the new container started (whole seconds, as the API stores it)
+    serving_s: float  # TensorFlow's server in the new pod listens
+    first_steps_s: float  # the chief collected the new process's first steps
+
+    def stages(self) -> list[tuple[str, float]]:
+        return [
+            ("trainer stopped", self.trainer_stopped_s),
+            ("replacement pod created", self.replacement_created_s),
+            ("its container started", self.container_started_s),
+            ("its server listens", self.serving_s),
+            ("its first steps collected", self.first_steps_s),
+        ]
+
+
+def task_pod(core: client.CoreV1Api, experiment: Experiment, role: str, index: int) -> Optional[Any]:
+    """The current pod of task `<role>-<index>`: its group's first index plus its Job completion
+    index; not one being deleted."""
+    first_index = {group.name: group.first_index for group in experiment.groups}
+    selector = L.selector_text(experiment.stack, (role,))
+    for pod in core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
+        labels = pod.metadata.labels
+        if pod.metadata.deletion_timestamp is None and COMPLETION_INDEX_LABEL in labels:
+            if first_index[labels[L.WORKLOAD]] + int(labels[COMPLETION_INDEX_LABEL]) == index:
+                return pod
+    return None
+
+
+def joined_processes(core: client.CoreV1Api, experiment: Experiment) -> dict[str, float]:
+    """Worker process -> when the running chief collected its first steps (its `worker_joined`
+    events; a process is named `worker-<i>@<pod> pid <pid> started <time>`)."""
+    selector = L.selector_text(experiment.stack, ("chief",))
+    joined: dict[str, float] = {}
+    for pod in core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
+        if pod.status.phase != "Running":
+            continue
+        try:
+            lines = timestamped_log(core, experiment.namespace, pod.metadata.name)
+        except client.ApiException:
+            continue  # its container is starting
+        for stamp, line in lines:
+            if line.startswith("{") and '"worker_joined"' in line:
+                joined.setdefault(json.loads(line)["worker"], stamp)
+    return joined
+
+
+def wait_until_joined(core: client.CoreV1Api, experiment: Experiment, index: int, timeout_s: float) -> str:
+    """Block until worker `index`'s current pod has run steps for the chief; that pod's name."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pod = task_pod(core, experiment, "worker", index)
+        if pod is not None and any(name.startswith(f"worker-{index}@{pod.metadata.name} ") for name in joined_processes(core, experiment)):
+            return pod.metadata.name
+        time.sleep(POLL_S * 2)
+    raise WorkerLossError(f"worker-{index} ran no steps for the chief within {timeout_s:.0f} s")
+
+
+def lose_worker(core: client.CoreV1Api, experiment: Experiment, index: int, timeout_s: float = 120.0) -> WorkerReturn:
+    """Delete worker `index`'s pod (it must have run steps already); wait until its replacement
+    has run steps for the chief; the stages, in seconds after the deletion."""
+    namespace = experiment.namespace
+    old = wait_until_joined(core, experiment, index, timeout_s)
+    deleted_at = time.time()
+    core.delete_namespaced_pod(old, namespace)
+    deadline = time.monotonic() + timeout_s
+
+    def waited(stage: str) -> None:
+        if time.monotonic() > deadline:
+            raise WorkerLossError(f"worker-{index}: no {stage} within {timeout_s:.0f} s of deleting pod {old}")
+        time.sleep(POLL_S)
+
+    stopped = None
+    new = None
+    while new is None or stopped is None:
+        if stopped is None:
+            stopped = _trainer_stopped(core, namespace, old)
+        if new is None:
+            new = task_pod(core, experiment, "worker", index)
+        if new is None or stopped is None:
+            waited("replacement pod" if stopped is not None else "stop of its trainer")
+    new_name = new.metadata.name
+    serving = first_steps = None
+    while first_steps is None:
+        if serving is None:
+            serving = _first_line(core, namespace, new_name, "serving on")
+        first_steps = next(
+            (stamp for worker, stamp in joined_processes(core, experiment).items() if worker.startswith(f"worker-{index}@{new_name} ")),
+            None,
+        )
+        if first_steps is None:
+            waited("steps run by the replacement" if serving is not None else "server listening in the replacement")
+    new = core.read_namespaced_pod(new_name, namespace)
+    state = new.status.container_statuses[0].state
+    started = (state.running or state.terminated).started_at.timestamp()
+    serving = serving if serving is not None else _first_line(core, namespace, new_name, "serving on")
+    return WorkerReturn(
+        task=f"worker-{index}",
+        old_pod=old,
+        new_pod=new_name,
+        trainer_stopped_s=stopped - deleted_at,
+        replacement_created_s=new.metadata.creation_timestamp.timestamp() - deleted_at,
+        container_started_s=started - deleted_at,
+        serving_s=(serving or first_steps) - deleted_at,
+        first_steps_s=first_steps - deleted_at,
+    )
+
+
+def _trainer_stopped(core: client.CoreV1Api, namespace: str, pod: str) -> Optional[float]:
+    """When the pod's container terminated (or, once the pod is gone, now); None while it runs."""
+    try:
+        found = core.read_namespaced_pod(pod, namespace)
+    except client.ApiException as error:
+        if is_not_found(error):
+            return time.time()
+        raise
+    statuses = found.status.container_statuses or []
+    if statuses and statuses[0].state.terminated is not None:
+        return statuses[0].state.terminated.finished_at.timestamp()
+    return None
+
+
+def _first_line(core: client.CoreV1Api, namespace: str, pod: str, text: str) -> Optional[float]:
+    try:
+        lines = timestamped_log(core, namespace, pod)
+    except client.ApiException:
+        return None  # its container is starting
+    return next((stamp for stamp, line in lines if text in line), None)

@@ -11,6 +11,10 @@ runc, CoreDNS) of the local cluster:
   pods as tfk8s renders them and with CPU limits set equal to the requests;
 - how long after the chief completes the PS and worker pods are gone (the
   JobSet ends them; they held the node's CPU and memory until then);
+- a lost worker: from `kubectl delete pod` of a worker to its replacement's
+  first steps, stage by stage (the Job controller's back-off, the pod's start,
+  TensorFlow's start, the chief's first call to it), for worker-1, then
+  worker-0, then worker-1 again (its own back-off doubles; the other's not);
 - CPU seconds and peak memory of each pod, from its cgroup.
 
 Root only; needs `make toolchain node-image`. The cluster lives under
@@ -41,8 +45,9 @@ from components.render import read_rendered, render  # noqa: E402
 from components.stack_files import load_experiment  # noqa: E402
 from tools.localcluster import host, lifecycle, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods  # noqa: E402
 from tools.localcluster.podlogs import timestamped_log  # noqa: E402
+from tools.localcluster.worker_loss import WorkerReturn, lose_worker  # noqa: E402
 from tools.nodeimage.images import tensorflow_image  # noqa: E402
 
 CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "bench-real")
@@ -53,9 +58,12 @@ RESOURCES = {"chief": "200m", "ps": "400m", "workers": "500m"}
 TRAINER_PYTHON = PROJECT_ROOT / ".venv-trainer" / "bin" / "python"
 GOAL_RATIO = 0.85
 WAIT_S = 600
+# Workers lost one after the other in one run (worker-1 twice: its own back-off doubles).
+LOST_WORKERS = (1, 0, 1)
+UNTIL_STOPPED = 10**7  # the worker-loss run trains until the losses are measured, then is deleted
 
 
-def stack_values() -> dict[str, Any]:
+def stack_values(**trainer: Any) -> dict[str, Any]:
     return {
         "tfk8s:nodePools": [{"name": "servers", "nodes": [SERVER]}],
         "tfk8s:cluster": {
@@ -65,7 +73,7 @@ def stack_values() -> dict[str, Any]:
             "workers": {"replicas": 2, "pool": "servers", "cpu": RESOURCES["workers"], "memory": "1Gi"},
             "chief": {"cpu": RESOURCES["chief"], "memory": "1Gi"},
         },
-        "tfk8s:trainer": dict(TRAINER),
+        "tfk8s:trainer": {**TRAINER, **trainer},
     }
 
 
@@ -187,6 +195,20 @@ def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool)
     return run
 
 
+def lose_workers(api: client.ApiClient, stack: str) -> list[WorkerReturn]:
+    """Train until stopped; lose LOST_WORKERS one after the other, each once the previous is back."""
+    experiment = load_experiment(stack)
+    with tempfile.TemporaryDirectory() as out:
+        render(experiment, Path(out))
+        manifests = read_rendered(Path(out))
+    apply_manifests(api, experiment.stack, manifests)
+    try:
+        wait_for_pods(api, experiment, WAIT_S)
+        return [lose_worker(client.CoreV1Api(api), experiment, index, timeout_s=WAIT_S) for index in LOST_WORKERS]
+    finally:
+        delete_manifests(api, experiment.stack, manifests)
+
+
 def _container_started(pod: Any) -> float:
     state = pod.status.container_statuses[0].state
     return (state.running or state.terminated).started_at.timestamp()
@@ -210,6 +232,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as stacks:
         stack = str(Path(stacks) / "Pulumi.bench-real.yaml")
         Path(stack).write_text(yaml.safe_dump({"config": stack_values()}, sort_keys=False))
+        losses_stack = str(Path(stacks) / "Pulumi.bench-real-losses.yaml")
+        Path(losses_stack).write_text(yaml.safe_dump({"config": stack_values(steps=UNTIL_STOPPED, checkpointEvery=0)}))
         started = time.monotonic()
         lifecycle.up(CLUSTER, real=[SERVER], tie_to_parent=True)
         print(f"cluster with real node {SERVER} up in {time.monotonic() - started:.0f} s", flush=True)
@@ -219,10 +243,24 @@ def main() -> int:
                 run_in_pods(api, stack, "pods as rendered (CPU requests, no CPU limit)", cpu_limits=False),
                 run_in_pods(api, stack, "pods with CPU limits = requests", cpu_limits=True),
             ]
+            losses = lose_workers(api, losses_stack)
         finally:
             lifecycle.down(CLUSTER)
     report(local, runs)
+    report_losses(losses)
     return 0
+
+
+def report_losses(losses: list[WorkerReturn]) -> None:
+    print("\na lost worker: seconds after `kubectl delete pod` (creation and start are whole seconds, as the API stores them)")
+    stages = [stage for stage, _ in losses[0].stages()]
+    print(f"  {'loss':<16}" + "".join(f"{stage:>28}" for stage in stages))
+    for number, loss in enumerate(losses, 1):
+        print(f"  {f'{number}. {loss.task}':<16}" + "".join(f"{seconds:>28.1f}" for _, seconds in loss.stages()))
+    for loss in losses:
+        back_off = loss.replacement_created_s - loss.trainer_stopped_s
+        start = loss.first_steps_s - loss.replacement_created_s
+        print(f"  {loss.task}: Job back-off {back_off:.1f} s (stopped -> created), then {start:.1f} s to its first steps")
 
 
 def report(local: dict[str, Any], runs: list[PodRun]) -> None:

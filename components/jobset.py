@@ -6,7 +6,8 @@ tasks with the same pods, placement and resources as the StatefulSet model:
 
 - success: the experiment is done when the chief's Job completes; JobSet then
   deletes every Job still running, so PS and workers end and free their node.
-- failure: a lost worker is replaced by its own Job and training goes on; a
+- failure: a lost worker is replaced by its own Job, after that task's own
+  back-off (`backoffLimitPerIndex`), and training goes on; a
   lost PS fails its Job (the variables it held are gone), which restarts the
   whole experiment, resuming from the chief's last checkpoint, at most
   `cluster.restarts` times; a failed chief is retried by its own Job

@@ -294,7 +294,7 @@ class TrainingLoop:
 
 # Checkpoint I/O goes through the chief (experimental_io_device), so each PS calls the chief
 # back. Right after the chief's pod or container (re)starts, a PS's channel to it can still be
-# in gRPC's reconnect back-off (at most 2 s, peers.py) and fail such a call at once: seen on
+# in gRPC's reconnect back-off (peers.py) and fail such a call at once: seen on
 # real pods as a chief crash-looping on its restore. It is transient, so the chief retries.
 CHIEF_UNREACHED_RETRY_S = 15.0
 CHIEF_UNREACHED = "remote target /job:chief/"

@@ -130,7 +130,6 @@ def serve(task: TaskConfig) -> None:
     from .data import write_task_index
     from .devices import log_devices
 
-    log_devices(task.name)
     if task.task_type == "worker":
         write_task_index(task.task_index)
     server = tf.distribute.Server(
@@ -141,4 +140,5 @@ def serve(task: TaskConfig) -> None:
         start=True,
     )
     print(f"{task.name}: serving on {task.cluster[task.task_type][task.task_index]}", flush=True)
+    log_devices(task.name)  # after the server starts: a replaced worker is waited for (0.2 s here)
     server.join()

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import pytest
 from kubernetes import client
+from kubernetes.stream import stream
 
 from components import labels as L
 from components.render import read_rendered, render
@@ -33,12 +34,17 @@ from tools.localcluster import host, lifecycle, paths, realnodes
 from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods
 from tools.localcluster.podlogs import timestamped_log
+from tools.localcluster.worker_loss import task_pod
 from tools.nodeimage.images import tensorflow_image
 
 REAL_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "realpods")
 REAL_SERVERS = ("srv-00", "srv-01")
 POD_WAIT_S = 180.0
 TRAIN_WAIT_S = 300.0
+# What a user types to have the chief finish now (docs/local-cluster.md): SIGUSR1 to its PID 1.
+FINISH_COMMAND = ("sh", "-c", "kill -USR1 1")
+# A run the test ends itself once it saw what it waits for: never a step count raced against it.
+UNTIL_STOPPED = 10**7
 
 # Sized for two real nodes of this machine (2 CPUs each): a chief, 2 PS and 2 workers.
 SMALL_CLUSTER = {
@@ -169,33 +175,48 @@ class RealCluster:
         return read_jobset(self.api, load_experiment(stack))
 
     def task_pod(self, stack: str, role: str, index: int) -> Any:
-        """The current pod of task `<role>-<index>` (its group's first index plus its completion index)."""
-        first_index = {group.name: group.first_index for group in load_experiment(stack).groups}
-        for pod in self.pods(stack, role):
-            labels = pod.metadata.labels
-            completion = int(labels["batch.kubernetes.io/job-completion-index"])
-            if first_index[labels[L.WORKLOAD]] + completion == index and pod.metadata.deletion_timestamp is None:
-                return pod
-        return None
+        """The current pod of task `<role>-<index>`."""
+        return task_pod(self.core, load_experiment(stack), role, index)
 
-    def _running_logs(self, stack: str, role: str):
+    def running_chief(self, stack: str, other_than: Optional[str] = None) -> Any:
+        """The chief's running pod (a new one, when `other_than` names the one it replaced)."""
+        deadline = time.monotonic() + POD_WAIT_S
+        while time.monotonic() < deadline:
+            for pod in self.pods(stack, "chief"):
+                if pod.status.phase == "Running" and pod.metadata.name != other_than and pod.metadata.deletion_timestamp is None:
+                    return pod
+            time.sleep(0.5)
+        pytest.fail(f"no running chief pod{f' other than {other_than}' if other_than else ''} within {POD_WAIT_S:.0f} s")
+
+    def finish(self, stack: str) -> None:
+        """Ask the running chief to finish where it stands, as a user would (SIGUSR1 to its PID 1)."""
+        chief = self.running_chief(stack)
+        stream(
+            self.core.connect_get_namespaced_pod_exec, chief.metadata.name, chief.metadata.namespace,
+            command=list(FINISH_COMMAND), stderr=True, stdout=True, stdin=False, tty=False,
+        )
+
+    def _running_logs(self, stack: str, role: str, other_than: Optional[str] = None):
         namespace = load_experiment(stack).namespace
         for pod in self.pods(stack, role):
-            if pod.status.phase == "Running":
+            if pod.status.phase == "Running" and pod.metadata.name != other_than:
                 try:
                     yield self.log(namespace, pod.metadata.name)
                 except client.ApiException:
                     continue  # the container is starting
 
-    def wait_for_event(self, stack: str, event: str, timeout_s: float = TRAIN_WAIT_S, **match: Any) -> dict:
-        """Wait until the running chief logs `event` whose fields match (a value, or a predicate); the event."""
+    def wait_for_event(
+        self, stack: str, event: str, timeout_s: float = TRAIN_WAIT_S, other_than: Optional[str] = None, **match: Any
+    ) -> dict:
+        """Wait until the running chief (not pod `other_than`) logs `event` whose fields match (a value,
+        or a predicate); the event."""
 
         def matches(found: dict) -> bool:
             return all(value(found.get(key)) if callable(value) else found.get(key) == value for key, value in match.items())
 
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            for log in self._running_logs(stack, "chief"):
+            for log in self._running_logs(stack, "chief", other_than):
                 for _, found in log.events(event):
                     if matches(found):
                         return found

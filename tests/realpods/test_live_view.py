@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from components.__main__ import main as components_main
-from tests.realpods.conftest import REAL_SERVERS, RealCluster, scaled_to_real_nodes
+from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
 ):
     stack = write_variant(
         real_cluster.stacks_dir, "scene1-case1", "real-top",
-        scaled_to_real_nodes("servers", "servers", {"steps": 4000, "checkpointEvery": 1000}),
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 1000}),
     )
     with real_cluster.running(stack, tmp_path):
         deadline = time.monotonic() + FIGURES_WITHIN_S
@@ -55,7 +55,7 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
             assert task["cpu_cores"] > 0, f"{task['task']} shows no CPU: {task}"
             assert 50 * 2**20 < task["memory_bytes"] < 4 * 2**30, task  # a TensorFlow process's working set
         assert first["ps_imbalance"] >= 1.0
-        assert first["progress"]["steps"] == 4000 and first["progress"]["loss"] > 0
+        assert first["progress"]["steps"] == UNTIL_STOPPED and first["progress"]["loss"] > 0
         assert first["progress"]["examples_per_sec"] > 0
 
         # Each task logged what it trains on (a GPU worker would list its GPU here).
@@ -65,18 +65,29 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
                 (_, devices), = real_cluster.log(namespace, pod.metadata.name).events("devices")
                 assert devices["devices"] == ["CPU:0"] and devices["gpus"] == 0 and "warning" not in devices
 
-        time.sleep(5)
         second = _top(real_cluster, stack, capsys)
+        while second["progress"]["step"] == first["progress"]["step"]:
+            assert time.monotonic() < deadline + FIGURES_WITHIN_S, f"the step stays at {first['progress']['step']}"
+            time.sleep(1)
+            second = _top(real_cluster, stack, capsys)
         assert second["progress"]["step"] > first["progress"]["step"]
 
-        watched = subprocess.run(
+        # Watching until the experiment ends: the chief is asked to finish once the watch runs.
+        watch = subprocess.Popen(
             [sys.executable, "-m", "components", "top", stack, "--kubeconfig", str(real_cluster.kubeconfig),
              "--watch", "2"],
-            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        assert watched.returncode == 0, watched.stderr
-        last = watched.stdout.strip().splitlines()[-1]
-        assert last.startswith("the experiment ended: Succeeded (4000 steps"), watched.stdout[-2000:]
+        try:
+            assert watch.stdout.readline().strip(), "top --watch shows its first view"
+            real_cluster.finish(stack)
+            output, errors = watch.communicate(timeout=300)
+        finally:
+            if watch.poll() is None:
+                watch.kill()
+        assert watch.returncode == 0, errors
+        last = output.strip().splitlines()[-1]
+        assert last.startswith("the experiment ended: Succeeded ("), output[-2000:]
 
 
 def _on_server(server: str):

@@ -21,7 +21,7 @@ from kubernetes.stream import stream
 from components.__main__ import main as components_main
 from components.render import read_rendered, render
 from components.stack_files import load_experiment
-from tests.realpods.conftest import REAL_SERVERS, RealCluster, scaled_to_real_nodes
+from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
 from tools.localcluster.experiments import apply_manifests
 from tools.localcluster.worker_loss import lose_worker
@@ -30,12 +30,13 @@ from trainer.peers import PS_WATCH_GRACE_S
 DELETE_WITHIN_S = 5.0
 ENDS_WITHIN_S = 30.0  # the PS and workers after the chief completes
 TRAINING_STARTS_WITHIN_S = 5.0
-# From a worker pod's deletion to its replacement's first steps: the Job controller's back-off
-# (JOB_BACKOFF_S, Kubernetes' own, not configurable) is most of it.
-REJOINS_WITHIN_S = 15.0
+# From a worker pod's deletion to its replacement's first steps (docs/local-cluster.md): the Job
+# controller's back-off (Kubernetes' own, not configurable), then the pod's and TensorFlow's start
+# (seconds, as fast as the machine), then the chief reaching the new worker (RESUMES_WITHIN_S:
+# 0.3 to 5.6 s measured here, mostly gRPC's DNS resolver, whose retries back off while the
+# worker's name does not resolve, from 1 s by 1.6 times; it has no setting).
 JOB_BACKOFF_S = 10.0
-# A run the test stops itself once it saw what it waits for: never raced against a step count.
-UNTIL_STOPPED = 10**7
+RESUMES_WITHIN_S = 8.0
 
 
 def _colocated(cluster: RealCluster, name: str, **trainer) -> str:
@@ -96,12 +97,7 @@ def _status(stack: str, cluster: RealCluster, capsys) -> dict:
 
 def test_a_seed_experiment_trains_to_completion_and_ends_in_real_pods(real_cluster, tmp_path, capsys):
     stack = _colocated(real_cluster, "real-scene1", steps=400, checkpointEvery=100)
-    with real_cluster.running(stack, tmp_path) as namespace:
-        # The restricted pod settings, as real runc enforces them.
-        ps_pod = real_cluster.pods(stack, "ps")[0].metadata.name
-        probe = "import os\ntry:\n open('/probe', 'w')\nexcept OSError as e:\n print(os.getuid(), os.getgid(), e.strerror)"
-        assert _exec(real_cluster, namespace, ps_pod, probe).strip() == "1000 1000 Read-only file system"
-
+    with real_cluster.running(stack, tmp_path):
         summary, chief = real_cluster.chief_summary(stack)
         completed = time.monotonic()
         # Checkpoints at 100..400 were written with each PS and the chief in its own pod.
@@ -162,9 +158,11 @@ def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tm
         real_cluster.delete(stack, tmp_path)
 
 
-def _durable(local_volume: str, steps: int):
+def _durable(local_volume: str):
+    """Checkpoints every 200 steps on a volume that outlives the chief's pod; trains until stopped."""
+
     def edit(values):
-        scaled_to_real_nodes("servers", "servers", {"steps": steps, "checkpointEvery": 200})(values)
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 200})(values)
         values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
 
     return edit
@@ -180,8 +178,8 @@ def _as_statefulsets(edit):
 
 def test_a_deleted_ps_pod_restarts_the_experiment_from_its_checkpoint(real_cluster, local_volume, tmp_path):
     """A PS's variables die with it: the JobSet restarts every task, and the new chief resumes from
-    the last checkpoint on its volume."""
-    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-lost-ps", _durable(local_volume, 1600))
+    the last checkpoint on its volume. It trains until the new chief has resumed, then finishes."""
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-lost-ps", _durable(local_volume))
     with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
         first_chief = real_cluster.pods(stack, "chief")[0].metadata.name
@@ -191,28 +189,38 @@ def test_a_deleted_ps_pod_restarts_the_experiment_from_its_checkpoint(real_clust
         while (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) < 1:
             assert time.monotonic() < deadline, "the JobSet did not restart the experiment"
             time.sleep(0.5)
+        real_cluster.wait_for_event(stack, "worker_joined", other_than=first_chief)  # the new chief trains
+        real_cluster.finish(stack)
         summary, chief = real_cluster.chief_summary(stack)
         assert chief.metadata.name != first_chief, "every task was restarted, the chief included"
-        assert summary["steps"] == 1600
         assert summary["resumed_from_step"] >= checkpoint["step"], "resumed from the checkpoint, not from 0"
+        assert summary["steps"] > summary["resumed_from_step"]
         assert real_cluster.jobset(stack)["status"]["restarts"] == 1
 
 
 def test_lost_workers_are_back_within_seconds_each_time(real_cluster, tmp_path):
-    """Two workers of one server lost one after the other: each one's replacement runs steps within
-    REJOINS_WITHIN_S of its pod's deletion, the second as soon as the first (the Job backs off per
-    task: with one back-off per Job the second waited twice as long), and nothing else restarts.
-    Training runs until both are seen back, whatever this machine's speed, and is then deleted."""
+    """Two workers of one server lost one after the other: each one's replacement runs steps after
+    the Job's back-off, its own start and the chief reaching it, the second as soon as the first (the
+    Job backs off per task: with one back-off per Job the second waited twice as long), and nothing
+    else restarts. Training runs until both are seen back, whatever this machine's speed."""
     stack = _colocated(real_cluster, "real-lost-worker", steps=UNTIL_STOPPED, checkpointEvery=0)
-    with real_cluster.running(stack, tmp_path):
+    with real_cluster.running(stack, tmp_path) as namespace:
+        # The restricted pod settings, as real runc enforces them.
+        ps_pod = real_cluster.pods(stack, "ps")[0].metadata.name
+        probe = "import os\ntry:\n open('/probe', 'w')\nexcept OSError as e:\n print(os.getuid(), os.getgid(), e.strerror)"
+        assert _exec(real_cluster, namespace, ps_pod, probe).strip() == "1000 1000 Read-only file system"
+
         experiment = load_experiment(stack)
         returns = [lose_worker(real_cluster.core, experiment, index) for index in (1, 0)]
         for back in returns:
             stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in back.stages())
             assert back.new_pod != back.old_pod
             assert back.trainer_stopped_s < DELETE_WITHIN_S, stages
-            assert back.replacement_created_s < JOB_BACKOFF_S * 1.5, f"{back.task}: {stages}"
-            assert back.first_steps_s <= REJOINS_WITHIN_S, f"{back.task}: {stages}"
+            # The Job's own back-off, once: the second loss does not wait twice as long (whole seconds).
+            assert back.back_off_s <= JOB_BACKOFF_S + 2, f"{back.task}: {stages}"
+            # Then only the pod's and TensorFlow's start, and the chief reaching the new worker.
+            assert back.resume_s <= RESUMES_WITHIN_S, f"{back.task}: {stages}"
+            assert back.first_steps_s <= back.trainer_stopped_s + back.back_off_s + back.start_s + RESUMES_WITHIN_S
         assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0, "a lost worker restarts nothing else"
 
 
@@ -256,15 +264,17 @@ def local_volume(real_cluster):
 
 
 def test_a_replaced_chief_pod_resumes_from_its_checkpoint_volume(real_cluster, local_volume, tmp_path):
-    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-durable", _durable(local_volume, 1600))
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-durable", _durable(local_volume))
     with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
         first_chief = real_cluster.pods(stack, "chief")[0].metadata.name
         assert _delete_pod(real_cluster, namespace, first_chief) < DELETE_WITHIN_S
+        real_cluster.wait_for_event(stack, "worker_joined", other_than=first_chief)  # the new chief trains
+        real_cluster.finish(stack)
         summary, chief = real_cluster.chief_summary(stack)
         assert chief.metadata.name != first_chief, "a new pod, not a restarted container"
-        assert summary["steps"] == 1600
         assert summary["resumed_from_step"] >= checkpoint["step"]
+        assert summary["steps"] > summary["resumed_from_step"]
 
 
 def test_scene2_isolated_ps_and_workers_on_two_real_nodes(real_cluster, tmp_path):

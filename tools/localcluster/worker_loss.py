@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Optional
 
 from kubernetes import client
@@ -44,6 +45,21 @@ class WorkerReturn:
     serving_s: float  # TensorFlow's server in the new pod listens
     first_steps_s: float  # the chief collected the new process's first steps
 
+    @property
+    def back_off_s(self) -> float:
+        """The Job controller's wait before it replaced the pod (Kubernetes' floor)."""
+        return self.replacement_created_s - self.trainer_stopped_s
+
+    @property
+    def start_s(self) -> float:
+        """The new pod's start and TensorFlow's, until its server listens (Kubernetes' and TensorFlow's floor)."""
+        return self.serving_s - self.replacement_created_s
+
+    @property
+    def resume_s(self) -> float:
+        """From the new server listening to the chief collecting its first steps (tfk8s's and TensorFlow's)."""
+        return self.first_steps_s - self.serving_s
+
     def stages(self) -> list[tuple[str, float]]:
         return [
             ("trainer stopped", self.trainer_stopped_s),
@@ -69,7 +85,8 @@ def task_pod(core: client.CoreV1Api, experiment: Experiment, role: str, index: i
 
 def joined_processes(core: client.CoreV1Api, experiment: Experiment) -> dict[str, float]:
     """Worker process -> when the running chief collected its first steps (its `worker_joined`
-    events; a process is named `worker-<i>@<pod> pid <pid> started <time>`)."""
+    events; a process is named `worker-<i>@<hostname> pid <pid> started <UTC time>`, and a
+    replacement has its pod's hostname and PID again: only its start time tells it apart)."""
     selector = L.selector_text(experiment.stack, ("chief",))
     joined: dict[str, float] = {}
     for pod in core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
@@ -85,12 +102,32 @@ def joined_processes(core: client.CoreV1Api, experiment: Experiment) -> dict[str
     return joined
 
 
+def joined_since(core: client.CoreV1Api, experiment: Experiment, index: int, since: float) -> Optional[float]:
+    """When the chief collected the first steps of a worker-`index` process started at `since` or
+    later (seconds since the epoch); None if none has run steps yet."""
+    prefix = f"worker-{index}@"
+    stamps = [
+        stamp
+        for process, stamp in joined_processes(core, experiment).items()
+        if process.startswith(prefix) and _process_started(process) >= since
+    ]
+    return min(stamps) if stamps else None
+
+
+def _process_started(process: str) -> float:
+    started = process.rsplit(" started ", 1)[1]
+    return datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp()
+
+
 def wait_until_joined(core: client.CoreV1Api, experiment: Experiment, index: int, timeout_s: float) -> str:
     """Block until worker `index`'s current pod has run steps for the chief; that pod's name."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         pod = task_pod(core, experiment, "worker", index)
-        if pod is not None and any(name.startswith(f"worker-{index}@{pod.metadata.name} ") for name in joined_processes(core, experiment)):
+        statuses = (pod.status.container_statuses or []) if pod is not None else []
+        running = statuses[0].state.running if statuses else None
+        # The API stores the container's start in whole seconds, rounded down.
+        if running is not None and joined_since(core, experiment, index, running.started_at.timestamp()) is not None:
             return pod.metadata.name
         time.sleep(POLL_S * 2)
     raise WorkerLossError(f"worker-{index} ran no steps for the chief within {timeout_s:.0f} s")
@@ -124,10 +161,7 @@ def lose_worker(core: client.CoreV1Api, experiment: Experiment, index: int, time
     while first_steps is None:
         if serving is None:
             serving = _first_line(core, namespace, new_name, "serving on")
-        first_steps = next(
-            (stamp for worker, stamp in joined_processes(core, experiment).items() if worker.startswith(f"worker-{index}@{new_name} ")),
-            None,
-        )
+        first_steps = joined_since(core, experiment, index, deleted_at)
         if first_steps is None:
             waited("steps run by the replacement" if serving is not None else "server listening in the replacement")
     new = core.read_namespaced_pod(new_name, namespace)

@@ -408,3 +408,53 @@ def test_checkpoint_io_retries_while_a_ps_cannot_reach_the_restarted_chief_yet(m
 
     with pytest.raises(tf.errors.UnavailableError):  # a lost PS is not retried: the chief exits 3
         chief_module._checkpoint_io("restore the checkpoint", "ckpt-200", ps_gone)
+
+
+def test_the_coordinator_reaches_a_lost_workers_replacement_only_once_it_serves(monkeypatch):
+    """TensorFlow updates the cluster the moment a worker is lost, while its DNS name does not exist
+    yet, and gRPC's resolver then backs off; the chief holds that update until every task serves."""
+    import socket
+
+    from tensorflow.python.eager import context as eager_context
+
+    from trainer import chief
+    from trainer.cluster import TaskConfig
+
+    def listener(port: int = 0) -> socket.socket:
+        server = socket.socket()
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        return server
+
+    ps = listener()
+    probe = listener()
+    late_port = probe.getsockname()[1]
+    probe.close()  # worker-0's address, not served yet
+    ctx = eager_context.context()
+    updated: list[str] = []
+    fake_update = lambda server_def, *args, **kwargs: updated.append(server_def)  # noqa: E731
+    monkeypatch.setattr(ctx, "update_server_def", fake_update)
+    task = TaskConfig(
+        {"chief": ["127.0.0.1:1"], "ps": [f"127.0.0.1:{ps.getsockname()[1]}"], "worker": [f"127.0.0.1:{late_port}"]},
+        "chief",
+        0,
+    )
+    said: list[str] = []
+    chief.reconnect_once_serving(task, said.append)
+    chief.reconnect_once_serving(task, said.append)  # a second chief in this process: wrapped once
+    assert ctx.update_server_def.__wrapped__ is fake_update
+
+    update = threading.Thread(target=ctx.update_server_def, args=("the cluster",))
+    update.start()
+    deadline = time.monotonic() + 10
+    while not said and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert updated == [] and "worker-0" in said[0], said
+    worker = listener(late_port)
+    try:
+        update.join(timeout=10)
+        assert updated == ["the cluster"]
+    finally:
+        worker.close()
+        ps.close()

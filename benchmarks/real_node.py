@@ -258,9 +258,8 @@ def report_losses(losses: list[WorkerReturn]) -> None:
     for number, loss in enumerate(losses, 1):
         print(f"  {f'{number}. {loss.task}':<16}" + "".join(f"{seconds:>28.1f}" for _, seconds in loss.stages()))
     for loss in losses:
-        back_off = loss.replacement_created_s - loss.trainer_stopped_s
-        start = loss.first_steps_s - loss.replacement_created_s
-        print(f"  {loss.task}: Job back-off {back_off:.1f} s (stopped -> created), then {start:.1f} s to its first steps")
+        print(f"  {loss.task}: Job back-off {loss.back_off_s:.1f} s, pod and TensorFlow start {loss.start_s:.1f} s, "
+              f"chief reaching it {loss.resume_s:.1f} s")
 
 
 def report(local: dict[str, Any], runs: list[PodRun]) -> None:

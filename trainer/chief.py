@@ -122,7 +122,7 @@ def reconnect_once_serving(task: TaskConfig, say: Callable[[str], None]) -> None
     lost, and that call waits for the worker. Meanwhile the worker's DNS name does not exist (its
     pod is gone until its Job replaces it, 10 s or more), and gRPC's DNS resolver backs off
     between failed lookups (1 s, then 1.6 times longer each time; no setting changes it), so the
-    replacement was reached 2 to 5.6 s after it served (real pods). Asked once the replacement
+    replacement was reached up to 5.6 s (mostly 2 to 3.6 s) after it served (real pods). Asked once the replacement
     serves, the first lookup finds it: about a second. Wraps the eager context's own method (once,
     whatever the number of chiefs this process runs), which the coordinator calls.
     """

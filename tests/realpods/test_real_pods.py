@@ -33,8 +33,8 @@ TRAINING_STARTS_WITHIN_S = 5.0
 # From a worker pod's deletion to its replacement's first steps (docs/local-cluster.md): the Job
 # controller's back-off (Kubernetes' own, not configurable), then the pod's and TensorFlow's start
 # (seconds, as fast as the machine), then the chief reaching the new worker and running steps on
-# it (RESUMES_WITHIN_S: 0.7 to 1.7 s measured here; 2 to 5.6 s before the chief waited for the
-# replacement to serve before it asked TensorFlow to reconnect, trainer/chief.py).
+# it (RESUMES_WITHIN_S: 0.7 to 1.7 s measured here; up to 5.6 s, mostly 2 to 3.6, before the
+# chief waited for the replacement to serve before it asked TensorFlow to reconnect, chief.py).
 JOB_BACKOFF_S = 10.0
 RESUMES_WITHIN_S = 4.0
 

@@ -10,8 +10,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 

@@ -157,17 +157,15 @@ def lose_worker(core: client.CoreV1Api, experiment: Experiment, index: int, time
         if new is None or stopped is None:
             waited("replacement pod" if stopped is not None else "stop of its trainer")
     new_name = new.metadata.name
-    serving = first_steps = None
-    while first_steps is None:
-        if serving is None:
-            serving = _first_line(core, namespace, new_name, "serving on")
-        first_steps = joined_since(core, experiment, index, deleted_at)
-        if first_steps is None:
-            waited("steps run by the replacement" if serving is not None else "server listening in the replacement")
+    while (first_steps := joined_since(core, experiment, index, deleted_at)) is None:
+        waited(f"steps run by the replacement (pod {new_name})")
+    # It served before it ran steps: its log says when.
+    serving = _first_line(core, namespace, new_name, "serving on")
+    if serving is None:
+        raise WorkerLossError(f"worker-{index}: pod {new_name} ran steps but its log has no 'serving on'")
     new = core.read_namespaced_pod(new_name, namespace)
     state = new.status.container_statuses[0].state
     started = (state.running or state.terminated).started_at.timestamp()
-    serving = serving if serving is not None else _first_line(core, namespace, new_name, "serving on")
     return WorkerReturn(
         task=f"worker-{index}",
         old_pod=old,
@@ -175,7 +173,7 @@ def lose_worker(core: client.CoreV1Api, experiment: Experiment, index: int, time
         trainer_stopped_s=stopped - deleted_at,
         replacement_created_s=new.metadata.creation_timestamp.timestamp() - deleted_at,
         container_started_s=started - deleted_at,
-        serving_s=(serving or first_steps) - deleted_at,
+        serving_s=serving - deleted_at,
         first_steps_s=first_steps - deleted_at,
     )
 

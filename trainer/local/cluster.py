@@ -54,7 +54,6 @@ class LocalCluster:
     abort_reason: Optional[str] = None  # why the launcher stopped the chief itself
     finish_requested: bool = False  # the chief is to finish where it stands (SIGUSR1 to the launcher)
     _chief_listening: bool = False  # the running chief has said something: its signal handling is set
-    _finish_sent_to: Optional[int] = None  # the chief PID that was told to finish
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: bool = False
 
@@ -220,11 +219,9 @@ class LocalCluster:
         self._forward_finish()
 
     def _forward_finish(self) -> None:
+        # Told twice is told once: the chief only sets an event.
         chief = self.chief
-        if not (self.finish_requested and self._chief_listening and chief is not None):
-            return
-        if self._finish_sent_to != chief.pid and chief.poll() is None:
-            self._finish_sent_to = chief.pid
+        if self.finish_requested and self._chief_listening and chief is not None and chief.poll() is None:
             os.kill(chief.pid, signal.SIGUSR1)
 
     def _drill(self, step: int) -> None:

@@ -65,9 +65,10 @@ def read_back(cluster, manifest):
 
 
 def written_version(obj) -> tuple:
-    """What changes when someone writes the object: its resourceVersion; for the JobSet, whose status
-    its controller keeps updating, its generation and the time of each manager's last write."""
-    if obj.kind != "JobSet":
+    """What changes when someone writes the object: its resourceVersion; for the JobSet and the
+    nodes, whose status their controller and kwok's heartbeats keep updating (a node's changed
+    between two applies in a CI run), its generation and the time of each manager's last apply."""
+    if obj.kind not in ("JobSet", "Node"):
         return (obj.metadata.resourceVersion,)
     writes = sorted((f.manager, f.time) for f in obj.metadata.managedFields if f.operation == "Apply")
     return (obj.metadata.generation, tuple(writes))

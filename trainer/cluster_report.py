@@ -5,8 +5,11 @@ Each stack's experiment is sampled with `python -m components top <stack>
 client; this one holds TensorFlow), one object per refresh, until it ends or
 `--seconds` have passed. What the samples give:
 
-- PS CPU seconds: each PS's CPU cores integrated over the sampling time
-  (the kubelet refreshes a pod's CPU rate about every 10 s);
+- PS CPU seconds: each PS's CPU cores integrated while the chief trained,
+  from its first reported step to its last, as a local run measures them
+  (the kubelet refreshes a pod's CPU rate about every 10 s); what a PS spends
+  starting TensorFlow, and idling once training is over, is not its share of
+  the training's work;
 - the PS CPU over time, the seed's monitoring screenshot, drawn from the pods;
 - steps, loss and examples/s from the chief's progress.
 
@@ -122,6 +125,29 @@ def ps_cpu_timeline(samples: list[Sample]) -> dict[str, list[list[float]]]:
     return timeline
 
 
+def training_window(samples: list[Sample]) -> Optional[tuple[float, float]]:
+    """(from, to) in sampling seconds: the first sample with a step from the chief, and the first that
+    shows its last step; None before the chief reported one."""
+    stepped = [(s.at, s.view["progress"]["step"]) for s in samples if s.view["progress"]["step"] is not None]
+    if not stepped:
+        return None
+    last = max(step for _, step in stepped)
+    return stepped[0][0], next(at for at, step in stepped if step == last)
+
+
+def ps_cpu_while_training(samples: list[Sample], ps_names: list[str]) -> list[float]:
+    """Each PS's CPU seconds within the training window (0 for a PS with fewer than two figures in it)."""
+    window = training_window(samples)
+    points: dict[str, list[list[float]]] = {name: [] for name in ps_names}
+    for sample in samples:
+        if window is None or not window[0] <= sample.at <= window[1]:
+            continue
+        for task in sample.view["tasks"]:
+            if task["task"] in points and task["cpu_cores"] is not None:
+                points[task["task"]].append([sample.at, task["cpu_cores"]])
+    return [cpu_seconds(points[name]) for name in ps_names]
+
+
 def cpu_seconds(points: list[list[float]]) -> float:
     """Cores integrated over time (trapezoids between samples)."""
     return round(sum((t1 - t0) * (c0 + c1) / 2 for (t0, c0), (t1, c1) in zip(points, points[1:])), 2)
@@ -148,7 +174,7 @@ def cluster_run(sampling: Sampling, experiment: StackExperiment, replay) -> dict
     summary = sampling.summary
     timeline = ps_cpu_timeline(sampling.samples)
     ps_names = [f"ps-{i}" for i in range(experiment.ps)]
-    cpu = [cpu_seconds(timeline.get(name, [])) for name in ps_names]
+    cpu = ps_cpu_while_training(sampling.samples, ps_names)
     progress = [s.view["progress"] for s in sampling.samples if s.view["progress"]["step"] is not None]
     losses = {p["step"]: p["loss"] for p in progress}
     last = sampling.samples[-1].view if sampling.samples else {"phase": None}

@@ -249,7 +249,7 @@ def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
     lines = [f"# Report {name}", "", finding(runs), "", model_line(runs), ""]
     for run in runs:
         where = f"real pods, sampled {run['sampled_seconds']} s, ended {run['phase']}" if from_cluster(run) else "local processes"
-        cpu_how = " (integrated from the kubelet's CPU rate)" if from_cluster(run) else ""
+        cpu_how = " (the kubelet's CPU rate, integrated while the chief trained)" if from_cluster(run) else ""
         lines += [
             f"## {run['name']}: {run['ps']} PS, {run['workers']} workers, partition {run['partition']} ({where})",
             "",

@@ -90,13 +90,19 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
         assert last.startswith("the experiment ended: Succeeded ("), output[-2000:]
 
 
+# How long both experiments train side by side before their chiefs are asked to finish: several of
+# the kubelet's 10 s CPU refreshes, so that the rate it still reports from TensorFlow's start, when
+# training begins, is a small part of what is integrated, however fast this machine trains.
+TRAIN_FOR_S = 60.0
+
+
 def _on_server(server: str):
     """A scene1-case1-hot-* stack (3 PS, the seed's sparse-heavy 1M x 64 model, memory as tfk8s
-    sizes it) on one real server, with fewer steps."""
+    sizes it) on one real server, training until its chief is asked to finish."""
 
     def edit(values: dict) -> None:
         values["tfk8s:nodePools"][0]["nodes"] = [server]
-        values["tfk8s:trainer"].update(steps=400, checkpointEvery=200)
+        values["tfk8s:trainer"].update(steps=UNTIL_STOPPED, checkpointEvery=1000)
 
     return edit
 
@@ -114,6 +120,11 @@ def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluste
     try:
         for stack in stacks:  # both at once, each on its own server: sampled side by side
             real_cluster.apply(stack, tmp_path / Path(stack).stem)
+        for stack in stacks:
+            real_cluster.wait_for_event(stack, "start")
+        time.sleep(TRAIN_FOR_S)
+        for stack in stacks:
+            real_cluster.finish(stack)
         output, _ = report.communicate(timeout=REPORT_WITHIN_S)
         # The chief of a 1M x 64 table was OOM-killed at its sized memory while TensorFlow made the
         # whole table on it; now each PS makes its own shard.
@@ -132,9 +143,11 @@ def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluste
         assert (out / name).stat().st_size > 0, name
     none, auto = json.loads((out / "report.json").read_text())["runs"]
     assert (none["partition"], auto["partition"]) == ("none", "auto")
-    assert none["phase"] == auto["phase"] == "Succeeded" and none["steps"] == auto["steps"] == 400
+    assert none["phase"] == auto["phase"] == "Succeeded" and none["steps"] > 0 and auto["steps"] > 0
 
-    # partition none: the PS that holds the table does the work, the other two are near idle.
+    # partition none: the PS that holds the table does the work, the other two are near idle. What a
+    # PS spends before the first step and after the last is not counted: counted, it made an idle PS
+    # 5.3 CPU seconds instead of 2.5 (the hot one 21.4 instead of 16.5), and the ratio 4 instead of 6.
     cpu = none["ps_cpu_seconds"]
     hot = max(range(3), key=cpu.__getitem__)
     assert hot == max(range(3), key=none["rows_per_ps"].__getitem__), none

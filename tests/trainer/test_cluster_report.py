@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trainer.cluster_report import Sample, Sampling, cluster_run, cpu_seconds, ps_cpu_timeline
+from trainer.cluster_report import Sample, Sampling, cluster_run, cpu_seconds, ps_cpu_timeline, training_window
 from trainer.local.stacks import StackExperiment
 from trainer.report import finding, main, report_markdown, write_report
 
@@ -51,14 +51,25 @@ def test_the_timeline_starts_with_the_experiments_first_figures_and_skips_unknow
     assert timeline["ps-2"] == [[0.0, 0.1], [2.0, 0.5], [4.0, 0.5], [6.0, 0.5]]
 
 
+def test_training_runs_from_the_chiefs_first_step_to_its_last():
+    samples = _sampling("a", hot=True).samples
+    assert training_window(samples) == (14.0, 20.0)
+    assert training_window(samples[:2]) is None  # no step yet
+    # Finished early: the last step is the one its summary gives, first seen at 18 s.
+    early = samples[:4] + [Sample(18.0, _view("Running", 200, [0.05, 0.05, 0.5])),
+                           Sample(20.0, _view("Succeeded", 200, [None, None, None]))]
+    assert training_window(early) == (14.0, 16.0)
+
+
 def test_a_run_from_samples_has_the_local_runs_figures():
     summary = {"steps": 400, "examples_per_sec": 5100.0, "loss_last": 0.2, "bytes_per_ps": [10, 10, 900],
                "ps_of_shard": [2]}
     run = cluster_run(_sampling("hot", hot=True, summary=summary), _experiment("hot", "none"),
                       replay=lambda settings, ps: [1000])
-    # ps-2: (0.1 + 0.5) / 2 x 2 s + 0.5 x 2 s + 0.5 x 2 s; ps-0: 0.15 + 0.1 + 0.1
-    assert run["ps_cpu_seconds"] == [0.35, 0.35, 2.6]
-    assert run["ps_cpu_imbalance"] == 2.364
+    # While the chief trained (steps 100 to 400, 14 s to 20 s): ps-2 0.5 x 4 s, the others 0.05 x 4 s;
+    # not the 0.1 cores each spent before the first step.
+    assert run["ps_cpu_seconds"] == [0.2, 0.2, 2.0]
+    assert run["ps_cpu_imbalance"] == 2.5
     assert run["rows_per_ps"] == [0, 0, 1000]  # the one shard, on the PS the chief says holds it
     assert (run["steps"], run["examples_per_sec"], run["loss_first"], run["loss_last"]) == (400, 5100.0, 0.5, 0.2)
     assert run["loss_curve"] == [[100, 0.5], [200, 0.4], [300, 0.3], [400, 0.2]]
@@ -73,7 +84,7 @@ def test_without_the_chiefs_summary_what_only_it_knows_is_not_known(tmp_path):
     assert runs[0]["rows_per_ps"] is None and runs[0]["bytes_per_ps"] is None
     # The last progress the chief logged.
     assert runs[0]["steps"] == 400 and runs[0]["loss_last"] == 0.2
-    assert finding(runs).startswith("With partition none the busiest of 3 PS does 79% of the PS CPU work")
+    assert finding(runs).startswith("With partition none the busiest of 3 PS does 83% of the PS CPU work")
     assert "(hot and level)" in finding(runs)
     markdown = report_markdown("r", runs)
     assert "| rows per PS (first 50 batches) | not known (no summary from the chief: it had not finished) |" in markdown

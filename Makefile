@@ -20,7 +20,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real node-image toolchain render cluster-up cluster-down apply delete status diff report clean
+	test-real bench-real node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,11 @@ apply: $(STAMP)
 
 delete: $(STAMP)
 	$(VENV)/bin/python -m tools.localcluster delete $(STACK)
+
+# The real Pulumi engine against the local cluster: the toolchain's CLI and provider, a
+# file backend under .cluster/pulumi/, the policy pack on preview and up (tools/engine).
+preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
+	$(VENV)/bin/python -m tools.engine $@ $(STACK)
 
 # Runs each stack and partition locally; writes reports/<name>/ (report.md, report.json, PNG plots).
 report: $(STAMP) $(TRAINER_STAMP)

@@ -3,9 +3,10 @@
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kubelet
 # (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok),
 # CoreDNS (github.com/coredns/coredns), the JobSet and Kueue controllers and their CRDs
-# (sigs.k8s.io/jobset, sigs.k8s.io/kueue), and installs the Debian packages
-# real nodes run on (containerd, runc, CNI plugins, iptables; debootstrap for
-# their image), pinned in versions.env.
+# (sigs.k8s.io/jobset, sigs.k8s.io/kueue), the Pulumi CLI and its Kubernetes
+# provider (github.com/pulumi/pulumi/pkg/v3, .../pulumi-kubernetes/provider/v4), and
+# installs the Debian packages real nodes run on (containerd, runc, CNI plugins,
+# iptables; debootstrap for their image), pinned in versions.env.
 # A binary already built at the recorded version is kept; the script says what it built.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -64,30 +65,40 @@ stamp() { echo "$2" > "$bin/.$1.version"; }
 # recipe_key VERSION TEXT: VERSION plus a digest of the source that builds it.
 recipe_key() { echo "$1-$(printf '%s' "$2" | sha256sum | cut -c1-12)"; }
 
-# build_wrapper NAME VERSION REQUIREMENT [PACKAGE]: build .tools/bin/NAME from a module of
-# our own that requires REQUIREMENT at VERSION. Its main.go comes on stdin; or, with
-# PACKAGE, the upstream main package is built as it is. (`go install MODULE@VERSION`
-# reads the module's version list, which the proxy refuses for some modules.)
-build_wrapper() {
-  local name="$1" version="$2" requirement="$3" package="${4:-}" main_go=""
-  [ -z "$package" ] && main_go="$(cat)"
-  local key; key="$(recipe_key "$version" "$requirement $package $main_go")"
-  if up_to_date "$name" "$key"; then kept+=("$name $version"); return; fi
-  echo "toolchain: building $name $version"
-  local module="$src/$name"
+# module_dir MODULE VERSION: where the module proxy's download of MODULE@VERSION lies.
+module_dir() { (cd "$src" && go mod download -json "$1@$2" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); }
+
+# wrapper_module NAME REQUIREMENT VERSION: a fresh module of our own in .tools/src/NAME that
+# requires REQUIREMENT at VERSION, asking for the Go version the upstream module asks for.
+wrapper_module() {
+  local name="$1" requirement="$2" version="$3" module="$src/$1"
   rm -rf "$module" && mkdir -p "$module"
-  # The wrapper asks for the Go version the upstream module asks for.
   local upstream_mod go_version
   upstream_mod="$(cd "$module" && go mod download -json "$requirement@$version" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
   go_version="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$upstream_mod")"
   printf 'module tfk8s.local/%s\n\ngo %s\n\nrequire %s %s\n' "$name" "$go_version" "$requirement" "$version" > "$module/go.mod"
+}
+
+# build_wrapper NAME VERSION REQUIREMENT [PACKAGE [LDFLAGS]]: build .tools/bin/NAME from a
+# module of our own that requires REQUIREMENT at VERSION. Its main.go comes on stdin; or,
+# with PACKAGE, the upstream main package is built as it is, linked with LDFLAGS (a
+# version a binary reports is set that way). (`go install MODULE@VERSION` reads the
+# module's version list, which the proxy refuses for some modules.)
+build_wrapper() {
+  local name="$1" version="$2" requirement="$3" package="${4:-}" ldflags="${5:-}" main_go=""
+  [ -z "$package" ] && main_go="$(cat)"
+  local key; key="$(recipe_key "$version" "$requirement $package${ldflags:+ $ldflags} $main_go")"
+  if up_to_date "$name" "$key"; then kept+=("$name $version"); return; fi
+  echo "toolchain: building $name $version"
+  local module="$src/$name"
+  wrapper_module "$name" "$requirement" "$version"
   if [ -n "$package" ]; then
     printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$package" > "$module/tools.go"
   else
     printf '%s\n' "$main_go" > "$module/main.go"
     package=.
   fi
-  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/$name" "$package")
+  (cd "$module" && go mod tidy && go build -trimpath -ldflags "$ldflags" -o "$bin/$name" "$package")
   stamp "$name" "$key"; built+=("$name $version")
 }
 
@@ -97,8 +108,7 @@ build_wrapper() {
 addon_manifests() {
   local name="$1" version="$2" module="$3" target="$tools/addons/$1"
   if [ "$(cat "$target/.version" 2>/dev/null)" = "$version" ]; then kept+=("$name manifests $version"); return; fi
-  local dir
-  dir="$(cd "$src" && go mod download -json "$module@$version" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  local dir; dir="$(module_dir "$module" "$version")"
   rm -rf "$target" && mkdir -p "$target/crds"
   cp "$dir"/config/components/crd/bases/*.yaml "$target/crds/"
   cp "$dir/config/components/webhook/manifests.yaml" "$target/webhooks.yaml"
@@ -206,7 +216,7 @@ GO
 # runs the local cluster's pods until they are deleted, as PS and workers run.
 kwok_stages="$tools/addons/kwok/stages"
 if [ "$(cat "$kwok_stages/.version" 2>/dev/null)" != "$KWOK_VERSION" ]; then
-  kwok_dir="$(cd "$src" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  kwok_dir="$(module_dir sigs.k8s.io/kwok "$KWOK_VERSION")"
   rm -rf "$kwok_stages" && mkdir -p "$kwok_stages"
   cp "$kwok_dir"/kustomize/stage/pod/fast/pod-ready.yaml "$kwok_dir"/kustomize/stage/pod/fast/pod-delete.yaml "$kwok_stages/"
   chmod u+w "$kwok_stages"/*.yaml
@@ -219,6 +229,31 @@ build_wrapper jobset-controller "$JOBSET_VERSION" sigs.k8s.io/jobset sigs.k8s.io
 addon_manifests jobset "$JOBSET_VERSION" sigs.k8s.io/jobset
 build_wrapper kueue-controller "$KUEUE_VERSION" sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue
 addon_manifests kueue "$KUEUE_VERSION" sigs.k8s.io/kueue
+
+# The Pulumi engine: the CLI (it reports the version its ldflags give it) ...
+build_wrapper pulumi "$PULUMI_VERSION" github.com/pulumi/pulumi/pkg/v3 github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
+  "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"
+
+# ... and the Kubernetes provider. Its main package embeds schema-embed.json and
+# terraform-mapping-embed.json, which the module does not ship: its own generate.go
+# writes them (stamped with VERSION) from the schema.json and terraform-mapping.json it
+# does ship, so the main package is copied into our module and generated there.
+build_kubernetes_provider() {
+  local name=pulumi-resource-kubernetes requirement=github.com/pulumi/pulumi-kubernetes/provider/v4
+  local key; key="$(recipe_key "$PULUMI_KUBERNETES_VERSION" "$PULUMI_KUBERNETES_MODULE_VERSION $(declare -f build_kubernetes_provider)")"
+  if up_to_date "$name" "$key"; then kept+=("$name $PULUMI_KUBERNETES_VERSION"); return; fi
+  echo "toolchain: building $name $PULUMI_KUBERNETES_VERSION (cold: about 8 minutes on 2 cores)"
+  local module="$src/$name" upstream
+  wrapper_module "$name" "$requirement" "$PULUMI_KUBERNETES_MODULE_VERSION"
+  upstream="$(module_dir "$requirement" "$PULUMI_KUBERNETES_MODULE_VERSION")/cmd/$name"
+  cp "$upstream"/{main.go,generate.go,schema.json,terraform-mapping.json} "$module/"
+  chmod u+w "$module"/*
+  (cd "$module" && go mod tidy && VERSION="$PULUMI_KUBERNETES_VERSION" go run generate.go \
+    && go build -trimpath -o "$bin/$name" \
+      -ldflags "-X $requirement/pkg/version.Version=$PULUMI_KUBERNETES_VERSION" .)
+  stamp "$name" "$key"; built+=("$name $PULUMI_KUBERNETES_VERSION")
+}
+build_kubernetes_provider
 
 for stamp_file in "$bin"/.*.version; do
   name="$(basename "$stamp_file" .version)"; name="${name#.}"

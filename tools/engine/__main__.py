@@ -1,0 +1,75 @@
+"""The real Pulumi engine against the local cluster (the Makefile's preview, up and destroy).
+
+  python -m tools.engine preview STACK     what `up` would do, with the policy pack
+  python -m tools.engine up STACK          create or update the experiment, with the policy pack
+  python -m tools.engine destroy STACK     delete everything the stack created
+
+STACK is a stack name (stacks/Pulumi.STACK.yaml) or a stack file. The engine's
+own output is printed as it comes. Exit 0 on success, 1 when the engine failed
+(a policy violation, an object the cluster refused), 2 when it could not start
+(a bad stack, no toolchain, no cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pulumi import automation as auto
+
+from components.config import StackConfigError
+from components.stack_files import load_experiment
+from tools.localcluster.paths import KUBECONFIG
+
+from .workspace import DEFAULT_DIRS, POLICY_PACK, EngineDirs, EngineError, engine_stack
+
+
+def _print_out(line: str) -> None:
+    print(line, flush=True)
+
+
+def _print_err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(command: str, stack_or_path: str, kubeconfig: Path, dirs: EngineDirs) -> int:
+    try:
+        load_experiment(stack_or_path)  # a bad stack is refused here, before the engine starts
+        stack = engine_stack(stack_or_path, kubeconfig, dirs)
+    except (StackConfigError, EngineError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    streams = {"on_output": _print_out, "on_error": _print_err}
+    policy = {"policy_packs": [str(POLICY_PACK)]}
+    try:
+        if command == "preview":
+            stack.preview(**policy, **streams)
+        elif command == "up":
+            stack.up(**policy, **streams)
+        else:
+            stack.destroy(**streams)
+    except auto.CommandError:
+        # The engine has printed why; its exit status is all that is left to say.
+        print(f"error: pulumi {command} failed for stack '{stack.name}' (its output is above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.engine", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=("preview", "up", "destroy"))
+    parser.add_argument("stack", help="a stack name or a stack file")
+    parser.add_argument("--kubeconfig", type=Path, default=KUBECONFIG, help="the local cluster's (default: %(default)s)")
+    parser.add_argument(
+        "--state", type=Path, default=DEFAULT_DIRS.root,
+        help="the engine's state, home and workspace (default: %(default)s)",
+    )
+    args = parser.parse_args(argv)
+    return run(args.command, args.stack, args.kubeconfig, EngineDirs(args.state))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

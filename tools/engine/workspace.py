@@ -1,0 +1,134 @@
+"""An experiment's stack in the engine's own local workspace: its state, plugins and config.
+
+Nothing here touches the user's ~/.pulumi or the project's stack files: the
+engine's home, its file backend and the workspace it reads the stack's config
+from all live under one folder (.cluster/pulumi/ by default, beside the local
+cluster they describe).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pulumi import automation as auto
+from pulumi_kubernetes import _utilities as provider_defaults
+
+from components.program import main as tfk8s_program
+from components.stack_files import PROJECT_ROOT, read_stack_values
+from tools.localcluster.paths import CLUSTER_ROOT
+
+# `make toolchain` builds .tools/bin/pulumi (the Automation API runs <root>/bin/pulumi)
+# and .tools/bin/pulumi-resource-kubernetes.
+TOOLS_ROOT = PROJECT_ROOT / ".tools"
+PROVIDER = TOOLS_ROOT / "bin" / "pulumi-resource-kubernetes"
+# The policy pack as an analyzer plugin the CLI starts itself (no Python language host).
+POLICY_PACK = PROJECT_ROOT / "policy" / "analyzer"
+PROJECT_FILE = PROJECT_ROOT / "Pulumi.yaml"
+
+
+class EngineError(Exception):
+    """What keeps the engine from starting, in one line."""
+
+
+@dataclass(frozen=True)
+class EngineDirs:
+    root: Path
+
+    @property
+    def state(self) -> Path:
+        """The file backend: one checkpoint per stack."""
+        return self.root / "state"
+
+    @property
+    def home(self) -> Path:
+        """PULUMI_HOME: the engine's own, so a user's ~/.pulumi is never read or written."""
+        return self.root / "home"
+
+    @property
+    def workspace(self) -> Path:
+        """Pulumi.yaml and each stack's Pulumi.<stack>.yaml, as the engine reads them."""
+        return self.root / "workspace"
+
+
+DEFAULT_DIRS = EngineDirs(CLUSTER_ROOT / "pulumi")
+
+
+def project_name() -> str:
+    return yaml.safe_load(PROJECT_FILE.read_text(encoding="utf-8"))["name"]
+
+
+def write_stack_settings(stack_or_path: str, workspace: Path) -> str:
+    """Copy the stack file's config into the workspace; the stack's name.
+
+    The engine writes the stack's secrets salt (`encryptionsalt`) into the file it
+    reads: a copy keeps that out of the project's stack files, and the salt it
+    wrote before is kept, as the stack's state was encrypted with it.
+    """
+    stack, config = read_stack_values(stack_or_path)
+    settings_file = workspace / f"Pulumi.{stack}.yaml"
+    settings: dict[str, Any] = {}
+    if settings_file.exists():
+        previous = yaml.safe_load(settings_file.read_text(encoding="utf-8")) or {}
+        if "encryptionsalt" in previous:
+            settings["encryptionsalt"] = previous["encryptionsalt"]
+    settings["config"] = config
+    workspace.mkdir(parents=True, exist_ok=True)
+    settings_file.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    return stack
+
+
+def install_provider(home: Path) -> None:
+    """Put the built provider in the engine's plugin cache under the version the program asks for.
+
+    The `pulumi-kubernetes` package asks for its own version of the provider, and the
+    engine takes it from its plugin cache only (not from $PATH: PULUMI_IGNORE_AMBIENT_PLUGINS),
+    so a provider of any other version fails the run instead of standing in silently.
+    """
+    if not PROVIDER.exists():
+        raise EngineError(f"{PROVIDER} is missing: run `make toolchain` first")
+    version = provider_defaults.get_version()
+    plugin = home / "plugins" / f"resource-kubernetes-v{version}" / PROVIDER.name
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    if not plugin.is_symlink() or plugin.resolve() != PROVIDER.resolve():
+        plugin.unlink(missing_ok=True)
+        plugin.symlink_to(PROVIDER)
+
+
+def engine_env(kubeconfig: Path, dirs: EngineDirs) -> dict[str, str]:
+    return {
+        "PULUMI_BACKEND_URL": dirs.state.resolve().as_uri(),
+        # The local state holds no secrets: its passphrase protects nothing, so it is empty
+        # unless the user gives one.
+        "PULUMI_CONFIG_PASSPHRASE": os.environ.get("PULUMI_CONFIG_PASSPHRASE", ""),
+        # The default Kubernetes provider reads KUBECONFIG: the local cluster's.
+        "KUBECONFIG": str(kubeconfig.resolve()),
+        # Everything the engine needs is built here; it would only try the network.
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    }
+
+
+def engine_stack(stack_or_path: str, kubeconfig: Path, dirs: EngineDirs = DEFAULT_DIRS) -> auto.Stack:
+    """The stack (created on first use) in the engine's workspace, running tfk8s's program inline."""
+    cli = TOOLS_ROOT / "bin" / "pulumi"
+    if not cli.exists():
+        raise EngineError(f"{cli} is missing: run `make toolchain` first")
+    if not kubeconfig.exists():
+        raise EngineError(f"no local cluster: {kubeconfig} is missing (start one with `make cluster-up STACK=<stack>`)")
+    stack = write_stack_settings(stack_or_path, dirs.workspace)
+    dirs.state.mkdir(parents=True, exist_ok=True)
+    install_provider(dirs.home)
+    name = project_name()
+    options = auto.LocalWorkspaceOptions(
+        work_dir=str(dirs.workspace),
+        pulumi_home=str(dirs.home),
+        env_vars=engine_env(kubeconfig, dirs),
+        project_settings=auto.ProjectSettings(name=name, runtime="python"),
+        pulumi_command=auto.PulumiCommand(root=str(TOOLS_ROOT)),
+    )
+    return auto.create_or_select_stack(stack, project_name=name, program=tfk8s_program, opts=options)

@@ -1,7 +1,7 @@
 """Calls the policy pack's policies the way the engine does, on objects tests build.
 
-Props are wrapped as the engine delivers them: read-only mappings and numbers
-as floats. `policy/__main__.py` (which serves forever) is never imported.
+Props are wrapped as the engine delivers them: numbers as floats, in the
+policy SDK's own read-only proxies. `policy/__main__.py` (which serves forever) is never imported.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import sys
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional
 
 from tests.harness import PROJECT_ROOT, ProgramRun
@@ -25,21 +24,29 @@ from pulumi_policy import (  # noqa: E402
     ResourceValidationPolicy,
     StackValidationArgs,
 )
+from pulumi_policy.proxy import unknown_checking_proxy  # noqa: E402  (what the SDK wraps props with)
 
 POLICIES = {policy.name: policy for policy in tfk8s_policies.POLICIES}
 MANDATORY = tfk8s_policies.MANDATORY_POLICIES
 
 
-def engine_value(value: Any) -> Any:
+def _decoded(value: Any) -> Any:
+    """Numbers as the engine's protobuf Struct decodes them: floats."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, Mapping):
-        return MappingProxyType({key: engine_value(item) for key, item in value.items()})
+        return {key: _decoded(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [engine_value(item) for item in value]
+        return [_decoded(item) for item in value]
     return value
+
+
+def engine_value(props: Mapping[str, Any]) -> Any:
+    """Properties exactly as the policy SDK hands them to a policy under the engine: decoded, then
+    wrapped in its read-only proxies (a list is a Sequence there, not a list)."""
+    return unknown_checking_proxy(_decoded(props))
 
 
 @dataclass

@@ -1,10 +1,13 @@
 """Reading the engine's resource properties: read-only mappings, numbers as floats, camelCase
-Kubernetes fields, any of them possibly missing (never a crash here)."""
+Kubernetes fields, any of them possibly missing (never a crash here).
+
+The policy SDK hands lists over in its own read-only proxy, a Sequence that is no
+`list`: a check for `list` would read every list as absent and pass what it should stop."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from .facts import QUANTITY_SUFFIX, WORKLOAD_KINDS
 
@@ -18,10 +21,13 @@ def api_version_of(resource_type: str) -> str:
         return ""
     return parts[1][len("core/"):] if parts[1].startswith("core/") else parts[1]
 
+def is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
 def get(value: Any, *path: Any, default: Any = None) -> Any:
     for key in path:
         if isinstance(key, int):
-            if not isinstance(value, (list, tuple)) or key >= len(value):
+            if not is_list(value) or key >= len(value):
                 return default
             value = value[key]
         else:
@@ -31,7 +37,7 @@ def get(value: Any, *path: Any, default: Any = None) -> Any:
     return value
 
 def as_list(value: Any) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else []
+    return list(value) if is_list(value) else []
 
 def pod_spec(kind: str, props: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
     if kind == "Pod":

@@ -8,6 +8,6 @@ local file backend under .cluster/pulumi/, and the policy pack runs on preview
 and up as the analyzer plugin policy/analyzer.
 """
 
-from .workspace import EngineDirs, EngineError, engine_stack
+from .workspace import COMMANDS, EngineDirs, EngineError, engine_stack, run_engine
 
-__all__ = ["EngineDirs", "EngineError", "engine_stack"]
+__all__ = ["COMMANDS", "EngineDirs", "EngineError", "engine_stack", "run_engine"]

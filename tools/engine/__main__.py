@@ -22,7 +22,7 @@ from components.config import StackConfigError
 from components.stack_files import load_experiment
 from tools.localcluster.paths import KUBECONFIG
 
-from .workspace import DEFAULT_DIRS, POLICY_PACK, EngineDirs, EngineError, engine_stack
+from .workspace import COMMANDS, DEFAULT_DIRS, EngineDirs, EngineError, engine_stack, run_engine
 
 
 def _print_out(line: str) -> None:
@@ -40,15 +40,8 @@ def run(command: str, stack_or_path: str, kubeconfig: Path, dirs: EngineDirs) ->
     except (StackConfigError, EngineError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    streams = {"on_output": _print_out, "on_error": _print_err}
-    policy = {"policy_packs": [str(POLICY_PACK)]}
     try:
-        if command == "preview":
-            stack.preview(**policy, **streams)
-        elif command == "up":
-            stack.up(**policy, **streams)
-        else:
-            stack.destroy(**streams)
+        run_engine(stack, command, on_output=_print_out, on_error=_print_err)
     except auto.CommandError:
         # The engine has printed why; its exit status is all that is left to say.
         print(f"error: pulumi {command} failed for stack '{stack.name}' (its output is above)", file=sys.stderr)
@@ -60,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.engine", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=("preview", "up", "destroy"))
+    parser.add_argument("command", choices=COMMANDS)
     parser.add_argument("stack", help="a stack name or a stack file")
     parser.add_argument("--kubeconfig", type=Path, default=KUBECONFIG, help="the local cluster's (default: %(default)s)")
     parser.add_argument(

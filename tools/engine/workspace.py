@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from pulumi import automation as auto
@@ -113,8 +113,11 @@ def engine_env(kubeconfig: Path, dirs: EngineDirs) -> dict[str, str]:
     }
 
 
-def engine_stack(stack_or_path: str, kubeconfig: Path, dirs: EngineDirs = DEFAULT_DIRS) -> auto.Stack:
-    """The stack (created on first use) in the engine's workspace, running tfk8s's program inline."""
+def engine_stack(
+    stack_or_path: str, kubeconfig: Path, dirs: EngineDirs = DEFAULT_DIRS, program: Callable[[], None] = tfk8s_program
+) -> auto.Stack:
+    """The stack (created on first use) in the engine's workspace, running `program` inline: tfk8s's
+    own, the project's __main__.py, unless a team's program around it is given."""
     cli = TOOLS_ROOT / "bin" / "pulumi"
     if not cli.exists():
         raise EngineError(f"{cli} is missing: run `make toolchain` first")
@@ -131,4 +134,17 @@ def engine_stack(stack_or_path: str, kubeconfig: Path, dirs: EngineDirs = DEFAUL
         project_settings=auto.ProjectSettings(name=name, runtime="python"),
         pulumi_command=auto.PulumiCommand(root=str(TOOLS_ROOT)),
     )
-    return auto.create_or_select_stack(stack, project_name=name, program=tfk8s_program, opts=options)
+    return auto.create_or_select_stack(stack, project_name=name, program=program, opts=options)
+
+
+COMMANDS = ("preview", "up", "destroy")
+
+
+def run_engine(stack: auto.Stack, command: str, **options: Any) -> Any:
+    """`command` on the stack, as `make preview|up|destroy` runs it: the policy pack on
+    preview and up. Raises auto.CommandError when the engine fails (it printed why)."""
+    if command not in COMMANDS:
+        raise ValueError(f"unknown engine command {command!r}: one of {', '.join(COMMANDS)}")
+    if command != "destroy":
+        options.setdefault("policy_packs", [str(POLICY_PACK)])
+    return getattr(stack, command)(**options)

@@ -1,0 +1,249 @@
+"""The real Pulumi engine on the local cluster: `make preview|up|destroy` with the policy pack.
+
+The CLI and the Kubernetes provider are the toolchain's; the program is the
+project's, run inline (tools/engine). What each test checks is read back from
+the API server, as a user would with kubectl.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import pulumi
+import pytest
+from kubernetes import client
+from pulumi import automation as auto
+
+from components.program import build, engine_config
+from components.render import read_rendered, render
+from components.stack_files import PROJECT_ROOT, load_experiment, stack_names
+from tests.cluster.test_cluster import _own_labels, core, node_labels, pods_by_node
+from tests.stack_variants import write_variant
+from tools.engine import EngineDirs, engine_stack, run_engine
+from tools.localcluster.experiments import task_pods, wait_for_pods
+
+ENGINE_TIMEOUT_S = 300.0
+POD_WAIT_S = 120.0
+SCENE1 = [f"srv-0{i}" for i in range(5)]
+
+
+@dataclass
+class EngineRun:
+    """One engine command: what it printed, and what it did or would do to each resource."""
+
+    output: list[str] = field(default_factory=list)
+    ops: dict[str, str] = field(default_factory=dict)  # resource name -> create, same, update, replace, delete
+    inputs: dict[str, dict] = field(default_factory=dict)  # Kubernetes resource name -> its inputs
+    failed: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.output)
+
+    def changed(self) -> dict[str, str]:
+        return {name: op for name, op in self.ops.items() if op != "same"}
+
+    def record(self, event: auto.EngineEvent) -> None:
+        if event.resource_pre_event is None:
+            return
+        step = event.resource_pre_event.metadata
+        if step.type.startswith("pulumi:providers:"):
+            return  # the default provider, not one of the experiment's resources
+        name = step.urn.split("::")[-1]
+        self.ops[name] = step.op.value
+        if step.new is not None and step.type.startswith("kubernetes:"):
+            self.inputs[name] = step.new.inputs
+
+
+def engine(
+    command: str, stack: str, kubeconfig: Path, state: Path, program: Optional[Callable[[], None]] = None
+) -> EngineRun:
+    """Run `command` in this process, as `python -m tools.engine` runs it."""
+    run = EngineRun()
+    target = engine_stack(stack, kubeconfig, EngineDirs(state), **({"program": program} if program else {}))
+    try:
+        run_engine(target, command, on_output=run.output.append, on_error=run.output.append, on_event=run.record)
+    except auto.CommandError:
+        run.failed = True
+    return run
+
+
+def engine_cli(command: str, stack: str, kubeconfig: Path, state: Path) -> subprocess.Popen:
+    """`python -m tools.engine COMMAND STACK`, as `make COMMAND STACK=` starts it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tools.engine", command, stack, "--kubeconfig", str(kubeconfig), "--state", str(state)],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def namespace_exists(cluster, name: str) -> bool:
+    try:
+        core(cluster).read_namespace(name)
+    except client.ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
+def planned(stack: str) -> dict[str, Counter]:
+    """Server -> count of PS and workers, as the plan places them."""
+    return {
+        server: Counter(task.split("-")[0] for task in tasks)
+        for server, tasks in load_experiment(stack).plan.by_server().items()
+    }
+
+
+def test_scene1_case2_previews_passes_policy_goes_up_as_planned_and_is_destroyed(local_cluster, tmp_path):
+    kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
+    before = node_labels(local_cluster, SCENE1)
+
+    preview = engine("preview", "scene1-case2", kubeconfig, state)
+    assert not preview.failed, preview.text
+    assert "✅ tfk8s@v0.0.1" in preview.text  # the policy pack ran and passed
+    assert Counter(preview.ops.values()) == Counter({"create": 13}), preview.ops
+    assert not namespace_exists(local_cluster, "tf-scene1-case2")  # a preview creates nothing
+
+    try:
+        up = engine("up", "scene1-case2", kubeconfig, state)
+        assert not up.failed, up.text
+        assert "13 created" in up.text
+        wait_for_pods(local_cluster.api, load_experiment("scene1-case2"), POD_WAIT_S)
+        # Every PS and worker on the server the plan gives it, read back from the API server.
+        assert pods_by_node(local_cluster, "scene1-case2") == planned("scene1-case2")
+        for name, labels in node_labels(local_cluster, SCENE1).items():
+            assert _own_labels(labels, "scene1-case2") == {
+                "pool.tfk8s.io/scene1-case2": "servers", "role.tfk8s.io/scene1-case2": "mixed"}
+
+        again = engine("preview", "scene1-case2", kubeconfig, state)
+        assert not again.failed, again.text
+        assert set(again.ops.values()) == {"same"} and len(again.ops) == 13, again.changed()
+    finally:
+        destroy = engine("destroy", "scene1-case2", kubeconfig, state)
+    assert not destroy.failed, destroy.text
+    assert "13 deleted" in destroy.text
+    assert not namespace_exists(local_cluster, "tf-scene1-case2")
+    assert node_labels(local_cluster, SCENE1) == before  # exactly the labels tfk8s added are gone
+
+
+def _twelve_per_server(values: dict) -> None:
+    values["tfk8s:cluster"]["workers"]["replicas"] = 60
+
+
+def test_a_changed_stack_previews_exactly_the_objects_that_change_and_up_rolls_them(local_cluster, tmp_path):
+    kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
+    stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-roll", lambda values: None)
+    try:
+        assert not engine("up", stack, kubeconfig, state).failed
+        wait_for_pods(local_cluster.api, load_experiment(stack), POD_WAIT_S)
+        old = {name: manifest for name, manifest in engine("preview", stack, kubeconfig, state).inputs.items()}
+
+        assert write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-roll", _twelve_per_server) == stack
+        preview = engine("preview", stack, kubeconfig, state)
+        assert not preview.failed, preview.text
+        # Exactly the objects whose manifests differ: the workers' JobSet, and the chief's copy of the
+        # cluster spec; the nodes, the namespace and its policy are left alone.
+        differ = {name for name, manifest in preview.inputs.items() if manifest != old.get(name)}
+        assert set(preview.changed()) == differ, (preview.changed(), differ)
+        assert "engine-roll-tf" in differ and not any("pool" in name or "namespace" in name for name in differ)
+
+        up = engine("up", stack, kubeconfig, state)
+        assert not up.failed, up.text
+        wait_for_pods(local_cluster.api, load_experiment(stack), POD_WAIT_S)
+        assert pods_by_node(local_cluster, stack) == {server: Counter({"worker": 12, "ps": 1}) for server in SCENE1}
+    finally:
+        assert not engine("destroy", stack, kubeconfig, state).failed
+    assert not namespace_exists(local_cluster, "tf-engine-roll")
+
+
+def _host_network(args: pulumi.ResourceTransformArgs) -> Optional[pulumi.ResourceTransformResult]:
+    """A team's own transform that puts every TF pod on the host's network."""
+    if args.type_ != "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet":
+        return None
+    props = dict(args.props)
+    for replicated in props["spec"]["replicatedJobs"]:
+        replicated["template"]["spec"]["template"]["spec"]["hostNetwork"] = True
+    return pulumi.ResourceTransformResult(props, args.opts)
+
+
+def _unsafe_program() -> None:
+    """A program of a team's own around tfk8s (components.program.build takes resource options)."""
+    build(pulumi.get_stack(), engine_config(), pulumi.ResourceOptions(transforms=[_host_network]))
+
+
+def test_an_unsafe_program_fails_preview_naming_the_mandatory_policy_and_creates_nothing(local_cluster, tmp_path):
+    stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-unsafe", lambda values: None)
+    preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine", program=_unsafe_program)
+    assert preview.failed
+    assert "mandatory: [tfk8s-container-hygiene]" in preview.text, preview.text
+    assert "hostNetwork is on" in preview.text
+    assert not namespace_exists(local_cluster, "tf-engine-unsafe")
+    assert all(not _own_labels(labels, "engine-unsafe") for labels in node_labels(local_cluster, SCENE1).values())
+
+
+def test_two_stacks_up_at_once_on_shared_servers_and_one_destroyed_leaves_the_other_intact(local_cluster, tmp_path):
+    kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
+    servers = [f"srv-0{i}" for i in range(10)]
+    before = node_labels(local_cluster, servers)
+    ups = [engine_cli("up", stack, kubeconfig, state) for stack in ("scene1-case2", "scene1-case3")]
+    try:
+        for up in ups:
+            output, _ = up.communicate(timeout=ENGINE_TIMEOUT_S)
+            assert up.returncode == 0, output[-3000:]
+        for stack in ("scene1-case2", "scene1-case3"):
+            wait_for_pods(local_cluster.api, load_experiment(stack), POD_WAIT_S)
+            assert pods_by_node(local_cluster, stack) == planned(stack)
+        case3_labels = {name: _own_labels(labels, "scene1-case3") for name, labels in node_labels(local_cluster, servers).items()}
+        case3_pods = {p.metadata.uid for p in task_pods(core(local_cluster), load_experiment("scene1-case3"))}
+
+        destroy = engine_cli("destroy", "scene1-case2", kubeconfig, state)
+        output, _ = destroy.communicate(timeout=ENGINE_TIMEOUT_S)
+        assert destroy.returncode == 0, output[-3000:]
+        after = node_labels(local_cluster, servers)
+        assert all(not _own_labels(labels, "scene1-case2") for labels in after.values())
+        assert {name: _own_labels(labels, "scene1-case3") for name, labels in after.items()} == case3_labels
+        assert {p.metadata.uid for p in task_pods(core(local_cluster), load_experiment("scene1-case3"))} == case3_pods
+        assert not namespace_exists(local_cluster, "tf-scene1-case2") and namespace_exists(local_cluster, "tf-scene1-case3")
+    finally:
+        for stack in ("scene1-case2", "scene1-case3"):
+            engine_cli("destroy", stack, kubeconfig, state).communicate(timeout=ENGINE_TIMEOUT_S)
+    assert node_labels(local_cluster, servers) == before
+
+
+def _statefulset(values: dict) -> None:
+    values["tfk8s:cluster"]["workload"] = "statefulset"
+
+
+@pytest.mark.parametrize("stack", [*stack_names(), "scene1-case2-statefulset", "scene2-case2-statefulset"])
+def test_the_engine_would_apply_exactly_what_render_writes_and_make_apply_applies(local_cluster, tmp_path, stack):
+    if stack.endswith("-statefulset"):
+        stack = write_variant(tmp_path, stack.removesuffix("-statefulset"), stack, _statefulset)
+    preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine")
+    assert not preview.failed, preview.text
+    render(load_experiment(stack), tmp_path / "rendered")
+    rendered = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m
+                for m in read_rendered(tmp_path / "rendered")}
+    registered = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in preview.inputs.values()}
+    assert sorted(registered) == sorted(rendered)
+    for key, manifest in rendered.items():
+        assert registered[key] == manifest, key
+
+
+def test_a_bad_stack_is_refused_before_the_engine_starts_and_nothing_is_written(local_cluster, tmp_path):
+    state = tmp_path / "engine"
+    missing = engine_cli("up", "no-such-stack", local_cluster.kubeconfig, state)
+    output, _ = missing.communicate(timeout=60)
+    assert missing.returncode == 2 and "stack 'no-such-stack': no file" in output, output
+
+    def no_ps(values: dict) -> None:
+        values["tfk8s:cluster"]["ps"]["replicas"] = 0
+
+    bad = engine_cli("preview", write_variant(tmp_path, "scene1-case2", "engine-bad", no_ps), local_cluster.kubeconfig, state)
+    output, _ = bad.communicate(timeout=60)
+    assert bad.returncode == 2 and "stack 'engine-bad'" in output and "ps" in output, output
+    assert not state.exists()

@@ -161,6 +161,22 @@ def test_every_mandatory_policy_has_a_broken_program():
     assert set(BROKEN) == set(MANDATORY)
 
 
+@pytest.mark.parametrize("name, trips", [
+    pytest.param("tfm7dpd", False, id="tf + 5 generated characters: preview's name for the replacement"),
+    pytest.param("tfaeiou", True, id="tf + 5 characters the name generator never makes"),
+    pytest.param("other", True, id="a name no address derives from"),
+])
+def test_a_jobset_that_preview_renamed_for_its_replacement_is_read_under_its_own_name(name, trips):
+    """pulumi-kubernetes previews replacing a JobSet (its spec is immutable) by a dry-run create
+    under a generated name, which the stack policies then see: the experiment must still pass."""
+    objects = objects_of(program_run("scene1-case2"))
+    find(objects, "JobSet", "tf").props["metadata"]["name"] = name
+    found = tripped(objects)
+    assert ("tfk8s-tf-config-consistent" in found) == trips, found
+    if trips:
+        assert any("no Service tf in tf-scene1-case2" in message for message in found["tfk8s-tf-config-consistent"])
+
+
 def test_tf_config_referring_to_an_undefined_variable_is_reported():
     objects = objects_of(program_run("scene1-case1"))
     del find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]["TFK8S_CLUSTER"]

@@ -3,7 +3,8 @@ controller adds (StatefulSets, JobSets and their Indexed Jobs, plain workloads).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+import re
+from typing import Any, Collection, Iterable, Mapping, Optional
 
 from .facts import COMPLETION_INDEX_ENV, COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, POD_INDEX, TF_PORT
 from .props import as_list, get, name_of, namespace_of, number, of_kind, pod_labels, pod_spec
@@ -120,3 +121,34 @@ class _MadeService:
 
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.props = props
+
+
+# pulumi-kubernetes previews the replacement of an object whose immutable fields change (a JobSet
+# whose spec changed) by a dry-run create under a generated name: the object's name and 5 characters
+# of Kubernetes' name generator (its pkg/await/await.go). `up` then creates it under its own name.
+PREVIEW_NAME = re.compile(r"^(?P<name>[a-z0-9.-]+)[bcdfghjklmnpqrstvwxz2456789]{5}$")
+
+def previewed_jobsets_named_back(resources: list, named: Collection[tuple[Optional[str], str]]) -> list:
+    """`resources`, with each JobSet that preview renamed under its own name again: a JobSet whose
+    name no task address names, while the name it was generated from is one that the addresses
+    name in its namespace (`named`: (namespace, subdomain) pairs) and no other JobSet has."""
+    jobsets = of_kind(resources, "JobSet")
+    taken = {(namespace_of(r.props), name_of(r.props)) for r in jobsets}
+    named_back: dict[int, Any] = {}
+    for jobset in jobsets:
+        namespace, name = namespace_of(jobset.props), name_of(jobset.props)
+        match = PREVIEW_NAME.match(name or "")
+        own = match.group("name") if match else None
+        if own and (namespace, name) not in named and (namespace, own) in named and (namespace, own) not in taken:
+            named_back[id(jobset)] = _NamedBack(jobset, own)
+    return [named_back.get(id(resource), resource) for resource in resources]
+
+class _NamedBack:
+    """A resource seen under the name its program gave it (its props otherwise as the engine gave them)."""
+
+    def __init__(self, resource: Any, name: str) -> None:
+        self._resource = resource
+        self.props = {**resource.props, "metadata": {**resource.props["metadata"], "name": name}}
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._resource, attribute)

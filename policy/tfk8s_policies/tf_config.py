@@ -15,6 +15,7 @@ from pulumi_policy import (
 )
 
 from .facts import TF_PORT
+from .pods import previewed_jobsets_named_back
 from .reading import PodIdentity, as_list, clusters, get, jobset_services, name_of, namespace_of, number, of_kind, task_of
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -24,10 +25,27 @@ ADVISORY = EnforcementLevel.ADVISORY
 # `<pod host name>.<Service>.<namespace>.svc` (tfk8s), or `<Service>.<namespace>.svc` (a Service per task).
 ADDRESS = re.compile(r"^(?:([a-z0-9-]+)\.)?([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$")
 
+def _named_services(groups: Mapping[tuple, list]) -> set[tuple[Optional[str], str]]:
+    """(namespace, Service) of every address in the experiments' TF_CONFIG."""
+    named = set()
+    for (namespace, _), group in groups.items():
+        for workload in group:
+            for addresses in (get(workload.tf_config, "cluster", default={}) or {}).values():
+                for address in as_list(addresses):
+                    match = ADDRESS.match(str(address))
+                    if match:
+                        named.add((namespace, match.group(2)))
+    return named
+
 def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> None:
+    resources = list(args.resources)
+    groups = clusters(resources)
+    renamed = previewed_jobsets_named_back(resources, _named_services(groups))
+    if any(a is not b for a, b in zip(renamed, resources)):
+        resources, groups = renamed, clusters(renamed)
     # A JobSet's pods are named under the headless Service its controller makes.
-    services = of_kind(args.resources, "Service") + jobset_services(args.resources)
-    for (namespace, instance), group in clusters(list(args.resources)).items():
+    services = of_kind(resources, "Service") + jobset_services(resources)
+    for (namespace, instance), group in groups.items():
         where = f"experiment {instance or '?'} in {namespace}"
         malformed = [w for w in group if any("_malformed" in c or task_of(c) is None for c in w.tf_configs)]
         for workload in malformed:

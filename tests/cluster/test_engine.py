@@ -45,6 +45,11 @@ class EngineRun:
     def text(self) -> str:
         return "\n".join(self.output)
 
+    @property
+    def tail(self) -> str:
+        """The end of what the engine printed, where it says why it failed."""
+        return self.text[-4000:]
+
     def changed(self) -> dict[str, str]:
         return {name: op for name, op in self.ops.items() if op != "same"}
 
@@ -104,14 +109,14 @@ def test_scene1_case2_previews_passes_policy_goes_up_as_planned_and_is_destroyed
     before = node_labels(local_cluster, SCENE1)
 
     preview = engine("preview", "scene1-case2", kubeconfig, state)
-    assert not preview.failed, preview.text
+    assert not preview.failed, preview.tail
     assert "✅ tfk8s@v0.0.1" in preview.text  # the policy pack ran and passed
     assert Counter(preview.ops.values()) == Counter({"create": 13}), preview.ops
     assert not namespace_exists(local_cluster, "tf-scene1-case2")  # a preview creates nothing
 
     try:
         up = engine("up", "scene1-case2", kubeconfig, state)
-        assert not up.failed, up.text
+        assert not up.failed, up.tail
         assert "13 created" in up.text
         wait_for_pods(local_cluster.api, load_experiment("scene1-case2"), POD_WAIT_S)
         # Every PS and worker on the server the plan gives it, read back from the API server.
@@ -121,11 +126,11 @@ def test_scene1_case2_previews_passes_policy_goes_up_as_planned_and_is_destroyed
                 "pool.tfk8s.io/scene1-case2": "servers", "role.tfk8s.io/scene1-case2": "mixed"}
 
         again = engine("preview", "scene1-case2", kubeconfig, state)
-        assert not again.failed, again.text
+        assert not again.failed, again.tail
         assert set(again.ops.values()) == {"same"} and len(again.ops) == 13, again.changed()
     finally:
         destroy = engine("destroy", "scene1-case2", kubeconfig, state)
-    assert not destroy.failed, destroy.text
+    assert not destroy.failed, destroy.tail
     assert "13 deleted" in destroy.text
     assert not namespace_exists(local_cluster, "tf-scene1-case2")
     assert node_labels(local_cluster, SCENE1) == before  # exactly the labels tfk8s added are gone
@@ -139,13 +144,14 @@ def test_a_changed_stack_previews_exactly_the_objects_that_change_and_up_rolls_t
     kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
     stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-roll", lambda values: None)
     try:
-        assert not engine("up", stack, kubeconfig, state).failed
+        first = engine("up", stack, kubeconfig, state)
+        assert not first.failed, first.tail
         wait_for_pods(local_cluster.api, load_experiment(stack), POD_WAIT_S)
         old = {name: manifest for name, manifest in engine("preview", stack, kubeconfig, state).inputs.items()}
 
         assert write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-roll", _twelve_per_server) == stack
         preview = engine("preview", stack, kubeconfig, state)
-        assert not preview.failed, preview.text
+        assert not preview.failed, preview.tail
         # Exactly the objects whose manifests differ: the workers' JobSet, and the chief's copy of the
         # cluster spec; the nodes, the namespace and its policy are left alone.
         differ = {name for name, manifest in preview.inputs.items() if manifest != old.get(name)}
@@ -153,7 +159,7 @@ def test_a_changed_stack_previews_exactly_the_objects_that_change_and_up_rolls_t
         assert "engine-roll-tf" in differ and not any("pool" in name or "namespace" in name for name in differ)
 
         up = engine("up", stack, kubeconfig, state)
-        assert not up.failed, up.text
+        assert not up.failed, up.tail
         wait_for_pods(local_cluster.api, load_experiment(stack), POD_WAIT_S)
         assert pods_by_node(local_cluster, stack) == {server: Counter({"worker": 12, "ps": 1}) for server in SCENE1}
     finally:
@@ -224,7 +230,7 @@ def test_the_engine_would_apply_exactly_what_render_writes_and_make_apply_applie
     if stack.endswith("-statefulset"):
         stack = write_variant(tmp_path, stack.removesuffix("-statefulset"), stack, _statefulset)
     preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine")
-    assert not preview.failed, preview.text
+    assert not preview.failed, preview.tail
     render(load_experiment(stack), tmp_path / "rendered")
     rendered = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m
                 for m in read_rendered(tmp_path / "rendered")}

@@ -7,6 +7,7 @@ the API server, as a user would with kubectl.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -186,8 +187,10 @@ def test_an_unsafe_program_fails_preview_naming_the_mandatory_policy_and_creates
     stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-unsafe", lambda values: None)
     preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine", program=_unsafe_program)
     assert preview.failed
-    assert "mandatory: [tfk8s-container-hygiene]" in preview.text, preview.text
-    assert "hostNetwork is on" in preview.text
+    broken = {re.search(r"\[mandatory\].*?(tfk8s-[a-z-]+)", line).group(1) for line in preview.text.splitlines()
+              if "[mandatory]" in line}
+    assert broken == {"tfk8s-container-hygiene"}, preview.tail
+    assert "tf/worker-srv-00: hostNetwork is on" in preview.text
     assert not namespace_exists(local_cluster, "tf-engine-unsafe")
     assert all(not _own_labels(labels, "engine-unsafe") for labels in node_labels(local_cluster, SCENE1).values())
 

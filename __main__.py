@@ -1,5 +1,5 @@
 """tfk8s: one TensorFlow parameter-server experiment per Pulumi stack."""
 
-from components.program import main
+from components.resources.entry_point import main
 
 main()

@@ -28,8 +28,9 @@ import yaml
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from components.render import read_rendered, render  # noqa: E402
-from components.stack_files import load_experiment, read_stack_values  # noqa: E402
+from components.objects.render import read_rendered, render  # noqa: E402
+from components.objects.loading import load_experiment  # noqa: E402
+from components.spec.stack_files import read_stack_values
 from program_under_mocks import SCALE, SEED_STACK  # noqa: E402
 from tools.localcluster import control_plane, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402

@@ -26,8 +26,8 @@ from typing import Callable
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from components.render import read_rendered, render  # noqa: E402
-from components.stack_files import load_experiment  # noqa: E402
+from components.objects.render import read_rendered, render  # noqa: E402
+from components.objects.loading import load_experiment  # noqa: E402
 from tools.engine import EngineDirs, engine_stack, run_engine  # noqa: E402
 from tools.localcluster import control_plane, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402

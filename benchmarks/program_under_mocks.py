@@ -45,8 +45,8 @@ def scaled_values(values: dict, factor: int) -> dict:
 
 def run_once(factor: int, collector_on: bool = False) -> dict:
     """One timed run in this process: load the stack, run the program, count objects."""
-    from components import program
-    from components.stack_files import read_stack_values
+    from components.resources import entry_point as program
+    from components.spec.stack_files import read_stack_values
     from tests.harness import run_program
 
     if collector_on:

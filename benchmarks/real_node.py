@@ -40,9 +40,9 @@ sys.path.insert(0, str(PROJECT_ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from components import labels as L  # noqa: E402
-from components.render import read_rendered, render  # noqa: E402
-from components.stack_files import load_experiment  # noqa: E402
+from components.plan import labels as L  # noqa: E402
+from components.objects.render import read_rendered, render  # noqa: E402
+from components.objects.loading import load_experiment  # noqa: E402
 from tools.localcluster import host, lifecycle, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
 from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods  # noqa: E402

@@ -5,7 +5,7 @@ A finished run is plain data, so tests can share it.
 
 from __future__ import annotations
 
-from components.stack_files import read_stack_values, stack_names
+from components.spec.stack_files import read_stack_values, stack_names
 from tests.harness import ProgramRun, run_program
 
 # Every stack in stacks/, a user's own included: the generic checks run on each.

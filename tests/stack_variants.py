@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import yaml
 
-from components.stack_files import read_stack_values
+from components.spec.stack_files import read_stack_values
 
 
 def write_variant(directory: Path, base: str, name: str, edit: Callable[[dict[str, Any]], None]) -> str:

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from components.__main__ import main
+from components.cli.main import main
 from tests.harness import PROJECT_ROOT
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from components.__main__ import main
+from components.cli.main import main
 
 
 def diff(capsys, *args) -> tuple[int, str]:

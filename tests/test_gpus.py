@@ -6,9 +6,10 @@ import copy
 
 import pytest
 
-from components import labels as L
-from components.config import StackConfigError, load_stack_config
-from components.stack_files import read_stack_values
+from components.plan import labels as L
+from components.spec.loading import load_stack_config
+from components.spec.models import StackConfigError
+from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.pods import pods_of
 from tests.runs import ALL_STACKS, program_run

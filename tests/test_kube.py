@@ -8,7 +8,7 @@ import pytest
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
-from components import kube
+from components.resources import kube
 from tests.harness import RecordingMonitor
 
 TYPED = {

@@ -6,8 +6,9 @@ import copy
 
 import pytest
 
-from components.config import StackConfigError, load_stack_config
-from components.stack_files import read_stack_values
+from components.spec.loading import load_stack_config
+from components.spec.models import StackConfigError
+from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.pods import pods_of
 from tests.runs import program_run

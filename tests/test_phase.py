@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from components.phase import chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
+from components.live.phase import chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
 
 
 def jobset(suspend=False, **status):

@@ -8,13 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.planner import (
-    PoolServers,
-    Task,
-    balanced_blocks,
-    compress_names,
-    plan_placement,
-)
+from components.plan.planner import PoolServers, Task, balanced_blocks, compress_names, plan_placement
 
 
 def servers(prefix: str, count: int) -> tuple[str, ...]:

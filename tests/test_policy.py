@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from components.stack_files import read_stack_values
+from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.policy_harness import MANDATORY, POLICIES, Object, objects_of, tripped, violations
 from tests.runs import ALL_STACKS, EXAMPLE_STACKS, program_run

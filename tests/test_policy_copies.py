@@ -13,9 +13,9 @@ import itertools
 
 import pytest
 
-from components import labels as L
-from components.config import QUANTITY_FACTORS, quantity_value
-from components.sizing import embedding_shard_bytes
+from components.plan import labels as L
+from components.spec.quantities import QUANTITY_FACTORS, quantity_value
+from components.spec.sizing import embedding_shard_bytes
 from tests.policy_harness import tfk8s_policies as pack
 from trainer.settings import OPTIMIZER_SLOTS, OPTIMIZERS, PARTITIONS, SETTINGS_ENV, TrainerSettings
 

@@ -10,9 +10,9 @@ from collections import Counter
 import kubernetes_validate
 import pytest
 
-from components import labels as L
-from components.sizing import ps_memory_request
-from components.stack_files import load_stack_file, read_stack_values
+from components.plan import labels as L
+from components.spec.sizing import ps_memory_request
+from components.spec.stack_files import load_stack_file, read_stack_values
 from tests.harness import run_program
 from tests.pods import config_maps_of, pods_of, replicated_jobs
 from tests.runs import SEED_STACKS, program_run

@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from components import labels as L
-from components.config import StackConfigError
-from components.stack_files import read_stack_values
+from components.plan import labels as L
+from components.spec.models import StackConfigError
+from components.spec.stack_files import read_stack_values
 from tests.harness import PROJECT_ROOT, RecordingMonitor, reset_pulumi, run_program
 from tests.runs import program_run
 
@@ -82,8 +82,8 @@ def test_a_platform_program_builds_experiments_from_its_own_config():
 
 
 def test_typed_arguments_are_validated_like_a_stack_file():
-    from components.config import ClusterSpec, NodePoolSpec
-    from components.tf_experiment import TFExperimentArgs
+    from components.resources.tf_experiment import TFExperimentArgs
+    from components.spec.models import ClusterSpec, NodePoolSpec
     from trainer.settings import TrainerSettings
 
     args = TFExperimentArgs(

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.stack_variants import write_variant
-
-from components.__main__ import main
-from components.render import read_rendered
+from components.cli.main import main
+from components.objects.render import read_rendered
 from tests.harness import by_identity
 from tests.runs import ALL_STACKS, program_run
+from tests.stack_variants import write_variant
 
 
 @pytest.mark.parametrize("stack", ALL_STACKS)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from components.sizing import (
+from components.spec.sizing import (
     checkpoint_bytes,
     chief_memory_bytes,
     chief_scratch_bytes,
@@ -16,8 +16,8 @@ from components.sizing import (
     ps_memory_bytes,
     ps_memory_quantity,
 )
-from trainer.settings import SettingsError, TrainerSettings
 from tests.harness import PROJECT_ROOT
+from trainer.settings import SettingsError, TrainerSettings
 
 
 def test_settings_round_trip_through_the_stack_form():
@@ -105,8 +105,8 @@ def test_the_chief_is_sized_for_the_checkpoints_that_pass_through_it():
     ],
 )
 def test_the_chief_pod_asks_for_room_for_its_checkpoints(stack, scratch):
-    from components import manifests
-    from components.stack_files import load_experiment
+    from components.objects import manifests
+    from components.objects.loading import load_experiment
 
     experiment = load_experiment(stack)
     chief = next(group for group in experiment.groups if group.task_type == "chief")

@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
-from components import manifests
-from components.experiment import Experiment
-from components.config import load_stack_config
-from components.stack_files import STACKS_DIR, load_stack_file, read_stack_values
-from components.trainer_bundle import load_trainer_bundle
+from components.objects import manifests
+from components.plan.experiment import Experiment
+from components.plan.trainer_bundle import load_trainer_bundle
+from components.spec.loading import load_stack_config
+from components.spec.stack_files import STACKS_DIR, load_stack_file, read_stack_values
 from tests.harness import PROJECT_ROOT
 
 # Between two cases of one scene only counts and node lists may differ.

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from components.__main__ import main
-from components.top import watch
-from components.usage import Progress, TaskUsage, TopView, chief_progress, imbalance, pod_usage, top_text
+from components.cli.main import main
+from components.live.top import watch
+from components.live.usage import Progress, TaskUsage, TopView, chief_progress, imbalance, pod_usage, top_text
 
 # A node's Summary API document as a kubelet serves it (trimmed to what top reads, plus neighbours).
 SUMMARY = {
@@ -129,7 +129,7 @@ def test_text_shows_cores_memory_progress_and_imbalance():
 
 
 def test_watch_refreshes_until_the_experiment_ends_then_prints_its_final_phase(monkeypatch):
-    monkeypatch.setattr("components.top.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("components.live.top.time.sleep", lambda seconds: None)
     views = iter([_view(), _view(), _view(phase="Succeeded", phase_detail="1000 steps")])
     out = io.StringIO()
     assert watch(lambda: next(views), 2.0, as_json=False, out=out) == 0
@@ -139,7 +139,7 @@ def test_watch_refreshes_until_the_experiment_ends_then_prints_its_final_phase(m
 
 
 def test_watch_json_prints_one_object_per_line_and_fails_with_the_experiment(monkeypatch):
-    monkeypatch.setattr("components.top.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("components.live.top.time.sleep", lambda seconds: None)
     views = iter([_view(), _view(phase="Failed", phase_detail="ps-0 failed")])
     out = io.StringIO()
     assert watch(lambda: next(views), 1.0, as_json=True, out=out) == 1

@@ -6,9 +6,9 @@ from collections import Counter
 
 from hypothesis import given, settings
 
-from components.planner import PoolServers, plan_placement
-from components.tf_config import cluster_spec
-from components.workloads import DNS_LABEL, MAX_GROUP_NAME, MAX_JOBSET_GROUP_NAME, pod_hostname, task_groups
+from components.plan.planner import PoolServers, plan_placement
+from components.plan.tf_config import cluster_spec
+from components.plan.workloads import DNS_LABEL, MAX_GROUP_NAME, MAX_JOBSET_GROUP_NAME, pod_hostname, task_groups
 from tests.test_planner import plan_for, servers, specs
 
 

@@ -12,7 +12,7 @@ Checkpoints are written and read by the chief alone (TensorFlow's
 `experimental_io_device`): by default every PS would write its own shards to
 `checkpointDir` on its own filesystem, and in a pod that folder exists only
 in the chief's. The shards travel to the chief and are saved there, so the
-chief holds a whole checkpoint in memory while it writes (components/sizing.py
+chief holds a whole checkpoint in memory while it writes (components/spec/sizing.py
 sizes it for that).
 """
 
@@ -31,8 +31,8 @@ from typing import Any, Callable, Optional, TextIO
 import tensorflow as tf
 
 from .cluster import TaskConfig, ps_named_in
-from .devices import log_devices
 from .data import TASK_PROCESS_FILE, worker_dataset_fn
+from .devices import log_devices
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
 from .settings import CHECKPOINTS_KEPT, TrainerSettings

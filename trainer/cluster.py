@@ -14,7 +14,7 @@ TF_CONFIG_ENV = "TF_CONFIG"
 SETTINGS_FILE_ENV = "TFK8S_TRAINER_FILE"
 ROLES = ("chief", "ps", "worker")
 UNEXPANDED_REFERENCE = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")
-# Set in each pod from its StatefulSet ordinal (components/tf_config.py).
+# Set in each pod from its StatefulSet ordinal (components/plan/tf_config.py).
 TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
 # A JobSet pod's TF_CONFIG is composed here, because its task index is a sum the
 # kubelet cannot expand: the group's first index plus the pod's Job completion index.

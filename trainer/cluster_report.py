@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 from .local import LaunchError
 from .local.stacks import PROGRAM_PYTHON, PROJECT_ROOT, StackExperiment
+from .report_figures import REPLAY_BATCHES, imbalance, per_ps
 from .settings import TrainerSettings
 
 DEFAULT_INTERVAL_S = 2.0
@@ -168,7 +169,6 @@ def cluster_run(sampling: Sampling, experiment: StackExperiment, replay) -> dict
     """A report run (the keys of a local run) from one experiment's samples and its chief's summary.
 
     `replay(settings, ps)`: the table rows each shard serves in the run's first batches."""
-    from .report import REPLAY_BATCHES, imbalance, per_ps
 
     settings = TrainerSettings.from_config(experiment.trainer)
     summary = sampling.summary

@@ -31,9 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from .cluster_report import DEFAULT_INTERVAL_S
+from .cluster_report import DEFAULT_INTERVAL_S, cluster_run, progress_printer, sample_experiments
 from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
 from .local.cli import settings_given
+from .report_figures import REPLAY_BATCHES, from_cluster, imbalance, per_ps, replayed_rows_per_shard
+from .report_plots import plot
 from .settings import SettingsError, TrainerSettings
 
 DEFAULT_STACKS = ("scene1-case2", "scene2-case2")
@@ -43,7 +45,6 @@ REPORT_MIN_PS = 3  # fewer and one hot PS cannot stand out
 # Settings the report has flags of its own for; every other trainer setting is a flag that
 # replaces the stacks' value in every run (`make report` gives the seed's sparse-heavy model).
 OWN_FLAGS = ("steps", "partition", "checkpoint_every")
-REPLAY_BATCHES = 50
 # A sweep is long; one failed run (a TensorFlow gRPC hiccup on a loaded machine) is tried once more.
 RUN_ATTEMPTS = 2
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -111,35 +112,6 @@ class _ProgressOut:
         pass
 
 
-def replayed_rows_per_shard(settings: TrainerSettings, ps: int, batches: int = REPLAY_BATCHES) -> list[int]:
-    """Table rows the first `batches` batches fetch from each shard: the run's partitioning, replayed here."""
-    import tensorflow as tf
-
-    from .data import training_dataset
-    from .ids import IdHasher
-
-    shards = settings.shard_count(ps)
-    hasher = IdHasher(settings.embedding_rows) if settings.partition == "auto" else None
-    # The fixed-size partitioner's split: the first (rows % shards) shards hold one row more.
-    base, extra = divmod(settings.embedding_rows, shards)
-    bounds = tf.constant([sum(base + (1 if i < extra else 0) for i in range(k + 1)) for k in range(shards - 1)], tf.int64)
-    rows = [0] * shards
-    for ids, _ in training_dataset(settings).take(batches):
-        table_ids = tf.reshape(hasher(ids) if hasher is not None else tf.cast(ids, tf.int64), [-1])
-        if settings.dedup:
-            table_ids, _ = tf.unique(table_ids)
-        counts = tf.math.bincount(tf.cast(tf.searchsorted(bounds, table_ids, side="right"), tf.int32), minlength=shards)
-        rows = [r + int(c) for r, c in zip(rows, counts.numpy())]
-    return rows
-
-
-def per_ps(values: list[int], ps_of_shard: list[Optional[int]], ps: int) -> list[int]:
-    totals = [0] * ps
-    for value, index in zip(values, ps_of_shard):
-        totals[index if index is not None else 0] += value
-    return totals
-
-
 def run_one(spec: RunSpec, workdir: Path) -> dict[str, Any]:
     from tqdm import tqdm
 
@@ -177,11 +149,6 @@ def run_one(spec: RunSpec, workdir: Path) -> dict[str, Any]:
 
 
 # -- the report --------------------------------------------------------------------
-
-
-def imbalance(values: list[float]) -> Optional[float]:
-    mean = sum(values) / len(values) if values else 0
-    return round(max(values) / mean, 3) if mean else None
 
 
 def finding(runs: list[dict[str, Any]]) -> str:
@@ -241,10 +208,6 @@ def _listed(values: Optional[list]) -> str:
     return ", ".join(str(v) for v in values) if values is not None else "not known (no summary from the chief: it had not finished)"
 
 
-def from_cluster(run: dict[str, Any]) -> bool:
-    return run.get("source") == "cluster"
-
-
 def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
     lines = [f"# Report {name}", "", finding(runs), "", model_line(runs), ""]
     for run in runs:
@@ -282,75 +245,6 @@ def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
         lines.append("![PS CPU cores over time](ps_cpu_over_time.png)")
     lines.append("")
     return "\n".join(lines)
-
-
-def plot(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    written = []
-
-    def per_ps_bars(key: str, title: str, file_name: str) -> None:
-        figure, axes = plt.subplots(1, len(runs), figsize=(3.2 * len(runs), 3), sharey=True, squeeze=False)
-        for axis, run in zip(axes[0], runs):
-            values = run[key]
-            axis.set_title(run["name"], fontsize=9)
-            if values is None:
-                axis.text(0.5, 0.5, "not known", ha="center", transform=axis.transAxes)
-                continue
-            axis.bar([f"ps-{i}" for i in range(len(values))], values, color="tab:blue")
-            axis.tick_params(labelsize=8)
-        axes[0][0].set_ylabel(title)
-        figure.tight_layout()
-        figure.savefig(out_dir / file_name, dpi=80)
-        plt.close(figure)
-        written.append(out_dir / file_name)
-
-    per_ps_bars("ps_cpu_seconds", "PS CPU seconds", "ps_cpu.png")
-    per_ps_bars("rows_per_ps", "table rows per PS", "rows_per_ps.png")
-
-    figure, axis = plt.subplots(figsize=(1.6 * len(runs) + 2, 3))
-    axis.bar([r["name"] for r in runs], [r["examples_per_sec"] for r in runs], color="tab:green")
-    axis.set_ylabel("examples/s")
-    axis.tick_params(axis="x", labelsize=8, rotation=20)
-    figure.tight_layout()
-    figure.savefig(out_dir / "examples_per_sec.png", dpi=80)
-    plt.close(figure)
-    written.append(out_dir / "examples_per_sec.png")
-
-    figure, axis = plt.subplots(figsize=(5, 3))
-    for run in runs:
-        steps, losses = zip(*run["loss_curve"]) if run["loss_curve"] else ((), ())
-        axis.plot(steps, losses, label=run["name"])
-    axis.set_xlabel("step")
-    axis.set_ylabel("loss")
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(out_dir / "loss.png", dpi=80)
-    plt.close(figure)
-    written.append(out_dir / "loss.png")
-
-    sampled = [run for run in runs if from_cluster(run)]
-    if sampled:
-        # The seed's monitoring screenshot: each PS's CPU over time, from the pods.
-        figure, axes = plt.subplots(1, len(sampled), figsize=(4 * len(sampled), 3), sharey=True, squeeze=False)
-        for axis, run in zip(axes[0], sampled):
-            for ps, points in run["ps_cpu_timeline"].items():
-                if points:
-                    seconds, cores = zip(*points)
-                    axis.plot(seconds, cores, label=ps)
-            axis.set_title(run["name"], fontsize=9)
-            axis.set_xlabel("seconds", fontsize=8)
-            axis.legend(fontsize=7)
-            axis.tick_params(labelsize=8)
-        axes[0][0].set_ylabel("PS CPU cores")
-        figure.tight_layout()
-        figure.savefig(out_dir / "ps_cpu_over_time.png", dpi=80)
-        plt.close(figure)
-        written.append(out_dir / "ps_cpu_over_time.png")
-    return written
 
 
 def write_report(name: str, runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
@@ -422,7 +316,6 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 def report_cluster(args: argparse.Namespace) -> int:
     """Sample the stacks' experiments on a cluster until they end; write their report."""
-    from .cluster_report import cluster_run, progress_printer, sample_experiments
 
     if args.seconds is not None and args.seconds <= 0 or args.interval <= 0:
         print("trainer.report: --seconds and --interval must be above 0", file=sys.stderr)

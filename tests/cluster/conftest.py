@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from components.render import read_rendered, render
-from components.stack_files import load_experiment
+from components.objects.loading import load_experiment
+from components.objects.render import read_rendered, render
 from tests.harness import reset_pulumi
 from tests.stack_variants import write_variant
 from tools.localcluster import control_plane, paths

@@ -15,10 +15,10 @@ import pytest
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from components import labels as L
-from components.__main__ import main as components_main
-from components.stack_files import load_experiment
-from components.status import read_jobset
+from components.cli.main import main as components_main
+from components.live.status import read_jobset
+from components.objects.loading import load_experiment
+from components.plan import labels as L
 from tests.stack_variants import write_variant
 from tools.localcluster import paths
 from tools.localcluster.experiments import ApplyError, apply_manifest, task_pods

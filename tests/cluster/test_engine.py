@@ -20,9 +20,10 @@ import pytest
 from kubernetes import client
 from pulumi import automation as auto
 
-from components.program import build, engine_config
-from components.render import read_rendered, render
-from components.stack_files import PROJECT_ROOT, load_experiment, stack_names
+from components.objects.loading import load_experiment
+from components.objects.render import read_rendered, render
+from components.resources.entry_point import build, engine_config
+from components.spec.stack_files import PROJECT_ROOT, stack_names
 from tests.cluster.test_cluster import _own_labels, core, node_labels, pods_by_node
 from tests.stack_variants import write_variant
 from tools.engine import EngineDirs, engine_stack, run_engine

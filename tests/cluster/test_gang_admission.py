@@ -15,9 +15,9 @@ import pytest
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from components import labels as L
-from components.__main__ import main as components_main
-from components.stack_files import load_experiment
+from components.cli.main import main as components_main
+from components.objects.loading import load_experiment
+from components.plan import labels as L
 from tests.stack_variants import write_variant
 from tools.localcluster.addons import cluster_queue_objects
 from tools.localcluster.experiments import apply_manifest

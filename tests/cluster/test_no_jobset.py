@@ -8,9 +8,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from components.stack_files import load_experiment
-from components.status import NoJobSetError, read_jobset
-from components.jobset import jobset
+from components.live.status import NoJobSetError, read_jobset
+from components.objects.jobset import jobset
+from components.objects.loading import load_experiment
 from tools.localcluster.experiments import ApplyError, apply_manifest
 
 EXPECTED = (

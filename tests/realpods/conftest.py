@@ -25,10 +25,10 @@ import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
-from components import labels as L
-from components.render import read_rendered, render
-from components.stack_files import load_experiment
-from components.status import read_jobset
+from components.live.status import read_jobset
+from components.objects.loading import load_experiment
+from components.objects.render import read_rendered, render
+from components.plan import labels as L
 from tests.harness import reset_pulumi
 from tools.localcluster import host, lifecycle, paths, realnodes
 from tools.localcluster.client import api_client

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from components.__main__ import main as components_main
+from components.cli.main import main as components_main
 from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
 

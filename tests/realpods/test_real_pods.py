@@ -18,9 +18,9 @@ import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
-from components.__main__ import main as components_main
-from components.render import read_rendered, render
-from components.stack_files import load_experiment
+from components.cli.main import main as components_main
+from components.objects.loading import load_experiment
+from components.objects.render import read_rendered, render
 from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
 from tools.localcluster.experiments import apply_manifests

@@ -10,7 +10,7 @@ from tests.trainer.conftest import PROJECT_ROOT
 # What the stock image has besides the standard library.
 IMAGE_PACKAGES = {"tensorflow", "numpy"}
 # The launcher and the report run on a developer's machine, never in a pod.
-LOCAL_ONLY = {"report.py": {"matplotlib", "tqdm"}}
+LOCAL_ONLY = {"report.py": {"tqdm"}, "report_plots.py": {"matplotlib"}}
 
 
 def top_level_imports(path) -> set[str]:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pulumi import automation as auto
 
-from components.config import StackConfigError
-from components.stack_files import load_experiment
+from components.objects.loading import load_experiment
+from components.spec.models import StackConfigError
 from tools.localcluster.paths import KUBECONFIG
 
 from .workspace import COMMANDS, DEFAULT_DIRS, EngineDirs, EngineError, engine_stack, run_engine

@@ -17,8 +17,8 @@ import yaml
 from pulumi import automation as auto
 from pulumi_kubernetes import _utilities as provider_defaults
 
-from components.program import main as tfk8s_program
-from components.stack_files import PROJECT_ROOT, read_stack_values
+from components.resources.entry_point import main as tfk8s_program
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 from tools.localcluster.paths import CLUSTER_ROOT
 
 # `make toolchain` builds .tools/bin/pulumi (the Automation API runs <root>/bin/pulumi)

@@ -16,9 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from components.config import StackConfigError
-from components.render import read_rendered, render
-from components.stack_files import PROJECT_ROOT, load_experiment
+from components.objects.loading import load_experiment
+from components.objects.render import read_rendered, render
+from components.spec.models import StackConfigError
+from components.spec.stack_files import PROJECT_ROOT
 
 from . import control_plane, host, lifecycle, paths
 from .client import api_client

@@ -24,7 +24,7 @@ import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from components.config import quantity_value
+from components.spec.quantities import quantity_value
 
 from . import paths
 from .experiments import apply_manifest

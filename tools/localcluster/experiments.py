@@ -19,10 +19,10 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ApiException, ResourceNotFoundError
 
-from components import labels as L
-from components.experiment import Experiment
-from components.manifests import Manifest
-from components.status import no_jobset_message, read_jobset
+from components.live.status import no_jobset_message, read_jobset
+from components.objects.manifests import Manifest
+from components.plan import labels as L
+from components.plan.experiment import Experiment
 
 from .client import PARALLEL_REQUESTS, is_not_found, server_message
 

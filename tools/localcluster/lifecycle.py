@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from components.stack_files import load_experiment
+from components.objects.loading import load_experiment
 
 from . import addons, control_plane, paths, realnodes
-from .experiments import Progress, quiet
 from .client import api_client
+from .experiments import Progress, quiet
 from .nodes import create_fake_nodes, label_real_nodes
+
 
 def up(
     where: paths.ClusterDir = paths.DEFAULT_CLUSTER,

@@ -21,8 +21,8 @@ from typing import Any, Iterable, Optional
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from components import labels as L
-from components.config import StackConfig
+from components.plan import labels as L
+from components.spec.models import StackConfig
 
 from .control_plane import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE
 from .experiments import apply_manifest

@@ -18,8 +18,8 @@ from typing import Any, Optional
 
 from kubernetes import client
 
-from components import labels as L
-from components.experiment import Experiment
+from components.plan import labels as L
+from components.plan.experiment import Experiment
 
 from .client import is_not_found
 from .podlogs import timestamped_log

@@ -2,7 +2,7 @@
 
 Every task gets the identical `cluster` (chief, worker, ps lists of pod DNS
 names, ordered by index) plus its own `task`. A task's address is its pod's
-host name under a headless Service (components/workloads.py): stable across
+host name under a headless Service (components/plan/workloads.py): stable across
 restarts and new pod IPs.
 
 The cluster is written once, in the ConfigMap every task's environment comes
@@ -29,12 +29,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .planner import TASK_TYPES
-from .workloads import TaskGroup, pod_hostname, pod_subdomain
+from components.plan.planner import TASK_TYPES
+from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from trainer.cluster import CLUSTER_ENV, TASK_INDEX_ENV  # the variables the trainer reads
 
 if TYPE_CHECKING:
-    from .config import Workload
+    from components.spec.models import Workload
 
 TF_PORT = 2222
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.

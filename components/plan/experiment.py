@@ -10,15 +10,20 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
 
-from .config import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, StackConfigError, Workload, load_stack_config
-from .labels import node_role
-from .planner import Plan, plan_stack
-from .sizing import SCRATCH_BASE_BYTES, chief_memory_request, chief_scratch_bytes, mebibytes, ps_memory_request
-from .tf_config import MAX_ENV_STRING, TFConfigRenderer, cluster_spec, largest_env_string
-from .trainer_bundle import TrainerBundle
-from .workloads import TaskGroup, max_group_name, pool_servers, task_groups
+from components.plan.labels import node_role
+from components.plan.planner import Plan, plan_stack
+from components.plan.tf_config import MAX_ENV_STRING, TFConfigRenderer, cluster_spec, largest_env_string
+from components.plan.trainer_bundle import TrainerBundle
+from components.plan.workloads import TaskGroup, max_group_name, pool_servers, task_groups
+from components.spec.models import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, Workload
+from components.spec.sizing import (
+    SCRATCH_BASE_BYTES,
+    chief_memory_request,
+    chief_scratch_bytes,
+    mebibytes,
+    ps_memory_request,
+)
 from trainer.settings import TrainerSettings
 
 # Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
@@ -119,21 +124,6 @@ class Experiment:
     def pool_role(self, pool_name: str) -> str:
         """What the plan runs on the pool's servers: ps, worker or mixed."""
         return self._pool_roles[pool_name]
-
-
-def load_experiment_values(stack: str, values: Mapping[str, Any], bundle: TrainerBundle) -> Experiment:
-    """Validate a stack's values, then what only its plan can show; the experiment, planned once.
-
-    The config checks (components/config.py) need no plan; the checks here do,
-    and reuse the plan, task groups and TF cluster the experiment then serves.
-    """
-    from .jobset import jobset_size_errors  # builds on this module
-
-    experiment = Experiment(load_stack_config(stack, values), bundle)
-    errors = tf_config_size_errors(experiment) + jobset_size_errors(experiment)
-    if errors:
-        raise StackConfigError.listing(stack, errors)
-    return experiment
 
 
 def tf_config_size_errors(experiment: Experiment) -> list[str]:

@@ -9,7 +9,7 @@ Rules (seed scene 1 and scene 2):
   as possible: sizes differ by at most one, the larger blocks first. With no
   more PS than servers that is PS i on server i (seed scene 1: one PS per
   server). Contiguous blocks let one workload run a role's tasks on a server
-  (components/workloads.py).
+  (components/plan/workloads.py).
 - The chief (coordinator) is never pinned; it stays in the PS pool.
 - `spread` pins nothing; the scheduler spreads pods over the pool.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Literal, Optional, Sequence
 
 if TYPE_CHECKING:
-    from .config import StackConfig
+    from components.spec.models import StackConfig
 
 TaskType = Literal["chief", "ps", "worker"]
 TASK_TYPES: tuple[TaskType, ...] = ("chief", "ps", "worker")

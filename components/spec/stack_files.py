@@ -1,4 +1,4 @@
-"""Reading stack files directly, for tools that run without the Pulumi CLI."""
+"""The project's stack files (stacks/Pulumi.<stack>.yaml), read directly, for tools that run without the Pulumi CLI."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ from typing import Any
 
 import yaml
 
-from .config import StackConfig, StackConfigError, load_stack_config
-from .experiment import Experiment, load_experiment_values
-from .trainer_bundle import load_trainer_bundle
+from .loading import load_stack_config
+from .models import StackConfig, StackConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STACKS_DIR = PROJECT_ROOT / "stacks"
 
 
@@ -54,8 +53,3 @@ def load_stack_file(stack_or_path: str) -> StackConfig:
     stack, values = read_stack_values(stack_or_path)
     return load_stack_config(stack, values)
 
-
-def load_experiment(stack_or_path: str) -> Experiment:
-    """The stack's experiment, derived as the Pulumi program derives it."""
-    stack, values = read_stack_values(stack_or_path)
-    return load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))

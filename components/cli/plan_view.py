@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .config import StackConfig
-from .planner import Plan, compress_names
-from .sizing import ps_memory_request
+from components.plan.planner import Plan, compress_names
+from components.spec.models import StackConfig
+from components.spec.sizing import ps_memory_request
 
 
 def plan_table(config: StackConfig, plan: Plan) -> str:

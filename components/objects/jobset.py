@@ -1,6 +1,6 @@
 """The experiment as one JobSet, and its Kueue LocalQueue (plain dicts, no Pulumi here).
 
-JobSet (sigs.k8s.io/jobset) runs the task groups (components/workloads.py) as
+JobSet (sigs.k8s.io/jobset) runs the task groups (components/plan/workloads.py) as
 one unit, each group a replicatedJob whose single Indexed Job runs the group's
 tasks with the same pods, placement and resources as the StatefulSet model:
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from . import labels as L
-from .config import CONFIG_NAMESPACE
-from .experiment import Experiment
-from .manifests import Manifest, chief_deadline, metadata, pod_template
-from .workloads import JOBSET_NAME, TaskGroup
+from components.objects.manifests import Manifest, chief_deadline, metadata, pod_template
+from components.plan import labels as L
+from components.plan.experiment import Experiment
+from components.plan.workloads import JOBSET_NAME, TaskGroup
+from components.spec.models import CONFIG_NAMESPACE
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_API = "kueue.x-k8s.io/v1beta1"

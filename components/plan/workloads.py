@@ -32,10 +32,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-from .planner import Plan, Task, TaskPlacement, TaskType
+from components.plan.planner import Plan, Task, TaskPlacement, TaskType
 
 if TYPE_CHECKING:
-    from .config import StackConfig, Workload
+    from components.spec.models import StackConfig, Workload
 
 # The experiment's JobSet (workload jobset): its name starts every pod's host name.
 JOBSET_NAME = "tf"

@@ -6,7 +6,7 @@ exactly, so they come from these helpers and nowhere else.
 
 from __future__ import annotations
 
-from .workloads import TaskGroup
+from components.plan.workloads import TaskGroup
 
 APP_NAME = "tensorflow"
 PART_OF = "tfk8s"

@@ -1,6 +1,6 @@
 """`python -m components status <stack>`: the experiment's phase, and the plan against what the cluster did.
 
-First the experiment's phase (components/phase.py), with the chief's summary
+First the experiment's phase (components/live/phase.py), with the chief's summary
 once it succeeded or the failed task and its last words once it failed. Then,
 for every task: the server the plan gave it, the node its pod is on, the
 pod's phase, and for a pod that is not where the plan put it or not running,
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from . import labels as L
-from .experiment import Experiment
-from .phase import Phase, chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
-from .planner import TaskPlacement
-from .workloads import JOBSET_NAME
+from components.live.phase import Phase, chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
+from components.plan import labels as L
+from components.plan.experiment import Experiment
+from components.plan.planner import TaskPlacement
+from components.plan.workloads import JOBSET_NAME
 
 HEALTHY_PHASES = ("Running", "Succeeded")
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from trainer.settings import CHECKPOINTS_KEPT, TrainerSettings
 
 if TYPE_CHECKING:
-    from .config import StackConfig
+    from components.spec.models import StackConfig
 
 BYTES_PER_FLOAT = 4
 MIB = 1024 * 1024

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from . import jobset, manifests
-from .config import NodePoolSpec
-from .experiment import Experiment
-from .manifests import Manifest
-from .planner import TASK_TYPES
-from .workloads import JOBSET_NAME, TaskGroup
+from components.objects import jobset, manifests
+from components.objects.manifests import Manifest
+from components.plan.experiment import Experiment
+from components.plan.planner import TASK_TYPES
+from components.plan.workloads import JOBSET_NAME, TaskGroup
+from components.spec.models import NodePoolSpec
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import labels as L
-from .config import NodePoolSpec
-from .experiment import CHECKPOINT_MOUNT, Experiment
-from .tf_config import TF_PORT
-from .trainer_bundle import TRAINER_PACKAGE
-from .workloads import TaskGroup, pod_hostname, pod_subdomain
+from components.plan import labels as L
+from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
+from components.plan.tf_config import TF_PORT
+from components.plan.trainer_bundle import TRAINER_PACKAGE
+from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
+from components.spec.models import NodePoolSpec
 from trainer.cluster import CLUSTER_ENV, FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
 from trainer.settings import SETTINGS_ENV
 
@@ -324,7 +324,7 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
 
 
 def _task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
-    """Which task a pod runs (components/tf_config.py)."""
+    """Which task a pod runs (components/plan/tf_config.py)."""
     if experiment.workload == "jobset":
         # The trainer adds the Job's JOB_COMPLETION_INDEX to the group's first index.
         return [

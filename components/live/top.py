@@ -22,9 +22,9 @@ import sys
 import time
 from typing import Any, Callable, Optional, TextIO
 
-from .experiment import Experiment
-from .status import read_status, pod_log, with_cluster
-from .usage import PodUsage, TaskUsage, TopView, chief_progress, pod_usage, top_text
+from components.live.status import pod_log, read_status, with_cluster
+from components.live.usage import PodUsage, TaskUsage, TopView, chief_progress, pod_usage, top_text
+from components.plan.experiment import Experiment
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 SUMMARY_TIMEOUT_S = 10.0

@@ -1,7 +1,7 @@
 """TFCluster: the Kubernetes objects of one TensorFlow parameter-server experiment.
 
 Namespace, NetworkPolicy, the trainer's code and settings as ConfigMaps, and what runs the tasks:
-one JobSet (components/jobset.py) or, in the StatefulSet model, a headless Service per role and
+one JobSet (components/objects/jobset.py) or, in the StatefulSet model, a headless Service per role and
 per task group (a role's tasks on one server) one workload pinned as the plan says.
 """
 
@@ -12,9 +12,15 @@ from typing import Mapping, Optional
 
 import pulumi
 
-from . import kube
-from .experiment import Experiment
-from .objects import KubeObject, namespace_object, role_services, shared_objects, workload_objects
+from components.objects.experiment_objects import (
+    KubeObject,
+    namespace_object,
+    role_services,
+    shared_objects,
+    workload_objects,
+)
+from components.plan.experiment import Experiment
+from components.resources import kube
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from .experiment import Experiment
-from .manifests import Manifest
-from .objects import experiment_objects
-
+from components.objects.experiment_objects import experiment_objects
+from components.objects.manifests import Manifest
+from components.plan.experiment import Experiment
 
 # libyaml's emitter and parser when PyYAML has them (its wheels do): a
 # 2,000-worker experiment's objects carry 10 MB of TF_CONFIG text.

@@ -12,10 +12,10 @@ from typing import Optional
 
 import pulumi
 
-from . import kube
-from .config import NodePoolSpec
-from .experiment import Experiment
-from .objects import node_pool_objects
+from components.objects.experiment_objects import node_pool_objects
+from components.plan.experiment import Experiment
+from components.resources import kube
+from components.spec.models import NodePoolSpec
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,170 @@
+"""Command line, from the stack files alone (no Pulumi CLI):
+
+  python -m components plan <stack>      who runs where
+  python -m components render <stack>    the objects as YAML files, for kubectl or GitOps
+  python -m components status <stack>    the plan against what a cluster did
+  python -m components top <stack>       each task's CPU and memory, the PS imbalance, the chief's progress
+  python -m components export <stack>    the validated experiment as JSON (for trainer.local)
+  python -m components diff <a> <b>      two experiments side by side (exit 0 same, 1 different, 2 bad stack)
+  python -m components stacks            the stacks in stacks/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from components.cli.plan_view import plan_table
+from components.objects.loading import load_experiment
+from components.objects.render import render
+from components.spec.models import StackConfigError
+from components.spec.stack_files import PROJECT_ROOT, stack_names
+
+DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m components", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    stack_help = "stack name (stacks/Pulumi.<stack>.yaml) or a stack file path"
+
+    plan = commands.add_parser("plan", help="print the server-by-task table of a stack")
+    plan.add_argument("stack", help=stack_help)
+    plan.add_argument(
+        "--json", action="store_true", help="print the placement output (server -> tasks) as JSON"
+    )
+
+    render_cmd = commands.add_parser(
+        "render", help="write every object the program registers, one YAML file each, in apply order"
+    )
+    render_cmd.add_argument("stack", help=stack_help)
+    render_cmd.add_argument("--out", type=Path, help="folder to write (default: out/<stack>/)")
+
+    status = commands.add_parser(
+        "status", help="each task's planned server against its pod's node and phase in a cluster"
+    )
+    status.add_argument("stack", help=stack_help)
+    status.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    status.add_argument("--context", help="kubeconfig context (default: the current one)")
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object")
+
+    top = commands.add_parser(
+        "top", help="each task's CPU cores and memory (kubelet Summary API), PS imbalance, the chief's progress"
+    )
+    top.add_argument("stack", help=stack_help)
+    top.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    top.add_argument("--context", help="kubeconfig context (default: the current one)")
+    top.add_argument(
+        "--watch", type=_positive_seconds, metavar="SECONDS",
+        help="refresh every SECONDS until the experiment ends, then print its final phase",
+    )
+    top.add_argument("--json", action="store_true", help="print one JSON object (one per line under --watch)")
+
+    export = commands.add_parser(
+        "export", help="print the validated experiment (task counts, placement, trainer settings) as JSON"
+    )
+    export.add_argument("stack", help=stack_help)
+
+    diff = commands.add_parser(
+        "diff", help="config, plan and objects of two experiments side by side; exit 0 same, 1 different"
+    )
+    diff.add_argument("a", help=stack_help)
+    diff.add_argument("b", help=stack_help)
+    diff.add_argument("--json", action="store_true", help="print the differences as one JSON object")
+
+    commands.add_parser("stacks", help="list the stacks in stacks/")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    if args.command == "stacks":
+        print("\n".join(stack_names()))
+        return 0
+
+    if args.command == "diff":
+        return _diff(args.a, args.b, args.json)
+
+    try:
+        experiment = load_experiment(args.stack)
+    except StackConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+
+    if args.command == "plan":
+        plan = experiment.plan
+        if args.json:
+            print(json.dumps({"placement": plan.by_server(), "unpinned": plan.unpinned()}, indent=2))
+        else:
+            print(plan_table(experiment.config, plan))
+        return 0
+
+    if args.command == "export":
+        print(json.dumps(experiment_export(experiment), indent=2))
+        return 0
+
+    if args.command == "render":
+        out_dir = args.out or DEFAULT_RENDER_ROOT / experiment.stack
+        kinds = render(experiment, out_dir)
+        for kind, count in kinds.items():
+            print(f"{count:6d}  {kind}")
+        print(f"{sum(kinds.values()):6d}  objects of stack {experiment.stack} in {_shown(out_dir)}")
+        return 0
+
+    # These need the Kubernetes client; the commands above do not.
+    if args.command == "top":
+        from components.live.top import cluster_top
+
+        return cluster_top(experiment, args.kubeconfig, args.context, args.watch, args.json)
+
+    from components.live.status import cluster_status
+
+    return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {text!r})")
+    return seconds
+
+
+def _diff(a: str, b: str, as_json: bool) -> int:
+    from components.cli.diff import diff_experiments, diff_text
+
+    try:
+        first, second = load_experiment(a), load_experiment(b)
+    except StackConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    result = diff_experiments(first, second)
+    print(json.dumps(result.to_json(), indent=2) if as_json else diff_text(result))
+    return 0 if result.same else 1
+
+
+def experiment_export(experiment) -> dict:
+    """What a tool without the program's environment needs of a stack, validated by the one schema."""
+    cluster = experiment.config.cluster
+    return {
+        "stack": experiment.stack,
+        "placement": cluster.placement,
+        "ps": cluster.ps_count,
+        "workers": cluster.workers.replicas,
+        "trainer": experiment.config.trainer.to_config(),
+    }
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+

@@ -1,0 +1,32 @@
+"""An experiment from a stack: validated, planned once, and refused when its objects could not exist."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from components.plan.experiment import Experiment, tf_config_size_errors
+from components.plan.trainer_bundle import TrainerBundle, load_trainer_bundle
+from components.spec.loading import load_stack_config
+from components.spec.models import StackConfigError
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+
+from .jobset import jobset_size_errors
+
+
+def load_experiment_values(stack: str, values: Mapping[str, Any], bundle: TrainerBundle) -> Experiment:
+    """Validate a stack's values, then what only its plan can show; the experiment, planned once.
+
+    The config checks (components/spec) need no plan; the checks here do,
+    and reuse the plan, task groups and TF cluster the experiment then serves.
+    """
+    experiment = Experiment(load_stack_config(stack, values), bundle)
+    errors = tf_config_size_errors(experiment) + jobset_size_errors(experiment)
+    if errors:
+        raise StackConfigError.listing(stack, errors)
+    return experiment
+
+
+def load_experiment(stack_or_path: str) -> Experiment:
+    """The stack file's experiment, derived as the Pulumi program derives it."""
+    stack, values = read_stack_values(stack_or_path)
+    return load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))

@@ -1,0 +1,121 @@
+"""TFExperiment: one whole experiment as a component, for a platform team's own Pulumi program.
+
+    from components.tf_experiment import TFExperiment, TFExperimentArgs
+
+    TFExperiment("ranking-a", TFExperimentArgs(
+        node_pools=[{"name": "servers", "nodes": ["srv-00", "srv-01"]}],
+        cluster={"placement": "colocated", "ps": {"replicas": 2, "pool": "servers"},
+                 "workers": {"replicas": 20, "pool": "servers"}},
+        trainer={"partition": "auto"},
+    ), opts=pulumi.ResourceOptions(providers=[cluster_provider]))
+
+The arguments are a stack file's `tfk8s:nodePools`, `tfk8s:cluster` and
+`tfk8s:trainer`, as mappings or as the typed models (NodePoolSpec,
+ClusterSpec, TrainerSettings), validated by the same schema: a bad value
+raises StackConfigError naming the experiment and the field before anything
+is registered. The name plays the stack's part (namespace `tf-<name>`, labels).
+Its NodePools and TFCluster are its children, so a provider, transforms or
+aliases given in `opts` reach every resource.
+
+The project's own program (components/resources/entry_point.py) registers the same
+NodePools and TFCluster at the top level, as it always has, so the resources
+of existing stacks keep their URNs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import pulumi
+from pydantic import BaseModel
+
+from components.objects.experiment_objects import labelled_pools
+from components.objects.loading import load_experiment_values
+from components.plan.experiment import Experiment
+from components.plan.labels import selector_text
+from components.plan.trainer_bundle import load_trainer_bundle
+from components.plan.workloads import JOBSET_NAME
+from components.resources.node_pool import NodePool, NodePoolArgs
+from components.resources.tf_cluster import TFCluster, TFClusterArgs
+from components.spec.models import CONFIG_NAMESPACE, ClusterSpec, NodePoolSpec
+from components.spec.stack_files import PROJECT_ROOT
+from trainer.settings import TrainerSettings
+
+
+@dataclass(frozen=True)
+class TFExperimentArgs:
+    node_pools: Sequence[Union[NodePoolSpec, Mapping[str, Any]]]
+    cluster: Union[ClusterSpec, Mapping[str, Any]]
+    trainer: Union[TrainerSettings, Mapping[str, Any]] = field(default_factory=dict)
+
+    def stack_values(self) -> dict[str, Any]:
+        """The arguments as a stack file's `tfk8s:*` values."""
+        return {
+            f"{CONFIG_NAMESPACE}:nodePools": [_as_values(pool) for pool in self.node_pools],
+            f"{CONFIG_NAMESPACE}:cluster": _as_values(self.cluster),
+            f"{CONFIG_NAMESPACE}:trainer": _as_values(self.trainer),
+        }
+
+
+def _as_values(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(value, TrainerSettings):
+        return value.to_config()
+    return value
+
+
+def register_experiment(
+    experiment: Experiment, opts: Optional[pulumi.ResourceOptions] = None
+) -> tuple[dict[str, NodePool], TFCluster]:
+    """The experiment's NodePools (one per pool tfk8s labels) and its TFCluster, each given `opts`."""
+    stack = experiment.stack
+    used = {pool.name for pool in experiment.used_pools()}
+    for pool in experiment.config.node_pools:
+        if pool.name not in used:
+            pulumi.log.warn(f"stack '{stack}': node pool '{pool.name}' is not used by tfk8s:cluster")
+    node_pools = {
+        pool.name: NodePool(f"{stack}-pool-{pool.name}", NodePoolArgs(experiment, pool), opts)
+        for pool in labelled_pools(experiment)
+    }
+    server_labels = {node: patch for pool in node_pools.values() for node, patch in pool.patches.items()}
+    cluster = TFCluster(stack, TFClusterArgs(experiment, server_labels=server_labels, pool_labels=node_pools), opts)
+    return node_pools, cluster
+
+
+def experiment_outputs(experiment: Experiment, cluster: TFCluster) -> dict[str, Any]:
+    """What a user looks up after `pulumi up`: where tasks run, what runs them, where the chief logs."""
+
+    plan = experiment.plan
+    if experiment.workload == "jobset":
+        workloads = [f"jobset/{JOBSET_NAME}"]
+    else:
+        workloads = [f"{'job' if g.task_type == 'chief' else 'statefulset'}/{g.name}" for g in experiment.groups]
+    return {
+        "namespace": cluster.namespace,
+        "placement": plan.by_server(),
+        "unpinned": plan.unpinned(),
+        "tasks": {t: plan.count(t) for t in ("chief", "ps", "worker")},
+        "psMemory": experiment.ps_memory,
+        # `kubectl -n <namespace> get <workload>`
+        "workloads": workloads,
+        # `kubectl -n <namespace> logs -l <chiefSelector>`: the chief's progress and summary.
+        "chiefSelector": selector_text(experiment.stack, ("chief",)),
+    }
+
+
+class TFExperiment(pulumi.ComponentResource):
+    experiment: Experiment
+    namespace: pulumi.Output[str]
+    outputs: dict[str, Any]
+
+    def __init__(self, name: str, args: TFExperimentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        # Validated before the component registers: a bad argument leaves nothing behind.
+        experiment = load_experiment_values(name, args.stack_values(), load_trainer_bundle(PROJECT_ROOT))
+        super().__init__("tfk8s:experiment:TFExperiment", name, None, opts)
+        self.experiment = experiment
+        _, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self))
+        self.namespace = cluster.namespace
+        self.outputs = experiment_outputs(experiment, cluster)
+        self.register_outputs(self.outputs)

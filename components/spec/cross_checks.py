@@ -1,0 +1,133 @@
+"""The rules that relate a stack's pools to its cluster: each returns messages, or nothing."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .models import CONFIG_NAMESPACE, StackConfig
+from .quantities import DNS_LABEL_PATTERN, quantity_value
+from .sizing import checkpoint_bytes, embedding_shard_bytes
+
+
+def cross_checks(config: StackConfig) -> list[str]:
+    """Rules that relate pools to the cluster; each returns a message or nothing."""
+    errors: list[str] = []
+    cluster = config.cluster
+    pools = config.pools
+    ns = CONFIG_NAMESPACE
+
+    if cluster.namespace is None and not re.match(DNS_LABEL_PATTERN, config.namespace):
+        errors.append(
+            f"{ns}:cluster.namespace: the default namespace '{config.namespace}' made from the "
+            "stack name is not a DNS label; set cluster.namespace"
+        )
+
+    seen_names: set[str] = set()
+    for index, pool in enumerate(config.node_pools):
+        if pool.name in seen_names:
+            errors.append(f"{ns}:nodePools[{index}].name: pool '{pool.name}' is defined twice")
+        seen_names.add(pool.name)
+
+    for role in ("ps", "workers"):
+        pool_name = getattr(cluster, role).pool
+        if pool_name not in pools:
+            errors.append(
+                f"{ns}:cluster.{role}.pool: unknown pool '{pool_name}'; "
+                f"defined pools: {', '.join(pools)}"
+            )
+    if errors:
+        return errors
+
+    ps_pool, worker_pool = pools[cluster.ps.pool], pools[cluster.workers.pool]
+
+    if cluster.placement == "colocated" and ps_pool.name != worker_pool.name:
+        errors.append(
+            f"{ns}:cluster.workers.pool: colocated placement puts PS and workers on the same "
+            f"servers, so workers.pool must be '{ps_pool.name}' like ps.pool (or use placement: isolated)"
+        )
+    if cluster.placement == "isolated":
+        if ps_pool.name == worker_pool.name:
+            errors.append(
+                f"{ns}:cluster.workers.pool: isolated placement needs separate PS and worker "
+                f"pools, but both are '{ps_pool.name}'"
+            )
+        elif ps_pool.nodes and worker_pool.nodes:
+            for node in ps_pool.nodes:
+                if node in worker_pool.nodes:
+                    errors.append(
+                        f"{ns}:nodePools: node '{node}' is in both the PS pool '{ps_pool.name}' "
+                        f"and the worker pool '{worker_pool.name}'; isolated placement needs "
+                        "disjoint pools"
+                    )
+
+    if cluster.placement != "spread":
+        for role, pool in (("ps", ps_pool), ("workers", worker_pool)):
+            if not pool.pinnable:
+                errors.append(
+                    f"{ns}:cluster.{role}.pool: pool '{pool.name}' is given by a selector, so "
+                    f"its servers are unknown and {cluster.placement} placement cannot pin tasks; "
+                    "list its nodes or use placement: spread"
+                )
+
+    # A node carries one pool label, so it can belong to one pool only.
+    owner: dict[str, str] = {}
+    for pool in config.node_pools:
+        for node in pool.nodes or ():
+            other = owner.setdefault(node, pool.name)
+            if other != pool.name and not (
+                cluster.placement == "isolated"
+                and {other, pool.name} == {ps_pool.name, worker_pool.name}
+            ):
+                errors.append(
+                    f"{ns}:nodePools: node '{node}' is listed in pools '{other}' and "
+                    f"'{pool.name}'; a node belongs to one pool"
+                )
+
+    if cluster.ps.memory is not None:
+        shard = embedding_shard_bytes(config.trainer, cluster.ps_count)
+        if quantity_value(cluster.ps.memory) < shard:
+            errors.append(
+                f"{ns}:cluster.ps.memory: {cluster.ps.memory} is below the {math.ceil(shard / 2**20)}Mi "
+                f"that each PS's embedding shard needs ({config.trainer.embedding_rows} rows x "
+                f"{config.trainer.embedding_dim} over {config.trainer.shard_count(cluster.ps_count)} "
+                f"shard(s), optimizer slots included); raise it or leave it unset to derive it"
+            )
+
+    if cluster.chief.memory is not None:
+        checkpoint = checkpoint_bytes(config.trainer)
+        if quantity_value(cluster.chief.memory) < checkpoint:
+            errors.append(
+                f"{ns}:cluster.chief.memory: {cluster.chief.memory} is below the {math.ceil(checkpoint / 2**20)}Mi "
+                f"of one checkpoint ({config.trainer.embedding_rows} rows x {config.trainer.embedding_dim}, "
+                "optimizer slots included), which passes through the chief's memory when it saves; "
+                "raise it or leave it unset to derive it"
+            )
+
+    volume = cluster.chief.checkpoint_volume
+    if volume is not None and config.trainer.checkpoint_dir != "default":
+        errors.append(
+            f"{ns}:cluster.chief.checkpointVolume and {ns}:trainer.checkpointDir "
+            f"('{config.trainer.checkpoint_dir}') are both set: the chief writes its checkpoints to one "
+            "place; keep the volume and leave checkpointDir at 'default' (tfk8s points it at the volume), "
+            "or drop the volume"
+        )
+
+    gpus = cluster.workers.gpus
+    if gpus and cluster.gpu_image is None and "@" in cluster.image:
+        errors.append(
+            f"{ns}:cluster.gpuImage: GPU workers need TensorFlow's GPU build, and image '{cluster.image}' "
+            "is a digest, so its GPU build cannot be derived; set gpuImage (a tag or a digest)"
+        )
+    if gpus:
+        if worker_pool.gpu is None:
+            errors.append(
+                f"{ns}:cluster.workers.gpus: {gpus} GPUs asked, but pool '{worker_pool.name}' "
+                "has no GPUs; add gpu: {product, perNode} to the pool or set gpus: 0"
+            )
+        elif gpus > worker_pool.gpu.per_node:
+            errors.append(
+                f"{ns}:cluster.workers.gpus: {gpus} GPUs per worker do not fit on a node of "
+                f"pool '{worker_pool.name}' ({worker_pool.gpu.per_node} per node)"
+            )
+    return errors

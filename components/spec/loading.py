@@ -1,0 +1,169 @@
+"""A stack's `tfk8s:*` values to a frozen `StackConfig`: the only place a stack file is parsed and checked.
+
+`load_stack_config(stack, values)` returns the `StackConfig`, or raises
+`StackConfigError` with one message that names the stack, each bad field and
+what is allowed. Nothing here touches Pulumi resources, so a bad stack fails
+before anything is registered.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import typing
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from trainer.settings import SettingsError, TrainerSettings
+
+from .cross_checks import cross_checks
+from .models import CONFIG_NAMESPACE, StackConfig, StackConfigError
+from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+TOP_LEVEL_KEYS = {"nodePools": "node_pools", "cluster": "cluster", "trainer": "trainer"}
+
+
+def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
+    """Validate the `tfk8s:*` config of `stack`.
+
+    `values` maps keys with or without the `tfk8s:` prefix to decoded values
+    (mappings and lists as the stack file writes them).
+    """
+    errors: list[str] = []
+    if not re.match(LABEL_VALUE_PATTERN, stack) or not stack:
+        errors.append(
+            f"stack name '{stack}' must be usable as a label value: letters, digits, '-', '_', "
+            "'.', at most 63"
+        )
+    given: dict[str, Any] = {}
+    for key, value in values.items():
+        short = key.split(":", 1)[1] if key.startswith(f"{CONFIG_NAMESPACE}:") else key
+        if short in TOP_LEVEL_KEYS:
+            given[short] = value
+        elif ":" not in key or key.startswith(f"{CONFIG_NAMESPACE}:"):
+            errors.append(
+                f"{CONFIG_NAMESPACE}:{short}: unknown key{_did_you_mean(short, TOP_LEVEL_KEYS)}; "
+                f"allowed: {', '.join(f'{CONFIG_NAMESPACE}:{k}' for k in TOP_LEVEL_KEYS)}"
+            )
+
+    for required in ("nodePools", "cluster"):
+        if required not in given:
+            errors.append(f"{CONFIG_NAMESPACE}:{required}: missing; every stack needs it")
+
+    try:
+        # Not `or None`: an empty list or a 0 is a mistake, not a request for the defaults.
+        trainer = TrainerSettings.from_config(given.get("trainer"))
+    except SettingsError as exc:
+        trainer = None
+        where = f"{CONFIG_NAMESPACE}:trainer" + (f".{exc.key}" if exc.key else "")
+        errors.append(f"{where}: {exc.message}")
+
+    # Every problem in one pass: the pools and the cluster are checked even when the trainer
+    # settings or the top-level keys have errors of their own.
+    config: StackConfig | None = None
+    if all(required in given for required in ("nodePools", "cluster")):
+        try:
+            config = StackConfig.model_validate(
+                {
+                    "stack": stack,
+                    "nodePools": given["nodePools"],
+                    "cluster": given["cluster"],
+                    "trainer": trainer or TrainerSettings(),
+                }
+            )
+        except ValidationError as exc:
+            errors.extend(_describe_validation_error(exc))
+
+    # The cross checks size memory from the trainer settings: only with settings that are valid.
+    if config is not None and trainer is not None:
+        errors.extend(cross_checks(config))
+    if errors:
+        raise StackConfigError.listing(stack, errors)
+    assert config is not None
+    return config
+
+
+def _describe_validation_error(exc: ValidationError) -> list[str]:
+    messages = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(error["loc"])
+        field_path = _format_loc(loc)
+        if error["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc[:-1])
+            key = str(loc[-1])
+            hint = _did_you_mean(key, allowed)
+            messages.append(
+                f"{field_path}: unknown key{hint}; allowed: {', '.join(allowed)}"
+            )
+            continue
+        message = error["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if error["type"] == "string_pattern_mismatch":
+            message = _pattern_help(error)
+        got = error.get("input")
+        if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
+            message = f"{message} (got {got!r})"
+        messages.append(f"{field_path}: {message}")
+    return messages
+
+
+_PATTERN_HELP = {
+    QUANTITY_PATTERN: "must be a Kubernetes quantity such as '500m', '2', '4Gi'",
+    DNS_LABEL_PATTERN: "must be a DNS label: lower-case letters, digits and '-', at most 63",
+    LABEL_VALUE_PATTERN: "must be a label value: letters, digits, '-', '_', '.', at most 63",
+    NODE_NAME_PATTERN: "must be a node name: lower-case letters, digits, '-' and '.'",
+}
+
+
+def _pattern_help(error: Mapping[str, Any]) -> str:
+    pattern = (error.get("ctx") or {}).get("pattern", "")
+    return _PATTERN_HELP.get(pattern, error["msg"])
+
+
+def _format_loc(loc: tuple) -> str:
+    if not loc:
+        return f"{CONFIG_NAMESPACE}:(stack)"
+    head, *rest = loc
+    path = f"{CONFIG_NAMESPACE}:{head}"
+    for part in rest:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    """The camelCase keys allowed at `loc` (a pydantic error location)."""
+    model: Any = StackConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field_name = next(
+            (name for name, info in model.model_fields.items() if (info.alias or name) == part),
+            None,
+        )
+        if field_name is None:
+            return []
+        model = _model_in(model.model_fields[field_name].annotation)
+        if model is None:
+            return []
+    return [info.alias or name for name, info in model.model_fields.items() if name != "stack"]
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _did_you_mean(key: str, allowed: Any) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,54 @@
+"""Kubernetes resource quantities and names as a stack file writes them ("500m", "4Gi", "srv-00")."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+# Kubernetes resource quantities as a stack file would write them ("500m", "4Gi").
+QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+# DNS-1123 label: names of pools, namespaces and nodes' label values we write.
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+# A Kubernetes label value (GPU product names such as "Tesla-P40").
+LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+# Node names are DNS-1123 subdomains.
+NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+
+QUANTITY_FACTORS = {
+    "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}
+# The least a TensorFlow task can run with: a smaller request is a typo ("1" is one byte).
+MIN_CPU = 0.01
+MIN_MEMORY_BYTES = 128 * 2**20
+
+
+def quantity_value(text: str) -> float:
+    """'500m' -> 0.5, '4Gi' -> 4294967296.0 (the text already matches QUANTITY_PATTERN)."""
+    number = re.match(r"^[0-9]+(\.[0-9]+)?", text)
+    assert number is not None
+    return float(number.group(0)) * QUANTITY_FACTORS[text[number.end():]]
+
+
+def at_least_cpu(text: str) -> str:
+    if quantity_value(text) < MIN_CPU:
+        raise ValueError(f"CPU '{text}' is below {MIN_CPU * 1000:.0f}m; give at least '10m' (e.g. '500m', '2')")
+    return text
+
+
+def at_least_memory(text: str) -> str:
+    if quantity_value(text) < MIN_MEMORY_BYTES:
+        raise ValueError(
+            f"memory '{text}' is below 128Mi, too little for a TensorFlow task; quantities are bytes "
+            "unless suffixed (e.g. '512Mi', '4Gi')"
+        )
+    return text
+
+
+Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
+CpuQuantity = Annotated[Quantity, AfterValidator(at_least_cpu)]
+MemoryQuantity = Annotated[Quantity, AfterValidator(at_least_memory)]
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
+NodeName = Annotated[str, Field(pattern=NODE_NAME_PATTERN)]

@@ -48,11 +48,16 @@ def test_spread_pins_nothing():
 @pytest.mark.parametrize(
     "strategy, ps_pool, worker_pool, message",
     [
-        ("isolated", PoolServers("a", ("n1", "n2")), PoolServers("b", ("n2",)), "share servers: n2"),
-        ("isolated", PoolServers("a", ("n1",)), PoolServers("a", ("n1",)), "separate PS and worker pools"),
-        ("colocated", PoolServers("a", ("n1",)), PoolServers("b", ("n2",)), "one pool"),
-        ("colocated", PoolServers("a", None), PoolServers("a", None), "needs the servers of pool 'a'"),
-        ("packed", PoolServers("a", ("n1",)), PoolServers("a", ("n1",)), "unknown placement 'packed'"),
+        pytest.param("isolated", PoolServers("a", ("n1", "n2")), PoolServers("b", ("n2",)),
+                     "node 'n2' is in both the PS pool 'a' and the worker pool 'b'", id="isolated, pools share a server"),
+        pytest.param("isolated", PoolServers("a", ("n1",)), PoolServers("a", ("n1",)),
+                     "separate PS and worker pools", id="isolated, one pool"),
+        pytest.param("colocated", PoolServers("a", ("n1",)), PoolServers("b", ("n2",)),
+                     "colocated placement puts PS and workers on the same servers", id="colocated, two pools"),
+        pytest.param("colocated", PoolServers("a", None), PoolServers("a", None),
+                     "pool 'a' is given by a selector, so its servers are unknown", id="colocated, selector pool"),
+        pytest.param("packed", PoolServers("a", ("n1",)), PoolServers("a", ("n1",)),
+                     "unknown placement 'packed'", id="unknown placement"),
     ],
 )
 def test_planner_refuses_what_it_cannot_honour(strategy, ps_pool, worker_pool, message):

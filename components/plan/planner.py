@@ -17,10 +17,10 @@ Rules (seed scene 1 and scene 2):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Literal, Optional, Sequence
+from typing import Iterable, Literal, Optional, Sequence
 
-if TYPE_CHECKING:
-    from components.spec.models import StackConfig
+from components.spec.models import StackConfig
+from components.spec.placement_rules import placement_problems
 
 TaskType = Literal["chief", "ps", "worker"]
 TASK_TYPES: tuple[TaskType, ...] = ("chief", "ps", "worker")
@@ -107,24 +107,22 @@ def plan_placement(
 ) -> Plan:
     """Place one chief, `ps_count` PS and `worker_count` workers.
 
-    The config model has already checked that the strategy fits the pools
-    (colocated: one pool; isolated: two disjoint pools; pinned pools list
-    their servers); the planner re-checks what it relies on.
+    The stack's cross checks have already reported any placement rule the pools
+    break (components/spec/placement_rules.py); the planner asks the same rules
+    before it relies on them.
     """
     if ps_count < 1 or worker_count < 1:
         raise ValueError("a cluster needs at least one PS and one worker")
+    problems = placement_problems(strategy, ps_pool.name, ps_pool.servers, worker_pool.name, worker_pool.servers)
+    if problems:
+        raise ValueError("; ".join(str(problem) for problem in problems))
     if strategy == "spread":
         ps_servers: list[Optional[str]] = [None] * ps_count
         worker_servers: list[Optional[str]] = [None] * worker_count
-    elif strategy in ("colocated", "isolated"):
-        if strategy == "colocated" and ps_pool != worker_pool:
-            raise ValueError("colocated placement needs one pool for PS and workers")
-        if strategy == "isolated":
-            _require_disjoint(ps_pool, worker_pool)
-        ps_servers = list(block_assignment(ps_count, _servers_of(ps_pool, strategy)))
-        worker_servers = list(block_assignment(worker_count, _servers_of(worker_pool, strategy)))
     else:
-        raise ValueError(f"unknown placement '{strategy}'")
+        assert ps_pool.servers is not None and worker_pool.servers is not None  # pinned: the rules hold
+        ps_servers = list(block_assignment(ps_count, ps_pool.servers))
+        worker_servers = list(block_assignment(worker_count, worker_pool.servers))
 
     placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)]
     placements += [
@@ -135,20 +133,6 @@ def plan_placement(
         for i, server in enumerate(worker_servers)
     ]
     return Plan(strategy=strategy, strict=strict, placements=tuple(placements))
-
-
-def _servers_of(pool: PoolServers, strategy: str) -> tuple[str, ...]:
-    if not pool.servers:
-        raise ValueError(f"{strategy} placement needs the servers of pool '{pool.name}'")
-    return pool.servers
-
-
-def _require_disjoint(ps_pool: PoolServers, worker_pool: PoolServers) -> None:
-    if ps_pool.name == worker_pool.name:
-        raise ValueError("isolated placement needs separate PS and worker pools")
-    shared = set(ps_pool.servers or ()) & set(worker_pool.servers or ())
-    if shared:
-        raise ValueError(f"isolated pools share servers: {', '.join(sorted(shared))}")
 
 
 def compress_names(names: Iterable[str]) -> str:
@@ -176,7 +160,7 @@ def compress_names(names: Iterable[str]) -> str:
     return ", ".join(parts)
 
 
-def plan_stack(config: "StackConfig") -> Plan:
+def plan_stack(config: StackConfig) -> Plan:
     """The plan of a validated stack."""
     cluster = config.cluster
     pools = {

@@ -27,26 +27,24 @@ benchmarks/cluster_apply.py measured the difference).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from components.plan.planner import TASK_TYPES
 from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
+from components.spec.models import Workload
 from trainer.cluster import CLUSTER_ENV, TASK_INDEX_ENV  # the variables the trainer reads
-
-if TYPE_CHECKING:
-    from components.spec.models import Workload
 
 TF_PORT = 2222
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
 MAX_ENV_STRING = 131_072
 
 
-def task_address(group: TaskGroup, index: int, namespace: str, workload: "Workload") -> str:
+def task_address(group: TaskGroup, index: int, namespace: str, workload: Workload) -> str:
     """Stable DNS name of a task's pod under its headless Service."""
     return f"{pod_hostname(group, index, workload)}.{pod_subdomain(group, workload)}.{namespace}.svc:{TF_PORT}"
 
 
-def cluster_spec(groups: Sequence[TaskGroup], namespace: str, workload: "Workload") -> dict[str, list[str]]:
+def cluster_spec(groups: Sequence[TaskGroup], namespace: str, workload: Workload) -> dict[str, list[str]]:
     spec: dict[str, list[str]] = {}
     for task_type in TASK_TYPES:
         addresses = sorted(
@@ -63,7 +61,7 @@ def cluster_spec(groups: Sequence[TaskGroup], namespace: str, workload: "Workloa
     return spec
 
 
-def largest_env_string(cluster: Mapping[str, Sequence[str]], workload: "Workload") -> tuple[str, int]:
+def largest_env_string(cluster: Mapping[str, Sequence[str]], workload: Workload) -> tuple[str, int]:
     """The largest environment string a task of `cluster` is started with: its name and bytes.
 
     A StatefulSet task gets the expanded TF_CONFIG; a JobSet task the cluster

@@ -30,12 +30,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from components.plan.planner import Plan, Task, TaskPlacement, TaskType
-
-if TYPE_CHECKING:
-    from components.spec.models import StackConfig, Workload
+from components.spec.models import StackConfig, Workload
 
 # The experiment's JobSet (workload jobset): its name starts every pod's host name.
 JOBSET_NAME = "tf"
@@ -64,11 +62,11 @@ class TaskGroup:
         return [Task(self.task_type, i) for i in range(self.first_index, self.first_index + self.count)]
 
 
-def max_group_name(workload: "Workload") -> int:
+def max_group_name(workload: Workload) -> int:
     return MAX_JOBSET_GROUP_NAME if workload == "jobset" else MAX_GROUP_NAME
 
 
-def pod_hostname(group: TaskGroup, index: int, workload: "Workload") -> str:
+def pod_hostname(group: TaskGroup, index: int, workload: Workload) -> str:
     """Host name of the pod that runs task `index` of `group`."""
     if workload == "jobset":
         # `<jobset>-<replicatedJob>-<Job index>-<completion index>`; each group is one Job.
@@ -76,7 +74,7 @@ def pod_hostname(group: TaskGroup, index: int, workload: "Workload") -> str:
     return f"{group.name}-{index}"  # a StatefulSet pod's name, its ordinal the task index
 
 
-def pod_subdomain(group: TaskGroup, workload: "Workload") -> str:
+def pod_subdomain(group: TaskGroup, workload: Workload) -> str:
     """The headless Service a task's DNS name lives under: the JobSet's, or the role's."""
     return JOBSET_NAME if workload == "jobset" else group.task_type
 
@@ -98,7 +96,7 @@ def _fits_host_name(task_type: str, server: str, max_name: int) -> bool:
     return len(name) <= max_name and DNS_LABEL.match(name) is not None
 
 
-def pool_servers(config: "StackConfig") -> dict[str, tuple[str, ...]]:
+def pool_servers(config: StackConfig) -> dict[str, tuple[str, ...]]:
     """The listed servers of each pool (none for a pool given by a selector)."""
     return {pool.name: pool.nodes or () for pool in config.node_pools}
 

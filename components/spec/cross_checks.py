@@ -6,6 +6,7 @@ import math
 import re
 
 from .models import CONFIG_NAMESPACE, StackConfig
+from .placement_rules import placement_problems
 from .quantities import DNS_LABEL_PATTERN, quantity_value
 from .sizing import checkpoint_bytes, embedding_shard_bytes
 
@@ -41,34 +42,10 @@ def cross_checks(config: StackConfig) -> list[str]:
 
     ps_pool, worker_pool = pools[cluster.ps.pool], pools[cluster.workers.pool]
 
-    if cluster.placement == "colocated" and ps_pool.name != worker_pool.name:
-        errors.append(
-            f"{ns}:cluster.workers.pool: colocated placement puts PS and workers on the same "
-            f"servers, so workers.pool must be '{ps_pool.name}' like ps.pool (or use placement: isolated)"
-        )
-    if cluster.placement == "isolated":
-        if ps_pool.name == worker_pool.name:
-            errors.append(
-                f"{ns}:cluster.workers.pool: isolated placement needs separate PS and worker "
-                f"pools, but both are '{ps_pool.name}'"
-            )
-        elif ps_pool.nodes and worker_pool.nodes:
-            for node in ps_pool.nodes:
-                if node in worker_pool.nodes:
-                    errors.append(
-                        f"{ns}:nodePools: node '{node}' is in both the PS pool '{ps_pool.name}' "
-                        f"and the worker pool '{worker_pool.name}'; isolated placement needs "
-                        "disjoint pools"
-                    )
-
-    if cluster.placement != "spread":
-        for role, pool in (("ps", ps_pool), ("workers", worker_pool)):
-            if not pool.pinnable:
-                errors.append(
-                    f"{ns}:cluster.{role}.pool: pool '{pool.name}' is given by a selector, so "
-                    f"its servers are unknown and {cluster.placement} placement cannot pin tasks; "
-                    "list its nodes or use placement: spread"
-                )
+    errors.extend(
+        str(problem) for problem in placement_problems(
+            cluster.placement, ps_pool.name, ps_pool.nodes, worker_pool.name, worker_pool.nodes)
+    )
 
     # A node carries one pool label, so it can belong to one pool only.
     owner: dict[str, str] = {}

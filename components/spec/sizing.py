@@ -12,12 +12,10 @@ scratch space, it keeps CHECKPOINTS_KEPT of them plus the one being written.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from trainer.settings import CHECKPOINTS_KEPT, TrainerSettings
 
-if TYPE_CHECKING:
-    from components.spec.models import StackConfig
+from .models import StackConfig
 
 BYTES_PER_FLOAT = 4
 MIB = 1024 * 1024
@@ -73,7 +71,7 @@ def mebibytes(size: int) -> str:
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
-def ps_memory_request(config: "StackConfig") -> str:
+def ps_memory_request(config: StackConfig) -> str:
     """The PS memory request of a stack: `cluster.ps.memory`, else derived from the model."""
     explicit = config.cluster.ps.memory
     return explicit or ps_memory_quantity(config.trainer, config.cluster.ps_count)
@@ -84,6 +82,6 @@ def ps_memory_quantity(settings: TrainerSettings, ps_count: int) -> str:
     return mebibytes(ps_memory_bytes(settings, ps_count))
 
 
-def chief_memory_request(config: "StackConfig") -> str:
+def chief_memory_request(config: StackConfig) -> str:
     """The chief's memory request: `cluster.chief.memory`, else derived from a checkpoint's size."""
     return config.cluster.chief.memory or mebibytes(chief_memory_bytes(config.trainer))

@@ -20,7 +20,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real bench-engine node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report clean
+	test-real bench-real bench-engine node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report docs clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -115,6 +115,10 @@ delete: $(STAMP)
 # file backend under .cluster/pulumi/, the policy pack on preview and up (tools/engine).
 preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
 	$(VENV)/bin/python -m tools.engine $@ $(STACK)
+
+# docs/stack-reference.md, from the models' field descriptions (make test fails when it is stale).
+docs: $(STAMP)
+	$(VENV)/bin/python -m components.spec.reference
 
 # Runs each stack and partition locally; writes reports/<name>/ (report.md, report.json, PNG plots).
 report: $(STAMP) $(TRAINER_STAMP)

@@ -164,7 +164,7 @@ class PsSpec(_Model):
         default=None, strict=True, ge=1, description="parameter servers; may be left to cluster.ratio"
     )
     pool: DnsLabel = Field(description="node pool the PS run in")
-    cpu: CpuQuantity = Field(default="2", description="CPU request and limit of each PS")
+    cpu: CpuQuantity = Field(default="2", description="CPU request of each PS (no CPU limit: a limit throttles TensorFlow's threads)")
     memory: Optional[MemoryQuantity] = Field(
         default=None,
         description="memory request and limit of each PS; derived from the model when unset",
@@ -176,7 +176,7 @@ class WorkerSpec(_Model):
     replicas: int = Field(strict=True, ge=1, description="workers")
     pool: DnsLabel = Field(description="node pool the workers run in")
     gpus: int = Field(default=0, strict=True, ge=0, description="nvidia.com/gpu per worker (0: CPU only)")
-    cpu: CpuQuantity = Field(default="1", description="CPU request and limit of each worker")
+    cpu: CpuQuantity = Field(default="1", description="CPU request of each worker (no CPU limit: a limit throttles TensorFlow's threads)")
     memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
 
@@ -189,7 +189,7 @@ class CheckpointVolumeSpec(_Model):
 
 
 class ChiefSpec(_Model):
-    cpu: CpuQuantity = Field(default="1", description="CPU request and limit of the chief")
+    cpu: CpuQuantity = Field(default="1", description="CPU request of the chief (no CPU limit: a limit throttles TensorFlow's threads)")
     memory: Optional[MemoryQuantity] = Field(
         default=None,
         description="memory request and limit of the chief (default: derived from the checkpoint it writes, at least 2Gi)",
@@ -267,9 +267,12 @@ class ClusterSpec(_Model):
         description="Kueue ClusterQueue that admits the whole experiment at once (workload jobset); "
         "tfk8s creates the LocalQueue 'tfk8s' pointing at it",
     )
-    ps: PsSpec
-    workers: WorkerSpec
-    chief: ChiefSpec = Field(default_factory=ChiefSpec)
+    ps: PsSpec = Field(
+        description="the parameter servers (under colocated it may be left out: they share workers.pool, "
+        "and ratio gives their count)"
+    )
+    workers: WorkerSpec = Field(description="the workers")
+    chief: ChiefSpec = Field(default_factory=ChiefSpec, description="the chief: it builds the model and checkpoints")
 
     @model_validator(mode="before")
     @classmethod
@@ -349,10 +352,10 @@ class ClusterSpec(_Model):
 
 
 class StackConfig(_Model):
-    stack: str
+    stack: str = Field(description="the stack's name (Pulumi.<stack>.yaml), not a key of the file")
     node_pools: tuple[NodePoolSpec, ...] = Field(description="servers the experiment may use")
-    cluster: ClusterSpec
-    trainer: TrainerSettings
+    cluster: ClusterSpec = Field(description="the TF cluster: placement, PS, workers, chief, lifecycle")
+    trainer: TrainerSettings = Field(description="what tfk8s's own trainer trains, and how (defaults apply)")
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

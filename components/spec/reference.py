@@ -1,0 +1,178 @@
+"""The stack file reference, generated from the models' field descriptions (`make docs`).
+
+Every `tfk8s:` key a stack file may set, with its type, its default, the
+values it allows and one line of meaning: walked from `StackConfig` (and
+`TrainerSettings` for `tfk8s:trainer`), so the reference cannot drift from
+what the loader accepts. `tests/test_stack_reference.py` fails, naming the
+key, when docs/stack-reference.md is stale or a field has no description.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from trainer.settings import TrainerSettings, to_camel
+
+from .models import CONFIG_NAMESPACE, StackConfig
+from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
+from .stack_files import PROJECT_ROOT
+
+REFERENCE_FILE = "docs/stack-reference.md"
+# Fields of the models that no stack file writes.
+NOT_KEYS = {"stack"}
+PATTERN_NAMES = {
+    QUANTITY_PATTERN: "quantity (`500m`, `2`, `4Gi`)",
+    DNS_LABEL_PATTERN: "DNS label",
+    NODE_NAME_PATTERN: "DNS subdomain",
+    LABEL_VALUE_PATTERN: "label value",
+}
+
+
+@dataclass(frozen=True)
+class KeyDoc:
+    key: str  # `tfk8s:cluster.ps.cpu`; `[]` marks an item of a list
+    type: str
+    default: str
+    allowed: str
+    meaning: Optional[str]  # None: the field has no description
+
+
+def _unwrapped(annotation: Any) -> tuple[Any, list[Any]]:
+    """The annotation without Optional and Annotated, and the Annotated metadata met on the way."""
+    metadata: list[Any] = []
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation, *extra = typing.get_args(annotation)
+            metadata.extend(extra)
+        elif origin in (typing.Union, types.UnionType):
+            rest = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+            if len(rest) != 1:
+                return annotation, metadata
+            annotation = rest[0]
+        else:
+            return annotation, metadata
+
+
+def _item_model(annotation: Any) -> Optional[type[BaseModel]]:
+    """The model of a field that is a model or a list of models (its keys are documented below it)."""
+    annotation, _ = _unwrapped(annotation)
+    if typing.get_origin(annotation) is tuple:
+        annotation, _ = _unwrapped(typing.get_args(annotation)[0])
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _type_text(annotation: Any, metadata: list[Any]) -> str:
+    annotation, more = _unwrapped(annotation)
+    metadata = metadata + more
+    origin = typing.get_origin(annotation)
+    if origin is tuple:
+        item, item_metadata = _unwrapped(typing.get_args(annotation)[0])
+        return f"list of {_type_text(item, item_metadata)}"
+    if origin is dict:
+        return "map of strings"
+    if origin is typing.Literal:
+        return "string"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "mapping"
+    for item in metadata:
+        for constraint in [item, *getattr(item, "metadata", [])]:
+            pattern = getattr(constraint, "pattern", None)
+            if pattern in PATTERN_NAMES:
+                return PATTERN_NAMES[pattern]
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _allowed_text(annotation: Any, field: FieldInfo) -> str:
+    annotation, _ = _unwrapped(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return " \\| ".join(f"`{value}`" for value in typing.get_args(annotation))
+    for constraint in field.metadata:
+        if getattr(constraint, "ge", None) is not None:
+            return f"≥ {constraint.ge}"
+    return ""
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        return "`{}`"
+    if isinstance(value, tuple):
+        value = list(value)
+    return f"`{json.dumps(value)}`" if not isinstance(value, str) else f"`{value}`"
+
+
+def _default_text(field: FieldInfo) -> str:
+    if field.default_factory is not None:
+        return _value_text(field.default_factory())
+    if field.default is PydanticUndefined:
+        return "required"
+    return "—" if field.default is None else _value_text(field.default)
+
+
+def _model_keys(model: type[BaseModel], prefix: str) -> Iterator[KeyDoc]:
+    for name, field in model.model_fields.items():
+        if name in NOT_KEYS:
+            continue
+        key = f"{prefix}{field.alias or name}"
+        if field.annotation is TrainerSettings:
+            yield KeyDoc(key, "mapping", "`{}`", "", field.description)
+            yield from _trainer_keys(f"{key}.")
+            continue
+        yield KeyDoc(key, _type_text(field.annotation, field.metadata), _default_text(field),
+                     _allowed_text(field.annotation, field), field.description)
+        nested = _item_model(field.annotation)
+        if nested is not None:
+            is_list = typing.get_origin(_unwrapped(field.annotation)[0]) is tuple
+            yield from _model_keys(nested, f"{key}[]." if is_list else f"{key}.")
+
+
+def _trainer_keys(prefix: str) -> Iterator[KeyDoc]:
+    """`tfk8s:trainer`: the trainer's own schema (trainer/settings.py, standard library only)."""
+    hints = typing.get_type_hints(TrainerSettings)
+    for spec in dataclasses.fields(TrainerSettings):
+        choices = spec.metadata.get("choices") or ()
+        minimum = spec.metadata.get("minimum")
+        allowed = " \\| ".join(f"`{c}`" for c in choices) if choices else (f"≥ {minimum}" if minimum is not None else "")
+        yield KeyDoc(f"{prefix}{to_camel(spec.name)}", _type_text(hints[spec.name], []), _value_text(spec.default),
+                     allowed, spec.metadata.get("help"))
+
+
+def stack_keys() -> list[KeyDoc]:
+    """Every key of a stack file, in the order the models declare them."""
+    return list(_model_keys(StackConfig, f"{CONFIG_NAMESPACE}:"))
+
+
+def reference_markdown() -> str:
+    lines = [
+        "# Stack file reference",
+        "",
+        "Every `tfk8s:` key of a stack file (`stacks/Pulumi.<stack>.yaml`). Generated by `make docs` from",
+        "the models' field descriptions (`components/spec/models.py`, and `trainer/settings.py` for",
+        "`tfk8s:trainer`): edit those, not this file. `[]` is an item of a list; `—` is unset.",
+        "",
+        "| key | type | default | allowed | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for doc in stack_keys():
+        meaning = (doc.meaning or "").replace("|", "\\|")
+        lines.append(f"| `{doc.key}` | {doc.type} | {doc.default} | {doc.allowed} | {meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    (PROJECT_ROOT / REFERENCE_FILE).write_text(reference_markdown(), encoding="utf-8")
+    print(f"wrote {REFERENCE_FILE} ({len(stack_keys())} keys)")
+
+
+if __name__ == "__main__":
+    main()

@@ -35,7 +35,7 @@ class NoJobSetError(RuntimeError):
 def no_jobset_message(stack: str) -> str:
     return (
         f"stack '{stack}': the cluster has no JobSet ({JOBSET_CRD} is not installed); install JobSet "
-        "(README: \"An experiment that ends\") or set tfk8s:cluster.workload: statefulset"
+        "(docs/lifecycle.md) or set tfk8s:cluster.workload: statefulset"
     )
 
 

@@ -15,7 +15,7 @@ from tools.localcluster.experiments import ApplyError, apply_manifest
 
 EXPECTED = (
     "stack 'scene1-case1': the cluster has no JobSet (jobsets.jobset.x-k8s.io is not installed); install "
-    'JobSet (README: "An experiment that ends") or set tfk8s:cluster.workload: statefulset'
+    'JobSet (docs/lifecycle.md) or set tfk8s:cluster.workload: statefulset'
 )
 
 

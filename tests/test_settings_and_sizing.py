@@ -105,13 +105,13 @@ def test_the_chief_is_sized_for_the_checkpoints_that_pass_through_it():
     ],
 )
 def test_the_chief_pod_asks_for_room_for_its_checkpoints(stack, scratch):
-    from components.objects import manifests
+    from components.objects import manifests, pods
     from components.objects.loading import load_experiment
 
     experiment = load_experiment(stack)
     chief = next(group for group in experiment.groups if group.task_type == "chief")
     spec = manifests.group_workload(experiment, chief)["spec"]["template"]["spec"]
-    volume = next(v for v in spec["volumes"] if v["name"] == manifests.SCRATCH_VOLUME)
+    volume = next(v for v in spec["volumes"] if v["name"] == pods.SCRATCH_VOLUME)
     resources = spec["containers"][0]["resources"]
     assert volume["emptyDir"]["sizeLimit"] == scratch
     assert resources["requests"]["ephemeral-storage"] == scratch

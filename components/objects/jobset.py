@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from components.objects.manifests import Manifest, chief_deadline, metadata, pod_template
+from components.objects.manifests import chief_deadline, metadata
+from components.objects.pods import Manifest, pod_template
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.workloads import JOBSET_NAME, TaskGroup

@@ -28,3 +28,13 @@ def test_components_top_level_holds_only_its_entry_points():
     modules users' Pulumi programs import by their old paths."""
     top_level = sorted(path.name for path in (PROJECT_ROOT / "components").glob("*.py"))
     assert top_level == ["__init__.py", "__main__.py", "program.py", "tf_experiment.py"], top_level
+
+
+def test_no_module_is_over_400_lines():
+    """A module that grows past 400 lines holds more than one thing: split it along its seams."""
+    sizes = {
+        str(path.relative_to(PROJECT_ROOT)): path.read_text(encoding="utf-8").count("\n")
+        for package in ("components", "trainer", "tools")
+        for path in (PROJECT_ROOT / package).rglob("*.py")
+    }
+    assert {path: lines for path, lines in sizes.items() if lines > 400} == {}

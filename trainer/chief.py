@@ -30,17 +30,21 @@ from typing import Any, Callable, Optional, TextIO
 
 import tensorflow as tf
 
+from .checkpoints import restore_latest, save
 from .cluster import TaskConfig, ps_named_in
 from .data import TASK_PROCESS_FILE, worker_dataset_fn
 from .devices import log_devices
+from .failures import (
+    EXIT_CHECKPOINT_FAILED,
+    EXIT_PS_LOST,
+    PS_FAILURES,
+    CheckpointError,
+    PsLostError,
+    is_ps_failure,
+)
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
 from .settings import CHECKPOINTS_KEPT, TrainerSettings
-
-EXIT_PS_LOST = 3
-EXIT_CHECKPOINT_FAILED = 4
-# Where checkpoints are written and read: the chief's own CPU, so its own filesystem.
-CHECKPOINT_IO_DEVICE = "/job:chief/replica:0/task:0/device:CPU:0"
 
 
 @dataclass
@@ -79,25 +83,6 @@ class Progress:
         if self.rows_per_shard is None:
             self.rows_per_shard = [0] * len(rows)
         self.rows_per_shard = [a + b for a, b in zip(self.rows_per_shard, rows)]
-
-
-def describe_cause(cause: Exception) -> str:
-    """TensorFlow's whole message: its first line is often only "Graph execution error:"."""
-    text = getattr(cause, "message", None) or str(cause)
-    return f"{type(cause).__name__}: {text.strip()}"
-
-
-class PsLostError(RuntimeError):
-    def __init__(self, index: Optional[int], address: Optional[str], cause: Exception) -> None:
-        who = f"ps-{index} ({address})" if index is not None else "a parameter server"
-        super().__init__(f"{who} is unreachable: {describe_cause(cause)}")
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint could not be written or read: not a lost server."""
-
-    def __init__(self, action: str, directory: str, cause: Exception) -> None:
-        super().__init__(f"could not {action} {directory}: {describe_cause(cause)}")
 
 
 def _emit(out: TextIO, event: str, **fields: Any) -> None:
@@ -157,14 +142,6 @@ def make_train_function(model: SparseModel) -> Callable:
     return train_steps
 
 
-# What a lost PS looks like to the chief: unreachable or cut off mid-call, or,
-# once restarted, an empty server whose variables are missing (NotFound) or
-# uninitialized (FailedPrecondition). Counted only when the error names a PS,
-# and never for checkpoint I/O, which is told apart where it happens.
-PS_CONNECTION_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError)
-PS_FAILURES = (*PS_CONNECTION_FAILURES, tf.errors.FailedPreconditionError, tf.errors.NotFoundError)
-
-
 def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -> dict[str, Any]:
     """Train to `settings.steps`; return the summary (also printed as the last line).
 
@@ -176,7 +153,7 @@ def run_chief(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions
         return _train(task, settings, options)
     except PS_FAILURES as error:
         index = ps_named_in(str(error))
-        if index is None and not _is_ps_failure(error):
+        if index is None and not is_ps_failure(error):
             raise
         address = task.cluster["ps"][index] if index is not None else None
         raise PsLostError(index, address, error) from None
@@ -317,60 +294,8 @@ class TrainingLoop:
             self.metrics.flush()
 
 
-# Checkpoint I/O goes through the chief (experimental_io_device), so each PS calls the chief
-# back. Right after the chief's pod or container (re)starts, a PS's channel to it can still be
-# in gRPC's reconnect back-off (peers.py) and fail such a call at once: seen on
-# real pods as a chief crash-looping on its restore. It is transient, so the chief retries.
-CHIEF_UNREACHED_RETRY_S = 15.0
-CHIEF_UNREACHED = "remote target /job:chief/"
-
-
-def _checkpoint_io(action: str, directory: str, operation: Callable[[], Any]) -> Any:
-    """Run a save or restore; a PS lost meanwhile is still a lost PS, anything else a CheckpointError."""
-    deadline = time.monotonic() + CHIEF_UNREACHED_RETRY_S
-    while True:
-        try:
-            return operation()
-        except PS_CONNECTION_FAILURES as error:
-            if CHIEF_UNREACHED in str(error) and time.monotonic() < deadline:
-                print(f"chief: a PS cannot reach the chief yet to {action}; retrying", flush=True)
-                time.sleep(1.0)
-                continue
-            if ps_named_in(str(error)) is None:
-                raise CheckpointError(action, directory, error) from None
-            raise
-        except tf.errors.OpError as error:
-            raise CheckpointError(action, directory, error) from None
-
-
-def restore_latest(manager: tf.train.CheckpointManager) -> Optional[str]:
-    """Restore the newest checkpoint, read by the chief; its path, or None for a fresh start."""
-    latest = manager.latest_checkpoint
-    if latest is None:
-        return None
-    _checkpoint_io("restore the checkpoint", latest, lambda: manager.checkpoint.restore(latest, options=_io_options()))
-    return latest
-
-
-def save(manager: tf.train.CheckpointManager, step: int) -> str:
-    """Write checkpoint `step` from the chief; its path."""
-    return _checkpoint_io(
-        f"write the checkpoint of step {step} to", manager.directory, lambda: manager.save(checkpoint_number=step, options=_io_options())
-    )
-
-
-@functools.lru_cache(maxsize=1)
-def _io_options() -> tf.train.CheckpointOptions:
-    # One object for every save: the saver traces its save function again for each new options object.
-    return tf.train.CheckpointOptions(experimental_io_device=CHECKPOINT_IO_DEVICE)
-
-
 def _next_multiple(step: int, every: int) -> Optional[int]:
     return None if not every else (step // every + 1) * every
-
-
-def _is_ps_failure(error: Exception) -> bool:
-    return "/job:ps" in str(error)
 
 
 def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[str, Any]:

@@ -12,7 +12,8 @@ import time
 import pytest
 
 from tools.localcluster import control_plane, paths
-from tools.localcluster.control_plane import ClusterError, ControlPlane
+from tools.localcluster.control_plane import ControlPlane
+from tools.localcluster.processes import ClusterError
 
 LIFECYCLE = paths.ClusterDir(paths.CLUSTER_ROOT / "tests-lifecycle")
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.realpods.conftest import host_snapshot, require_real_node_prerequisites
 from tools.localcluster import lifecycle, paths, realnodes
-from tools.localcluster.control_plane import ClusterError
+from tools.localcluster.processes import ClusterError
 from tools.nodeimage.images import pause_image
 
 FAILED_START = paths.ClusterDir(paths.CLUSTER_ROOT / "failed-start")

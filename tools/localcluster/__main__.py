@@ -21,7 +21,7 @@ from components.objects.render import read_rendered, render
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT
 
-from . import control_plane, host, lifecycle, paths
+from . import host, lifecycle, paths, processes
 from .client import api_client
 from .experiments import ApplyError, ExperimentNotRunning, apply_manifests, delete_manifests, wait_for_pods
 from .nodes import create_fake_nodes
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     except StackConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    except (control_plane.ClusterError, host.HostError, ApplyError, FileNotFoundError) as error:
+    except (processes.ClusterError, host.HostError, ApplyError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -10,28 +10,22 @@ started with `tie_to_parent` also dies with the Python process that started it
 from __future__ import annotations
 
 import base64
-import ctypes
 import json
-import os
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import yaml
 
 from . import addons, paths
 from .pki import Pki, create_pki, issue_client_certificate
+from .processes import ClusterError, Launcher, free_port, group_alive, is_ours, stop_processes, wait_until
 
-READY_TIMEOUT_S = 60.0
-STOP_GRACE_S = 10.0
 # Pod IPs for kwok: a /16, because its default /24 runs out at 254 pods.
 POD_CIDR = "10.244.0.1/16"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -45,13 +39,8 @@ KWOK_NODE_VALUE = "fake"
 CLIENT_QPS = "500"
 CLIENT_BURST = "1000"
 
-_PR_SET_PDEATHSIG = 1
 KUBELET_CLIENT_CERT = "apiserver-kubelet-client.crt"
 KUBELET_CLIENT_KEY = "apiserver-kubelet-client.key"
-
-
-class ClusterError(RuntimeError):
-    pass
 
 
 @dataclass
@@ -76,69 +65,6 @@ class ControlPlane:
         return cls(processes=state["processes"], ports=state["ports"])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _is_ours(pid: int) -> bool:
-    """The PID still runs one of our binaries (not a reused PID)."""
-    try:
-        executable = os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return False
-    return executable.startswith(str(paths.TOOLS_BIN)) or executable in paths.SYSTEM_BINARIES.values()
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def stop_processes(processes: dict[str, int]) -> list[str]:
-    """SIGTERM each process group, SIGKILL what is left after a grace period; names stopped.
-
-    A recorded PID that now runs something else (reused after our process
-    ended) is left alone. The binaries do not fork, so the group leader is the
-    whole group.
-    """
-    signalled: dict[str, int] = {}
-    # Reverse start order: nodes and controllers first, etcd last.
-    for name, pgid in reversed(list(processes.items())):
-        _reap(pgid)
-        if group_alive(pgid) and _is_ours(pgid):
-            os.killpg(pgid, signal.SIGTERM)
-            signalled[name] = pgid
-    deadline = time.monotonic() + STOP_GRACE_S
-    for pgid in signalled.values():
-        while group_alive(pgid) and time.monotonic() < deadline:
-            _reap(pgid)
-            time.sleep(0.1)
-        if group_alive(pgid):
-            os.killpg(pgid, signal.SIGKILL)
-        _reap(pgid)
-    return list(signalled)
-
-
-def _reap(pid: int) -> None:
-    """Collect our own exited child, so it does not linger as a zombie."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
 def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
     ca = base64.b64encode(pki.serving_cert.read_bytes()).decode()
     config = {
@@ -153,27 +79,6 @@ def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
     path.chmod(0o600)
 
 
-def wait_until(check: Callable[[], bool], what: str, launcher: "Launcher", timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Poll `check` until it holds; ClusterError when a started process exits first or time runs out."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for name, pid in launcher.processes.items():
-            if not group_alive(pid) or _exited(pid):
-                raise ClusterError(f"{name} exited during start-up; see {launcher.where.log_dir / (name + '.log')}")
-        if check():
-            return
-        time.sleep(0.25)
-    raise ClusterError(f"{what} not ready after {timeout_s:.0f} s; logs in {launcher.where.log_dir}")
-
-
-def _exited(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == pid
-    except ChildProcessError:
-        return False
-
-
 def _https_ok(url: str, token: str, cafile: Path) -> bool:
     context = ssl.create_default_context(cafile=str(cafile))
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
@@ -184,40 +89,10 @@ def _https_ok(url: str, token: str, cafile: Path) -> bool:
         return False
 
 
-class Launcher:
-    """Starts processes of the control plane and remembers them for cleanup."""
-
-    def __init__(self, where: paths.ClusterDir, tie_to_parent: bool) -> None:
-        self.where = where
-        self.tie_to_parent = tie_to_parent
-        self.processes: dict[str, int] = {}
-
-    def start(
-        self, name: str, args: list[str], executable: Optional[Path] = None, env: Optional[dict[str, str]] = None
-    ) -> int:
-        """Start `executable` (default: the toolchain's binary `name`) logging to logs/<name>.log; its PID."""
-        log = open(self.where.log_dir / f"{name}.log", "wb")
-        try:
-            process = subprocess.Popen(
-                [str(executable or paths.binary(name)), *args],
-                env={**os.environ, **env} if env else None,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.where.root,
-                start_new_session=True,  # its own process group: stopped by group
-                preexec_fn=_die_with_parent if self.tie_to_parent else None,
-            )
-        finally:
-            log.close()
-        self.processes[name] = process.pid
-        return process.pid
-
-
 def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = False) -> ControlPlane:
     """Start a fresh cluster in `where` and wait until it serves; raise ClusterError if not."""
     existing = ControlPlane.load(where)
-    if existing is not None and any(group_alive(pid) and _is_ours(pid) for pid in existing.processes.values()):
+    if existing is not None and any(group_alive(pid) and is_ours(pid) for pid in existing.processes.values()):
         raise ClusterError("a local cluster is already running: `make cluster-down` first")
     for name in paths.BINARIES:
         paths.binary(name)

@@ -11,7 +11,7 @@ from typing import Iterable
 
 from components.objects.loading import load_experiment
 
-from . import addons, control_plane, paths, realnodes
+from . import addons, control_plane, paths, processes, realnodes
 from .client import api_client
 from .experiments import Progress, quiet
 from .nodes import create_fake_nodes, label_real_nodes
@@ -49,5 +49,5 @@ def down(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, say: Progress = quiet)
     problems = realnodes.teardown(where, say)
     stopped = control_plane.down(where)
     if problems:
-        raise control_plane.ClusterError("could not undo: " + "; ".join(problems))
+        raise processes.ClusterError("could not undo: " + "; ".join(problems))
     return stopped

@@ -268,7 +268,10 @@ def test_a_typo_in_the_trainer_and_one_in_the_cluster_are_both_reported():
     assert "tfk8s:cluster.workers.replics: unknown key (did you mean 'replicas'?)" in text
 
 
-@pytest.mark.parametrize("workload, variable", [("jobset", "TFK8S_CLUSTER"), ("statefulset", "TF_CONFIG")])
+@pytest.mark.parametrize("workload, variable", [
+    pytest.param("jobset", "TFK8S_CLUSTER", id="jobset: the cluster alone"),
+    pytest.param("statefulset", "TF_CONFIG", id="statefulset: the expanded TF_CONFIG"),
+])
 def test_the_tf_config_limit_is_the_kernels(workload, variable):
     """The largest environment string a task is started with: the expanded TF_CONFIG of a StatefulSet
     pod, the cluster alone for a JobSet pod (whose trainer composes TF_CONFIG in its process)."""

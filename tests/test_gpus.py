@@ -111,6 +111,8 @@ def test_each_role_adds_the_stacks_tolerations():
         ({"key": "a", "effect": "Sometimes"}, "effect"),
         ({"key": "a", "seconds": 5}, "seconds"),
     ],
+    ids=["Exists with a value", "Equal without a key", "tolerationSeconds without NoExecute", "unknown effect",
+         "unknown field"],
 )
 def test_a_bad_toleration_names_the_role_and_the_rule(toleration, message):
     def edit(values):

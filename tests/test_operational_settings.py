@@ -58,7 +58,7 @@ def test_the_chief_gets_a_deadline_only_when_asked(workload):
     ({"priorityClass": "Research_Low"}, "tfk8s:cluster.priorityClass"),
     ({"chief": {"activeDeadlineSeconds": 0}}, "tfk8s:cluster.chief.activeDeadlineSeconds"),
     ({"chief": {"activeDeadlineSeconds": "1d"}}, "tfk8s:cluster.chief.activeDeadlineSeconds"),
-])
+], ids=["priority class not a DNS subdomain", "deadline of 0 seconds", "deadline not a number"])
 def test_bad_operational_settings_name_the_field(bad, message):
     name, values = read_stack_values("scene1-case2")
     values = copy.deepcopy(values)

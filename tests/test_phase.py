@@ -25,6 +25,16 @@ def jobset(suspend=False, **status):
     (jobset(terminalState="Failed", conditions=[
         {"type": "Failed", "status": "True", "reason": "ReachedMaxRestarts", "message": "jobset failed due to reaching max number of restarts"},
     ]), False, False, "Failed (jobset failed due to reaching max number of restarts)"),
+], ids=[
+    "no JobSet -> Pending",
+    "suspended and queued -> Queued",
+    "queued workload admitted -> Admitted",
+    "pods not all running -> Pending",
+    "every pod running -> Running",
+    "restarted, pods starting -> Restarting",
+    "restarted, every pod running -> Running",
+    "completed -> Succeeded",
+    "failed at max restarts -> Failed with the reason",
 ])
 def test_the_phase_follows_the_jobset(js, queued, all_running, expected):
     assert str(jobset_phase(js, queued, all_running, max_restarts=3)) == expected

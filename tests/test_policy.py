@@ -307,7 +307,7 @@ def test_pod_on_tf_port_without_any_network_policy_is_reported():
     ({"ipBlock": {"cidr": "0.0.0.0/0"}}, "ipBlock"),
     ({"namespaceSelector": {}}, "other namespaces"),
     ({"podSelector": {}}, "beyond this experiment"),
-])
+], ids=["an ipBlock", "every namespace", "every pod of the namespace"])
 def test_network_policy_peers_that_open_the_port_too_wide(peer, problem):
     spec = {"containers": [{"name": "c", "image": "i:1", "ports": [{"containerPort": 2222}]}]}
     policy = Object("kubernetes:networking.k8s.io/v1:NetworkPolicy", "np", "urn:np", {
@@ -418,7 +418,8 @@ def test_missing_properties_that_a_rule_needs_are_violations():
     Object("kubernetes:storage.k8s.io/v1:StorageClassPatch", "scp", "urn:scp", {"metadata": {"name": "fast"}}),
     Object("kubernetes:helm.sh/v3:Release", "rel", "urn:rel",
            {"name": "monitoring", "chart": "prometheus", "namespace": "monitoring"}),
-])
+], ids=["PriorityClass (cluster-scoped)", "webhook configuration (cluster-scoped)", "StorageClass patch (cluster-scoped)",
+        "Helm release in its own namespace"])
 def test_cluster_scoped_objects_and_namespaced_releases_are_not_in_the_default_namespace(obj):
     assert violations("tfk8s-not-default-namespace", [obj]) == []
 
@@ -428,7 +429,7 @@ def test_cluster_scoped_objects_and_namespaced_releases_are_not_in_the_default_n
     Object("kubernetes:helm.sh/v3:Release", "rel", "urn:rel",
            {"name": "monitoring", "chart": "prometheus", "namespace": "default"}),
     Object("kubernetes:core/v1:SecretPatch", "sp", "urn:sp", {"metadata": {"name": "pull", "namespace": "default"}}),
-])
+], ids=["Helm release without a namespace", "Helm release in default", "Secret patch in default"])
 def test_namespaced_objects_in_default_are_still_reported(obj):
     found = violations("tfk8s-not-default-namespace", [obj])
     assert len(found) == 1 and "is in the default namespace" in found[0]
@@ -454,7 +455,8 @@ def tf_pod_and_policy(ports) -> list[Object]:
     [{"protocol": "TCP"}],
     None,  # no ports: every port
     [{"port": 80}, {"port": 2200, "endPort": 2222}],
-])
+], ids=["a range over 2222", "TCP 2222", "the port's name", "TCP, every port", "no ports: every port",
+        "a second rule ending at 2222"])
 def test_an_open_rule_that_covers_the_tf_port_is_reported(ports):
     found = violations("tfk8s-tf-grpc-isolation", tf_pod_and_policy(ports))
     assert len(found) == 1 and "admits every source (empty 'from') on port 2222" in found[0], found
@@ -465,7 +467,7 @@ def test_an_open_rule_that_covers_the_tf_port_is_reported(ports):
     [{"port": 8080}],
     [{"port": "metrics"}],
     [{"protocol": "UDP", "port": 2222}],
-])
+], ids=["a range ending at 2221", "another port", "another port's name", "UDP 2222"])
 def test_an_open_rule_that_misses_the_tf_port_is_not_reported(ports):
     assert violations("tfk8s-tf-grpc-isolation", tf_pod_and_policy(ports)) == []
 

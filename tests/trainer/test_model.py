@@ -272,6 +272,8 @@ def _watchdogs_end(timeout_s: float = 5.0) -> bool:
         ("dataset", _ps_error(tf.errors.NotFoundError, 1)),
         ("dataset", _ps_error(tf.errors.AbortedError, 0)),
     ],
+    ids=["restore, ps-1 unavailable", "restore, ps-0 restarted empty", "datasets, ps-1 variables gone",
+         "datasets, ps-0 call aborted"],
 )
 def test_a_lost_ps_before_the_loop_exits_3_naming_it(stage, error, strategy, monkeypatch, tmp_path, capsys):
     from trainer import chief

@@ -26,15 +26,15 @@ ADVISORY = EnforcementLevel.ADVISORY
 ADDRESS = re.compile(r"^(?:([a-z0-9-]+)\.)?([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$")
 
 def _named_services(groups: Mapping[tuple, list]) -> set[tuple[Optional[str], str]]:
-    """(namespace, Service) of every address in the experiments' TF_CONFIG."""
+    """(namespace, Service) of every address in each experiment's TF_CONFIG cluster (its first
+    task's: tasks that disagree on the cluster are reported on their own)."""
     named = set()
     for (namespace, _), group in groups.items():
-        for workload in group:
-            for addresses in (get(workload.tf_config, "cluster", default={}) or {}).values():
-                for address in as_list(addresses):
-                    match = ADDRESS.match(str(address))
-                    if match:
-                        named.add((namespace, match.group(2)))
+        for addresses in (get(group[0].tf_config, "cluster", default={}) or {}).values():
+            for address in as_list(addresses):
+                match = ADDRESS.match(str(address))
+                if match:
+                    named.add((namespace, match.group(2)))
     return named
 
 def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> None:

@@ -3,7 +3,7 @@
 Every `tfk8s:` key a stack file may set, with its type, its default, the
 values it allows and one line of meaning: walked from `StackConfig` (and
 `TrainerSettings` for `tfk8s:trainer`), so the reference cannot drift from
-what the loader accepts. `tests/test_stack_reference.py` fails, naming the
+what the loader accepts. `tests/spec/test_reference.py` fails, naming the
 key, when docs/stack-reference.md is stale or a field has no description.
 """
 

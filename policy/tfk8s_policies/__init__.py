@@ -11,7 +11,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel
 
 from . import gpu, hygiene, network, sizing, tf_config
-from .facts import *  # noqa: F401,F403 (the copies, for tests/test_policy_copies.py)
+from .facts import *  # noqa: F401,F403 (the copies, for tests/policy/test_copies.py)
 from .reading import embedding_shards, quantity_bytes  # noqa: F401
 from .sizing import shard_bytes  # noqa: F401
 

@@ -1,5 +1,5 @@
 """What the pack knows of tfk8s, copied because it imports no tfk8s code (pulumi-policy pins
-protobuf 5.29, the trainer needs 6); tests/test_policy_copies.py holds each copy against its original."""
+protobuf 5.29, the trainer needs 6); tests/policy/test_copies.py holds each copy against its original."""
 
 from __future__ import annotations
 

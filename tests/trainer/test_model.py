@@ -386,7 +386,7 @@ def test_a_checkpoint_that_cannot_be_written_is_not_taken_for_a_lost_ps(strategy
 def test_checkpoint_io_retries_while_a_ps_cannot_reach_the_restarted_chief_yet(monkeypatch):
     """Seen on real pods: a replaced chief's restore failed because a PS's channel back to it was
     still in gRPC's reconnect back-off; the chief crash-looped. It now retries for a while."""
-    from trainer import chief as chief_module
+    from trainer import checkpoints
 
     unreached = (
         "failed to connect to all addresses; last error: UNKNOWN: ipv4:10.77.0.75:2222: Connection refused\n"
@@ -401,15 +401,15 @@ def test_checkpoint_io_retries_while_a_ps_cannot_reach_the_restarted_chief_yet(m
             raise tf.errors.UnavailableError(None, None, unreached)
         return "restored"
 
-    monkeypatch.setattr(chief_module.time, "sleep", lambda _: None)
-    assert chief_module._checkpoint_io("restore the checkpoint", "ckpt-200", restore) == "restored"
+    monkeypatch.setattr(checkpoints.time, "sleep", lambda _: None)
+    assert checkpoints._checkpoint_io("restore the checkpoint", "ckpt-200", restore) == "restored"
     assert len(calls) == 3
 
     def ps_gone():
         raise tf.errors.UnavailableError(None, None, "failed on /job:ps/replica:0/task:1/device:CPU:0: connection reset")
 
     with pytest.raises(tf.errors.UnavailableError):  # a lost PS is not retried: the chief exits 3
-        chief_module._checkpoint_io("restore the checkpoint", "ckpt-200", ps_gone)
+        checkpoints._checkpoint_io("restore the checkpoint", "ckpt-200", ps_gone)
 
 
 def test_the_coordinator_reaches_a_lost_workers_replacement_only_once_it_serves(monkeypatch):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from components.plan.planner import PoolServers, plan_placement
 from components.plan.tf_config import cluster_spec
 from components.plan.workloads import DNS_LABEL, MAX_GROUP_NAME, MAX_JOBSET_GROUP_NAME, pod_hostname, task_groups
-from tests.test_planner import plan_for, servers, specs
+from tests.plan.test_planner import plan_for, servers, specs
 
 
 def groups_of(plan, *pools, max_name=MAX_GROUP_NAME):

@@ -1,0 +1,167 @@
+"""Which pod runs which task, and how each task stands against the plan; the status as a table or
+as JSON (pure: pods, nodes and events as the API server returns them, no API calls)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from components.live.phase import Phase
+from components.plan import labels as L
+from components.plan.experiment import Experiment
+from components.plan.planner import TaskPlacement
+
+HEALTHY_PHASES = ("Running", "Succeeded")
+
+
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    task: str
+    pool: str
+    planned: Optional[str]  # None: the scheduler picks within the pool
+    node: Optional[str]
+    phase: str  # the pod's phase, or "Missing" when there is no pod
+    as_planned: bool
+    reason: str = ""
+
+
+def pod_task(pod: Any, first_index: dict[str, int]) -> Optional[str]:
+    """A JobSet pod runs its group's first index plus its completion index; a StatefulSet pod's
+    ordinal is its task index; the StatefulSet model's chief Job runs task 0 only."""
+    labels = pod.metadata.labels or {}
+    role = labels.get(L.COMPONENT)
+    if COMPLETION_INDEX in labels and labels.get(L.WORKLOAD) in first_index:
+        return f"{role}-{first_index[labels[L.WORKLOAD]] + int(labels[COMPLETION_INDEX])}"
+    index = labels.get(L.POD_INDEX, "0" if role == "chief" else None)
+    if role is None or index is None:
+        return None
+    return f"{role}-{index}"
+
+
+def newest_pods_by_task(pods: list[Any], first_index: dict[str, int]) -> dict[str, Any]:
+    """A task's current pod: the newest one not being deleted (a Job may keep failed ones)."""
+    current: dict[str, Any] = {}
+    for pod in sorted(pods, key=lambda p: p.metadata.creation_timestamp):
+        task = pod_task(pod, first_index)
+        if task is not None and pod.metadata.deletion_timestamp is None:
+            current[task] = pod
+    return current
+
+
+def _scheduling_message(pod: Any) -> str:
+    for condition in pod.status.conditions or ():
+        if condition.type == "PodScheduled" and condition.status == "False":
+            return condition.message or condition.reason or "not scheduled"
+    return ""
+
+
+def task_status(
+    placement: TaskPlacement,
+    pod: Any,
+    nodes: dict[str, Any],
+    strict: bool,
+    controller_event: str,
+    finished: bool = False,
+) -> TaskStatus:
+    """`finished`: the task's Job completed, so a missing pod is expected (it may have been cleaned up)."""
+    task, server = placement.task, placement.server
+    if pod is None and finished:
+        return TaskStatus(task.name, placement.pool, server, None, "Succeeded", True, "finished; its pod is gone")
+    node = pod.spec.node_name if pod is not None else None
+    phase = pod.status.phase if pod is not None else "Missing"
+    on_plan = node is not None and (server is None or node == server)
+    reasons = []
+    if server is not None and server not in nodes:
+        reasons.append(f"server {server} is not in the cluster")
+    if node is not None and server is not None and node != server:
+        reasons.append(f"moved from {server} to {node}" if not strict else f"on {node}, not on {server}")
+    if pod is None:
+        reasons.append(controller_event or "no pod yet")
+    elif node is None:
+        reasons.append(_scheduling_message(pod) or "not scheduled yet")
+    return TaskStatus(
+        task=task.name,
+        pool=placement.pool,
+        planned=server,
+        node=node,
+        phase=phase,
+        as_planned=on_plan and phase in HEALTHY_PHASES,
+        reason="; ".join(reasons),
+    )
+
+
+def last_failed_create(events: list[Any]) -> dict[str, str]:
+    """Workload name -> its controller's latest FailedCreate message (e.g. a Pod Security refusal)."""
+    latest: dict[str, str] = {}
+    for event in sorted(events, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp):
+        if event.reason == "FailedCreate" and event.involved_object is not None:
+            latest[event.involved_object.name] = event.message
+    return latest
+
+
+@dataclass(frozen=True)
+class ExperimentStatus:
+    phase: Phase
+    tasks: list[TaskStatus]
+    summary: Optional[dict[str, Any]] = None  # the chief's, once it succeeded
+    pods: dict[str, Any] = field(default_factory=dict)  # task -> its current pod
+
+
+def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
+    statuses = status.tasks
+    off_plan = [s for s in statuses if not s.as_planned]
+    pending = sum(1 for s in statuses if s.phase == "Pending")
+    lines = [
+        f"stack {experiment.stack} · namespace {experiment.namespace} · "
+        f"{len(statuses) - len(off_plan)}/{len(statuses)} tasks running as planned · {pending} pending",
+        f"phase: {status.phase}",
+        "",
+    ]
+    rows = [("", "TASK", "PLANNED", "NODE", "PHASE", "WHY")]
+    for status in statuses:
+        rows.append(
+            (
+                "!" if not status.as_planned else "",
+                status.task,
+                status.planned or f"({status.pool})",
+                status.node or "-",
+                status.phase,
+                status.reason,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def status_json(experiment: Experiment, status: ExperimentStatus) -> str:
+    statuses = status.tasks
+    return json.dumps(
+        {
+            "phase": status.phase.name,
+            "phaseDetail": status.phase.detail,
+            "summary": status.summary,
+            "stack": experiment.stack,
+            "namespace": experiment.namespace,
+            "asPlanned": all(s.as_planned for s in statuses),
+            "tasks": [
+                {
+                    "task": s.task,
+                    "pool": s.pool,
+                    "planned": s.planned,
+                    "node": s.node,
+                    "phase": s.phase,
+                    "asPlanned": s.as_planned,
+                    "reason": s.reason,
+                }
+                for s in statuses
+            ],
+        },
+        indent=2,
+    )

@@ -6,8 +6,6 @@ each field's description is the user documentation of its key.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -24,6 +22,7 @@ from .quantities import (
     NodeName,
     Quantity,
 )
+from .ratio import parse_ratio, ps_count_for_ratio
 
 CONFIG_NAMESPACE = "tfk8s"
 DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0"
@@ -213,34 +212,40 @@ class ChiefSpec(_Model):
 
 class ClusterSpec(_Model):
     placement: Placement = Field(
-        description="colocated: PS and workers share servers; isolated: disjoint servers; "
-        "spread: the scheduler spreads pods"
+        description="colocated: PS and workers share one pool (seed scene 1); isolated: the PS pool and the "
+        "worker pool are disjoint (scene 2); spread: nothing pinned, the scheduler spreads pods, PS kept apart"
     )
     strict: bool = Field(
         default=True,
         strict=True,
-        description="pinned tasks require their server (true) or only prefer it (false)",
+        description="pinned tasks require their server (true); false only prefers it, so a lost server does not "
+        "strand a task",
     )
     production: bool = Field(
         default=False,
         strict=True,
-        description="marks the experiment's namespace as production (the policy pack then advises against strict pinning)",
+        description="labels the namespace tfk8s.io/production: true; the policy pack then advises against strict "
+        "pinning",
     )
     ratio: Optional[str] = Field(
-        default=None, description="'P:W', P parameter servers per W workers (instead of ps.replicas)"
+        default=None,
+        description="'P:W', P parameter servers per W workers ('1:10'), instead of ps.replicas; both given must agree",
     )
     namespace: Optional[DnsLabel] = Field(
-        default=None, description="namespace of the experiment (default tf-<stack>)"
+        default=None,
+        description="namespace of the experiment (default tf-<stack>); tfk8s creates it, so not default, "
+        "kube-system, kube-public or kube-node-lease",
     )
     image: str = Field(
         default=DEFAULT_IMAGE,
         min_length=1,
-        description="TensorFlow image the trainer runs in (pin a tag)",
+        description="TensorFlow image the trainer runs in, pinned to a tag (not latest) or a digest",
     )
     gpu_image: Optional[str] = Field(
         default=None,
         min_length=1,
-        description="image of GPU workers (default: image with '-gpu' appended to its tag, TensorFlow's GPU build)",
+        description="image of GPU workers (default: image with '-gpu' appended to its tag, TensorFlow's GPU build); "
+        "needed when image is a digest",
     )
     priority_class: Optional[NodeName] = Field(
         default=None,
@@ -265,7 +270,8 @@ class ClusterSpec(_Model):
     queue: Optional[DnsLabel] = Field(
         default=None,
         description="Kueue ClusterQueue that admits the whole experiment at once (workload jobset); "
-        "tfk8s creates the LocalQueue 'tfk8s' pointing at it",
+        "tfk8s creates the LocalQueue 'tfk8s' pointing at it and labels the JobSet for it, so Kueue admits the "
+        "whole experiment or none of it",
     )
     ps: PsSpec = Field(
         description="the parameter servers (under colocated it may be left out: they share workers.pool, "
@@ -377,18 +383,3 @@ class StackConfig(_Model):
         return self.cluster.namespace or f"tf-{self.stack}"
 
 
-_RATIO = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
-
-
-def parse_ratio(ratio: str) -> tuple[int, int]:
-    match = _RATIO.match(ratio)
-    if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
-        raise ValueError(
-            f"ratio '{ratio}' is not of the form 'P:W' with positive whole numbers, e.g. '1:10'"
-        )
-    return int(match.group(1)), int(match.group(2))
-
-
-def ps_count_for_ratio(ratio: str, workers: int) -> int:
-    ps, per_workers = parse_ratio(ratio)
-    return max(1, math.ceil(workers * ps / per_workers))

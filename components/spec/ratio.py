@@ -1,0 +1,22 @@
+"""A PS:worker ratio as a stack file writes it ('1:10'), and the PS count it gives for some workers."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_RATIO = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
+
+
+def parse_ratio(ratio: str) -> tuple[int, int]:
+    match = _RATIO.match(ratio)
+    if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
+        raise ValueError(
+            f"ratio '{ratio}' is not of the form 'P:W' with positive whole numbers, e.g. '1:10'"
+        )
+    return int(match.group(1)), int(match.group(2))
+
+
+def ps_count_for_ratio(ratio: str, workers: int) -> int:
+    ps, per_workers = parse_ratio(ratio)
+    return max(1, math.ceil(workers * ps / per_workers))

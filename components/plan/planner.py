@@ -121,8 +121,8 @@ def plan_placement(
         worker_servers: list[Optional[str]] = [None] * worker_count
     else:
         assert ps_pool.servers is not None and worker_pool.servers is not None  # pinned: the rules hold
-        ps_servers = list(block_assignment(ps_count, ps_pool.servers))
-        worker_servers = list(block_assignment(worker_count, worker_pool.servers))
+        ps_servers = block_assignment(ps_count, ps_pool.servers)
+        worker_servers = block_assignment(worker_count, worker_pool.servers)
 
     placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)]
     placements += [

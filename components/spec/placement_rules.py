@@ -50,13 +50,14 @@ def placement_problems(
                 f"isolated placement needs separate PS and worker pools, but both are '{ps_pool}'",
             ))
         else:
+            worker_nodes = set(worker_servers or ())  # a set: pools of a thousand servers are checked twice per load
             problems += [
                 PlacementProblem(
                     "nodePools",
                     f"node '{node}' is in both the PS pool '{ps_pool}' and the worker pool '{worker_pool}'; "
                     "isolated placement needs disjoint pools",
                 )
-                for node in ps_servers or () if node in (worker_servers or ())
+                for node in ps_servers or () if node in worker_nodes
             ]
     if placement != "spread":
         for role, pool, servers in (("ps", ps_pool, ps_servers), ("workers", worker_pool, worker_servers)):

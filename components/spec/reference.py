@@ -93,14 +93,18 @@ def _type_text(annotation: Any, metadata: list[Any]) -> str:
     return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
 
+def _allowed(choices: tuple[Any, ...], minimum: Any) -> str:
+    """What a key allows: its choices, else its least value, else nothing to say."""
+    if choices:
+        return " \\| ".join(f"`{choice}`" for choice in choices)
+    return f"≥ {minimum}" if minimum is not None else ""
+
+
 def _allowed_text(annotation: Any, field: FieldInfo) -> str:
     annotation, _ = _unwrapped(annotation)
-    if typing.get_origin(annotation) is typing.Literal:
-        return " \\| ".join(f"`{value}`" for value in typing.get_args(annotation))
-    for constraint in field.metadata:
-        if getattr(constraint, "ge", None) is not None:
-            return f"≥ {constraint.ge}"
-    return ""
+    choices = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
+    minimum = next((c.ge for c in field.metadata if getattr(c, "ge", None) is not None), None)
+    return _allowed(choices, minimum)
 
 
 def _value_text(value: Any) -> str:
@@ -140,9 +144,7 @@ def _trainer_keys(prefix: str) -> Iterator[KeyDoc]:
     """`tfk8s:trainer`: the trainer's own schema (trainer/settings.py, standard library only)."""
     hints = typing.get_type_hints(TrainerSettings)
     for spec in dataclasses.fields(TrainerSettings):
-        choices = spec.metadata.get("choices") or ()
-        minimum = spec.metadata.get("minimum")
-        allowed = " \\| ".join(f"`{c}`" for c in choices) if choices else (f"≥ {minimum}" if minimum is not None else "")
+        allowed = _allowed(spec.metadata.get("choices") or (), spec.metadata.get("minimum"))
         yield KeyDoc(f"{prefix}{to_camel(spec.name)}", _type_text(hints[spec.name], []), _value_text(spec.default),
                      allowed, spec.metadata.get("help"))
 

@@ -33,21 +33,12 @@ TARGET_SECONDS = 1.0
 TARGET_RATIO = 11.0
 
 
-def scaled_values(values: dict, factor: int) -> dict:
-    """The seed stack with `factor` times the servers, PS and workers."""
-    pool = dict(values["tfk8s:nodePools"][0])
-    pool["nodes"] = [f"srv-{i:04d}" for i in range(len(pool["nodes"]) * factor)]
-    cluster = json.loads(json.dumps(values["tfk8s:cluster"]))
-    cluster["ps"]["replicas"] *= factor
-    cluster["workers"]["replicas"] *= factor
-    return {**values, "tfk8s:nodePools": [pool], "tfk8s:cluster": cluster}
-
-
 def run_once(factor: int, collector_on: bool = False) -> dict:
     """One timed run in this process: load the stack, run the program, count objects."""
     from components.resources import entry_point as program
     from components.spec.stack_files import read_stack_values
     from tests.harness import run_program
+    from tests.stack_variants import scaled_values
 
     if collector_on:
         program.pause_garbage_collector = lambda: None

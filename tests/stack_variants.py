@@ -19,3 +19,22 @@ def write_variant(directory: Path, base: str, name: str, edit: Callable[[dict[st
     path = directory / f"Pulumi.{name}.yaml"
     path.write_text(yaml.safe_dump({"config": values}, sort_keys=False))
     return str(path)
+
+
+def scaled_values(values: dict[str, Any], factor: int) -> dict[str, Any]:
+    """A one-pool stack with `factor` times its servers, PS and workers (srv-0000, srv-0001, ...)."""
+    values = copy.deepcopy(values)
+    pool = values["tfk8s:nodePools"][0]
+    pool["nodes"] = [f"srv-{i:04d}" for i in range(len(pool["nodes"]) * factor)]
+    cluster = values["tfk8s:cluster"]
+    cluster["ps"]["replicas"] *= factor
+    cluster["workers"]["replicas"] *= factor
+    return values
+
+
+def write_scaled(directory: Path, base: str, factor: int, name: str = "") -> str:
+    """`base` with `factor` times its servers, PS and workers, as a stack file; its path."""
+    _, values = read_stack_values(base)
+    path = directory / f"Pulumi.{name or f'{base}-x{factor}'}.yaml"
+    path.write_text(yaml.safe_dump({"config": scaled_values(values, factor)}, sort_keys=False))
+    return str(path)

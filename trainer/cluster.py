@@ -19,6 +19,9 @@ TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
 # A JobSet pod's TF_CONFIG is composed here, because its task index is a sum the
 # kubelet cannot expand: the group's first index plus the pod's Job completion index.
 CLUSTER_ENV = "TFK8S_CLUSTER"  # the cluster JSON, from the experiment's shared ConfigMap
+# Past what one environment variable may hold (Linux: 128 KiB), the cluster JSON is a mounted
+# file instead, and this variable names it.
+CLUSTER_FILE_ENV = "TFK8S_CLUSTER_FILE"
 TASK_TYPE_ENV = "TFK8S_TASK_TYPE"
 FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"  # set by the Job controller in Indexed Jobs
@@ -54,8 +57,10 @@ def composed_tf_config(environ: Mapping[str, str]) -> str | None:
     """A JobSet pod's TF_CONFIG from its pieces; None where the pod has none of them."""
     if not environ.get(TASK_TYPE_ENV):
         return None
-    missing = [name for name in (CLUSTER_ENV, FIRST_INDEX_ENV, COMPLETION_INDEX_ENV) if not environ.get(name)]
-    if missing:
+    cluster = cluster_json(environ)
+    missing = [name for name in (FIRST_INDEX_ENV, COMPLETION_INDEX_ENV) if not environ.get(name)]
+    if missing or cluster is None:
+        missing = ([] if cluster is not None else [f"{CLUSTER_ENV} (or {CLUSTER_FILE_ENV})"]) + missing
         raise ClusterConfigError(
             f"{TASK_TYPE_ENV} is set but {', '.join(missing)} not: a JobSet task needs the cluster from "
             f"the shared ConfigMap, its group's first index and its Job completion index (an Indexed Job)"
@@ -68,7 +73,21 @@ def composed_tf_config(environ: Mapping[str, str]) -> str | None:
             f"{environ[COMPLETION_INDEX_ENV]!r} must be whole numbers"
         ) from None
     task = json.dumps({"type": environ[TASK_TYPE_ENV], "index": index}, separators=(",", ":"))
-    return f'{{"cluster":{environ[CLUSTER_ENV]},"task":{task}}}'
+    return f'{{"cluster":{cluster},"task":{task}}}'
+
+
+def cluster_json(environ: Mapping[str, str]) -> str | None:
+    """The cluster JSON from its variable, or from the file its file variable names."""
+    if environ.get(CLUSTER_ENV):
+        return environ[CLUSTER_ENV]
+    path = environ.get(CLUSTER_FILE_ENV)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as error:
+        raise ClusterConfigError(f"{CLUSTER_FILE_ENV}={path}: cannot read the cluster: {error.strerror}") from None
 
 
 def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:

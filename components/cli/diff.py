@@ -2,7 +2,7 @@
 
 `python -m components diff <stackA> <stackB>` prints what changes from A to B.
 Objects are matched by kind and name, which say what they are for (a role's
-tasks on a server: a replicated Job of the JobSet or a workload; the shared
+tasks: a replicated Job of the JobSet, or a StatefulSet per server; the shared
 ConfigMaps), not by namespace:
 the stack name and namespace are written as placeholders before comparing, so
 two stacks of the same shape differ only where their experiments do.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 from components.objects.experiment_objects import experiment_objects
 from components.plan import labels as L
@@ -47,17 +47,20 @@ class ConfigChange:
 
 @dataclass(frozen=True)
 class ServerChange:
-    server: str  # a server, or "(scheduler) <pool>" for unpinned tasks
-    before: list[str]
-    after: list[str]
+    server: str  # a server, or "(scheduler) <pool>" for the tasks the scheduler places
+    before: Optional[dict[str, int]]  # {"ps": n, "worker": m}; None where A has no such row
+    after: Optional[dict[str, int]]
+    tasks_before: list[str] = field(default_factory=list)  # the tasks pinned there, where the plan pins tasks
+    tasks_after: list[str] = field(default_factory=list)
 
     @property
     def change(self) -> str:
-        if not self.before:
+        if self.before is None:
             return "appears"
-        if not self.after:
+        if self.after is None:
             return "disappears"
-        return "changes" if self.before != self.after else "same"
+        same = self.before == self.after and self.tasks_before == self.tasks_after
+        return "same" if same else "changes"
 
 
 @dataclass
@@ -83,7 +86,8 @@ class ExperimentDiff:
             "config": [{"key": c.key, "before": c.before, "after": c.after} for c in self.config],
             "plan": {
                 "servers": [
-                    {"server": s.server, "before": s.before, "after": s.after, "change": s.change}
+                    {"server": s.server, "before": s.before, "after": s.after, "tasksBefore": s.tasks_before,
+                     "tasksAfter": s.tasks_after, "change": s.change}
                     for s in self.servers
                     if s.change != "same"
                 ],
@@ -168,25 +172,45 @@ def _shown(value: Any) -> str:
 
 
 def _where(plan: Plan) -> dict[str, str]:
-    """Task -> its server, or '(scheduler) <pool>' when unpinned."""
+    """Task -> its server, or '(scheduler) <pool>' when the scheduler places it."""
     return {
         p.task.name: p.server if p.server is not None else f"(scheduler) {p.pool}" for p in plan.placements
     }
 
 
+def _rows(plan: Plan) -> dict[str, tuple[dict[str, int], list[str]]]:
+    """Each server's counts and pinned tasks, then the tasks the scheduler places, per pool."""
+    tasks_on = plan.by_server()
+    rows = {share.server: (share_counts(share.ps, share.workers), tasks_on.get(share.server, [])) for share in plan.shares}
+    for pool, tasks in plan.unpinned().items():
+        ps = sum(1 for task in tasks if task.startswith("ps-"))
+        rows[f"(scheduler) {pool}"] = (share_counts(ps, sum(1 for task in tasks if task.startswith("worker-"))), tasks)
+    return rows
+
+
+def share_counts(ps: int, workers: int) -> dict[str, int]:
+    return {"ps": ps, "worker": workers}
+
+
 def plan_changes(a: Plan, b: Plan) -> tuple[list[ServerChange], dict[str, tuple[str, str]]]:
+    rows_a, rows_b = _rows(a), _rows(b)
+    servers = [
+        ServerChange(
+            server,
+            rows_a[server][0] if server in rows_a else None,
+            rows_b[server][0] if server in rows_b else None,
+            rows_a.get(server, ({}, []))[1],
+            rows_b.get(server, ({}, []))[1],
+        )
+        for server in list(rows_a) + [server for server in rows_b if server not in rows_a]
+    ]
     where_a, where_b = _where(a), _where(b)
-    servers: dict[str, tuple[list[str], list[str]]] = {}
-    for task, server in where_a.items():
-        servers.setdefault(server, ([], []))[0].append(task)
-    for task, server in where_b.items():
-        servers.setdefault(server, ([], []))[1].append(task)
     moved = {
         task: (where_a[task], where_b[task])
         for task in where_a
         if task in where_b and where_a[task] != where_b[task]
     }
-    return [ServerChange(server, before, after) for server, (before, after) in servers.items()], moved
+    return servers, moved
 
 
 # -- objects ------------------------------------------------------------------------
@@ -201,6 +225,7 @@ def _normalized(experiment: Experiment) -> dict[tuple[str, str], Any]:
         # Node label keys name the experiment.
         L.node_pool_key(stack): L.node_pool_key(STACK_PLACEHOLDER),
         L.node_role_key(stack): L.node_role_key(STACK_PLACEHOLDER),
+        L.node_server_key(stack): L.node_server_key(STACK_PLACEHOLDER),
     }
     # Task addresses (TF_CONFIG's cluster) name the namespace inside a longer string.
     address_part = (f".{namespace}.svc", f".{NAMESPACE_PLACEHOLDER}.svc")
@@ -258,7 +283,9 @@ def diff_text(result: ExperimentDiff) -> str:
     changed = [s for s in result.servers if s.change != "same"]
     rows = [("SERVER", result.a, result.b, "")]
     for server in changed:
-        rows.append((server.server, _tasks(server.before), _tasks(server.after), server.change))
+        rows.append(
+            (server.server, _tasks(server.before, server.tasks_before), _tasks(server.after, server.tasks_after), server.change)
+        )
     if changed:
         widths = [max(len(row[i]) for row in rows) for i in range(3)]
         lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + f"  {row[3]}".rstrip() for row in rows]
@@ -266,7 +293,7 @@ def diff_text(result: ExperimentDiff) -> str:
         lines.append("  (same)")
     if result.moved:
         lines.append(f"  {len(result.moved)} tasks move: " + _moves(result.moved))
-    lines += ["", "objects (matched by kind and name: a replicatedJob or workload is a role on a server; stack and namespace aside):"]
+    lines += ["", "objects (matched by kind and name: a replicatedJob is a role, a StatefulSet a role on a server; stack and namespace aside):"]
     if not result.objects:
         lines.append("  (same)")
     for kind, changes in result.objects.items():
@@ -275,12 +302,11 @@ def diff_text(result: ExperimentDiff) -> str:
     return "\n".join(lines)
 
 
-def _tasks(names: list[str]) -> str:
-    if not names:
+def _tasks(counts: Optional[dict[str, int]], names: list[str]) -> str:
+    if counts is None:
         return "-"
-    ps = sum(1 for n in names if n.startswith("ps-"))
-    workers = sum(1 for n in names if n.startswith("worker-"))
-    return f"{ps} PS / {workers} workers: {compress_names(names)}"
+    text = f"{counts['ps']} PS / {counts['worker']} workers"
+    return f"{text}: {compress_names(names)}" if names else text
 
 
 def _names(names: Iterable[str], limit: int = 6) -> str:

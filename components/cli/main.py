@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plan":
         plan = experiment.plan
         if args.json:
-            print(json.dumps({"placement": plan.by_server(), "unpinned": plan.unpinned()}, indent=2))
+            print(json.dumps(plan.summary(), indent=2))
         else:
             print(plan_table(experiment.config, plan))
         return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.plan.planner import Plan, compress_names
+from components.plan.planner import Plan, ServerShare, TaskType, compress_names
 from components.spec.models import StackConfig
 from components.spec.sizing import ps_memory_request
 
@@ -22,15 +22,15 @@ def plan_table(config: StackConfig, plan: Plan) -> str:
         "",
     ]
     rows = [("SERVER", "POOL", "PS", "WORKERS", "TASKS")]
-    pool_of = {p.server: p.pool for p in plan.placements if p.server is not None}
-    for server, tasks in plan.by_server().items():
+    tasks_on = plan.by_server()
+    for share in plan.shares:
         rows.append(
             (
-                server,
-                pool_of[server],
-                str(sum(1 for t in tasks if t.startswith("ps-"))),
-                str(sum(1 for t in tasks if t.startswith("worker-"))),
-                compress_names(tasks),
+                share.server,
+                share.pool,
+                _count(plan, share, "ps"),
+                _count(plan, share, "worker"),
+                compress_names(tasks_on.get(share.server, [])),
             )
         )
     for pool, tasks in plan.unpinned().items():
@@ -42,4 +42,18 @@ def plan_table(config: StackConfig, plan: Plan) -> str:
             for i, (cell, width) in enumerate(zip(row, widths))
         ]
         lines.append("  ".join(cells).rstrip())
+    if plan.pinning == "count":
+        lines += [
+            "",
+            "Each server holds exactly these counts; the scheduler picks which task indexes "
+            "(and, where counts differ by one, which servers hold one more): `status` shows them.",
+        ]
     return "\n".join(lines)
+
+
+def _count(plan: Plan, share: ServerShare, task_type: TaskType) -> str:
+    """A server's count of a role; `2-3` where the scheduler picks which servers hold one more."""
+    low, high = plan.share_bounds(task_type, share.pool)
+    if plan.pinning == "count" and low != high:
+        return f"{low}-{high}"
+    return str(share.count(task_type))

@@ -55,6 +55,9 @@ def shared_objects(experiment: Experiment) -> list[KubeObject]:
         KubeObject("trainer", manifests.trainer_config_map(experiment)),
         KubeObject("trainer-env", manifests.trainer_env_config_map(experiment)),
     ]
+    cluster = manifests.cluster_config_map(experiment)
+    if cluster is not None:
+        objects.append(KubeObject("cluster", cluster))
     claim = manifests.checkpoint_claim(experiment)
     if claim is not None:
         objects.append(KubeObject("checkpoints", claim))

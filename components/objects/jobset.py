@@ -1,8 +1,11 @@
 """The experiment as one JobSet, and its Kueue LocalQueue (plain dicts, no Pulumi here).
 
 JobSet (sigs.k8s.io/jobset) runs the task groups (components/plan/workloads.py) as
-one unit, each group a replicatedJob whose single Indexed Job runs the group's
-tasks with the same pods, placement and resources as the StatefulSet model:
+one unit, one group per role: a replicatedJob whose single Indexed Job runs the
+role's tasks, with the same pods and resources as the StatefulSet model. So the
+JobSet has three replicated Jobs (Kueue admits at most 8 pod sets) and keeps its
+size at any number of servers; the scheduler gives each server its share of a
+role's tasks (components/objects/pods.py).
 
 - success: the experiment is done when the chief's Job completes; JobSet then
   deletes every Job still running, so PS and workers end and free their node.
@@ -19,7 +22,6 @@ tasks with the same pods, placement and resources as the StatefulSet model:
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 from components.objects.manifests import chief_deadline, metadata
@@ -27,7 +29,6 @@ from components.objects.pods import Manifest, pod_template
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.workloads import JOBSET_NAME, TaskGroup
-from components.spec.models import CONFIG_NAMESPACE
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_API = "kueue.x-k8s.io/v1beta1"
@@ -90,31 +91,6 @@ def jobset(experiment: Experiment) -> Manifest:
             ],
         },
     }
-
-
-# etcd stores an object of at most 1.5 MiB (its default --max-request-bytes). The API server
-# stores a JobSet with the defaults of every pod template and its field ownership
-# (managedFields): 1.96 times the rendered size, measured for 81 to 281 task groups on the local
-# cluster. scene1-case4 ten times larger (400 task groups, 827 KB rendered) was refused. The
-# limit leaves room for the status the JobSet controller adds (a line per replicated Job).
-MAX_RENDERED_JOBSET_BYTES = 700_000
-
-
-def jobset_size_errors(experiment: Experiment) -> list[str]:
-    """A JobSet etcd would refuse is an error now, naming the servers that make it large."""
-    if experiment.workload != "jobset":
-        return []
-    size = len(json.dumps(jobset(experiment), separators=(",", ":")))
-    if size <= MAX_RENDERED_JOBSET_BYTES:
-        return []
-    groups = len(experiment.groups)
-    return [
-        f"{CONFIG_NAMESPACE}:nodePools: the experiment's JobSet has a replicated Job per role per server "
-        f"({groups:,} in all) and would be {size:,} bytes as rendered, more than the {MAX_RENDERED_JOBSET_BYTES:,} "
-        f"whose stored form (about twice as large, with its status) fits etcd's default 1.5 MiB per object; use fewer "
-        f"servers (about {groups * MAX_RENDERED_JOBSET_BYTES // size:,} task groups fit) or "
-        f"{CONFIG_NAMESPACE}:cluster.workload: statefulset"
-    ]
 
 
 def local_queue(experiment: Experiment) -> Optional[Manifest]:

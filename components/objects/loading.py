@@ -10,8 +10,6 @@ from components.spec.loading import load_stack_config
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 
-from .jobset import jobset_size_errors
-
 
 def load_experiment_values(stack: str, values: Mapping[str, Any], bundle: TrainerBundle) -> Experiment:
     """Validate a stack's values, then what only its plan can show; the experiment, planned once.
@@ -20,7 +18,7 @@ def load_experiment_values(stack: str, values: Mapping[str, Any], bundle: Traine
     and reuse the plan, task groups and TF cluster the experiment then serves.
     """
     experiment = Experiment(load_stack_config(stack, values), bundle)
-    errors = tf_config_size_errors(experiment) + jobset_size_errors(experiment)
+    errors = tf_config_size_errors(experiment)
     if errors:
         raise StackConfigError.listing(stack, errors)
     return experiment

@@ -12,6 +12,9 @@ from typing import Optional
 
 from components.objects.pods import (
     CHECKPOINT_CLAIM,
+    CLUSTER_CONFIG_MAP,
+    CLUSTER_FILE,
+    CLUSTER_MOUNT,
     CODE_ROOT,
     SCRATCH_DIR,
     TF_PORT_NAME,
@@ -25,7 +28,7 @@ from components.plan.experiment import Experiment
 from components.plan.tf_config import TF_PORT
 from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from components.spec.models import NodePoolSpec
-from trainer.cluster import CLUSTER_ENV
+from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV
 from trainer.settings import SETTINGS_ENV
 
 NETWORK_POLICY_NAME = "tf-grpc-from-experiment-only"
@@ -103,11 +106,27 @@ def trainer_env_config_map(experiment: Experiment) -> Manifest:
     }
 
 
+def cluster_config_map(experiment: Experiment) -> Optional[Manifest]:
+    """The TF cluster as a file, where it is too large for an environment variable."""
+    if not experiment.cluster_as_file:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(experiment, CLUSTER_CONFIG_MAP),
+        "data": {CLUSTER_FILE: experiment.tf_config.cluster_json},
+    }
+
+
 def trainer_env(experiment: Experiment) -> dict[str, str]:
-    """Environment of every task but TF_CONFIG: trainer settings and the TF cluster it refers to."""
+    """Environment of every task but TF_CONFIG: trainer settings and the TF cluster (or its file)."""
+    if experiment.cluster_as_file:
+        cluster = {CLUSTER_FILE_ENV: f"{CLUSTER_MOUNT}/{CLUSTER_FILE}"}
+    else:
+        cluster = {CLUSTER_ENV: experiment.tf_config.cluster_json}
     return {
         SETTINGS_ENV: experiment.trainer_settings_json,
-        CLUSTER_ENV: experiment.tf_config.cluster_json,
+        **cluster,
         "PYTHONPATH": CODE_ROOT,
         "PYTHONDONTWRITEBYTECODE": "1",  # the code mount is read-only
         "PYTHONUNBUFFERED": "1",
@@ -179,11 +198,12 @@ def chief_deadline(experiment: Experiment) -> Manifest:
     return {"activeDeadlineSeconds": deadline} if deadline is not None else {}
 
 
-def node_labels(experiment: Experiment, pool: NodePoolSpec) -> dict[str, str]:
-    """Labels a NodePool writes on each of its nodes."""
+def node_labels(experiment: Experiment, pool: NodePoolSpec, node: str) -> dict[str, str]:
+    """Labels a NodePool writes on one of its nodes."""
     node_labels = {
         L.node_pool_key(experiment.stack): pool.name,
         L.node_role_key(experiment.stack): experiment.pool_role(pool.name),
+        L.node_server_key(experiment.stack): experiment.server_label_values[node],
     }
     if pool.gpu_labeller == "tfk8s":
         # Never a label under nvidia.com/: GPU Feature Discovery owns those.
@@ -199,7 +219,7 @@ def node_patch(experiment: Experiment, node: str, pool: NodePoolSpec) -> Manifes
         # value per experiment, and two experiments would conflict over it. Without it
         # pulumi-kubernetes gives each NodePatch a field manager of its own, so destroy
         # still releases exactly that patch's labels.
-        "metadata": {"name": node, "labels": node_labels(experiment, pool)},
+        "metadata": {"name": node, "labels": node_labels(experiment, pool, node)},
     }
 
 

@@ -28,6 +28,11 @@ RUN_AS_USER = 1000
 TRAINER_CONFIG_MAP = "tfk8s-trainer"
 # Settings and environment shared by every task: one ConfigMap, not N copies.
 TRAINER_ENV_CONFIG_MAP = "tfk8s-trainer-env"
+# A cluster too large for an environment variable: its own ConfigMap, mounted as a file.
+CLUSTER_CONFIG_MAP = "tfk8s-cluster"
+CLUSTER_VOLUME = "cluster"
+CLUSTER_MOUNT = "/etc/tfk8s"
+CLUSTER_FILE = "cluster.json"
 CHECKPOINT_CLAIM = "tfk8s-checkpoints"
 CHECKPOINT_VOLUME = "checkpoints"
 
@@ -57,6 +62,8 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             {"name": SCRATCH_VOLUME, "emptyDir": {"sizeLimit": experiment.scratch_size(group.task_type)}},
         ],
     }
+    if experiment.cluster_as_file:
+        spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": CLUSTER_CONFIG_MAP}})
     if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
         spec["volumes"].append(
             {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}}
@@ -126,6 +133,8 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
             {"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR},
         ],
     }
+    if experiment.cluster_as_file:
+        container["volumeMounts"].append({"name": CLUSTER_VOLUME, "mountPath": CLUSTER_MOUNT})
     if group.task_type != "chief":
         # The gRPC server answering is what "ready" means for PS and workers.
         container["readinessProbe"] = {"tcpSocket": {"port": TF_PORT_NAME}}
@@ -230,14 +239,53 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
 
 
 def _topology_spread(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
-    if experiment.plan.strategy != "spread" or group.task_type == "chief":
+    if group.task_type == "chief":
         return []
-    return [
-        {
-            "maxSkew": 1,
-            "topologyKey": L.HOSTNAME,
-            # PS are kept apart; workers spread as well as the nodes allow.
-            "whenUnsatisfiable": "DoNotSchedule" if group.task_type == "ps" else "ScheduleAnyway",
-            "labelSelector": {"matchLabels": L.role_selector(experiment.stack, group.task_type)},
-        }
-    ]
+    selector = {"matchLabels": L.role_selector(experiment.stack, group.task_type)}
+    if experiment.plan.strategy == "spread":
+        return [
+            {
+                "maxSkew": 1,
+                "topologyKey": L.HOSTNAME,
+                # PS are kept apart; workers spread as well as the nodes allow.
+                "whenUnsatisfiable": "DoNotSchedule" if group.task_type == "ps" else "ScheduleAnyway",
+                "labelSelector": selector,
+            }
+        ]
+    if experiment.plan.pinning == "count":
+        return _spread_by_count(experiment, group, selector)
+    return []
+
+
+def _spread_by_count(experiment: Experiment, group: TaskGroup, selector: Manifest) -> list[Manifest]:
+    """Each server of the pool gets exactly its share of the role's tasks, from the scheduler itself.
+
+    Even: no server holds two more than another (maxSkew 1 over the host name), counted over the
+    servers a task may use now (nodeTaintsPolicy Honor: a cordoned or not-ready server is not one).
+    Strict, capped: no server holds more than its share. Skew alone cannot say that: with one
+    server down, the others would take its tasks one by one. Over tfk8s's own label of each
+    server, `minDomains` (every server of the pool) makes the scheduler count a missing server as
+    holding none while it is missing, so the others stay within the share and that server's
+    tasks wait (Pending) for it. Two constraints need two keys: Kubernetes takes one per
+    {topologyKey, whenUnsatisfiable}.
+    """
+    servers = len(experiment.plan.servers_of(group.pool))
+    _, share = experiment.plan.share_bounds(group.task_type, group.pool)
+    even: Manifest = {
+        "maxSkew": 1,
+        "topologyKey": L.HOSTNAME,
+        "whenUnsatisfiable": "DoNotSchedule" if experiment.plan.strict else "ScheduleAnyway",
+        "labelSelector": selector,
+        "nodeTaintsPolicy": "Honor",
+    }
+    if not experiment.plan.strict:
+        return [even]
+    capped: Manifest = {
+        "maxSkew": share,
+        "topologyKey": L.node_server_key(experiment.stack),
+        "whenUnsatisfiable": "DoNotSchedule",
+        "minDomains": servers,
+        "labelSelector": selector,
+        "nodeTaintsPolicy": "Honor",
+    }
+    return [even, capped]

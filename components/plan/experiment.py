@@ -11,9 +11,15 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from components.plan.labels import node_role
+from components.plan.labels import node_role, server_label_values
 from components.plan.planner import Plan, plan_stack
-from components.plan.tf_config import MAX_ENV_STRING, TFConfigRenderer, cluster_spec, largest_env_string
+from components.plan.tf_config import (
+    MAX_CONFIG_MAP_BYTES,
+    MAX_ENV_STRING,
+    TFConfigRenderer,
+    cluster_spec,
+    largest_env_string,
+)
 from components.plan.trainer_bundle import TrainerBundle
 from components.plan.workloads import TaskGroup, max_group_name, pool_servers, task_groups
 from components.spec.models import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, Workload
@@ -49,7 +55,7 @@ class Experiment:
 
     @cached_property
     def groups(self) -> list[TaskGroup]:
-        """The workloads that run the plan's tasks: one per role per server."""
+        """The workloads that run the plan's tasks: one per role (JobSet), or per role per server."""
         return task_groups(self.plan, pool_servers(self.config), max_group_name(self.workload))
 
     @property
@@ -59,6 +65,12 @@ class Experiment:
     @cached_property
     def tf_config(self) -> TFConfigRenderer:
         return TFConfigRenderer(cluster_spec(self.groups, self.namespace, self.workload))
+
+    @cached_property
+    def cluster_as_file(self) -> bool:
+        """The cluster reaches the tasks as a mounted file: a JobSet's, past one variable's limit."""
+        _, size = largest_env_string(self.tf_config.cluster, self.workload)
+        return self.workload == "jobset" and size > MAX_ENV_STRING
 
     @cached_property
     def trainer_settings(self) -> TrainerSettings:
@@ -98,6 +110,14 @@ class Experiment:
         on_scratch = self.trainer_settings.checkpoint_dir == "default"
         return mebibytes(chief_scratch_bytes(self.trainer_settings, on_scratch))
 
+    @cached_property
+    def server_label_values(self) -> dict[str, str]:
+        """Each named server's value of its node label `server.tfk8s.io/<stack>`."""
+        values: dict[str, str] = {}
+        for pool in self.config.node_pools:
+            values.update(server_label_values(list(pool.nodes or ())))
+        return values
+
     @property
     def ps_pool(self) -> NodePoolSpec:
         return self.config.pools[self.config.cluster.ps.pool]
@@ -127,14 +147,24 @@ class Experiment:
 
 
 def tf_config_size_errors(experiment: Experiment) -> list[str]:
-    """A TF cluster the kernel would refuse to pass to the trainer is an error now, not a crash loop later."""
+    """A TF cluster the tasks could not be given is an error now, not a crash loop later."""
+    tasks = sum(group.count for group in experiment.groups)
+    if experiment.workload == "jobset":
+        size = len(experiment.tf_config.cluster_json.encode())
+        if size <= MAX_CONFIG_MAP_BYTES:
+            return []
+        return [
+            f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a cluster of {size:,} bytes, but "
+            f"a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES:,} (about {tasks * MAX_CONFIG_MAP_BYTES // size:,} "
+            "tasks with these names); use fewer PS and workers, or a shorter stack name"
+        ]
     variable, size = largest_env_string(experiment.tf_config.cluster, experiment.workload)
     if size <= MAX_ENV_STRING:
         return []
-    tasks = sum(group.count for group in experiment.groups)
     return [
         f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a {variable} of {size:,} bytes, "
         f"but Linux passes at most {MAX_ENV_STRING:,} bytes in one environment variable (about "
-        f"{tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers, or shorter "
-        "server and stack names"
+        f"{tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers, shorter "
+        f"server and stack names, or {CONFIG_NAMESPACE}:cluster.workload: jobset (which passes a larger "
+        "cluster as a file)"
     ]

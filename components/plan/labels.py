@@ -28,6 +28,10 @@ PRODUCTION = "tfk8s.io/production"  # on the namespace; read by the policy pack
 # each other's labels (one key with one value each would be taken over by the last).
 NODE_POOL_DOMAIN = "pool.tfk8s.io"
 NODE_ROLE_DOMAIN = "role.tfk8s.io"
+# And `server.tfk8s.io/<stack>: <server>`: a second label unique to each server, so that a
+# second topology spread constraint can cap a role's tasks per server (components/objects/pods.py).
+NODE_SERVER_DOMAIN = "server.tfk8s.io"
+MAX_LABEL_VALUE = 63
 # A GPU pool's product: GPU Feature Discovery's label, which tfk8s reads and never writes,
 # or tfk8s's own, which it writes on the nodes a pool names (gpu.labelledBy).
 GPU_PRODUCT = "nvidia.com/gpu.product"
@@ -108,6 +112,19 @@ def node_pool_key(stack: str) -> str:
 def node_role_key(stack: str) -> str:
     """The node label that says what the experiment runs on a server."""
     return f"{NODE_ROLE_DOMAIN}/{stack}"
+
+
+def node_server_key(stack: str) -> str:
+    """The node label that names each server of the experiment's pools, one value per server."""
+    return f"{NODE_SERVER_DOMAIN}/{stack}"
+
+
+def server_label_values(servers: list[str]) -> dict[str, str]:
+    """Each server's value of `node_server_key`: its name, or `s<position>` for every server of
+    the pool when one name is longer than a label value may be (node names reach 253)."""
+    if all(len(server) <= MAX_LABEL_VALUE for server in servers):
+        return {server: server for server in servers}
+    return {server: f"s{position}" for position, server in enumerate(servers)}
 
 
 def field_manager(stack: str) -> str:

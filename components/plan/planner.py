@@ -12,10 +12,19 @@ Rules (seed scene 1 and scene 2):
   (components/plan/workloads.py).
 - The chief (coordinator) is never pinned; it stays in the PS pool.
 - `spread` pins nothing; the scheduler spreads pods over the pool.
+
+How exactly the cluster follows the blocks is the plan's `pinning`:
+- `task` (StatefulSet model): each task on its planned server, index by index.
+- `count` (JobSet model): each server holds exactly its block's number of each
+  role's tasks, and the scheduler picks which indexes (components/objects/pods.py
+  spreads one Job per role over the pool); with uneven blocks (7 workers on 3
+  servers: 3, 2, 2) it also picks which servers take one more. The plan then
+  pins no task to a server: `shares` holds the counts per server.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Literal, Optional, Sequence
 
@@ -24,6 +33,7 @@ from components.spec.placement_rules import placement_problems
 
 TaskType = Literal["chief", "ps", "worker"]
 TASK_TYPES: tuple[TaskType, ...] = ("chief", "ps", "worker")
+Pinning = Literal["task", "count"]
 
 
 @dataclass(frozen=True, order=True)
@@ -45,10 +55,25 @@ class TaskPlacement:
 
 
 @dataclass(frozen=True)
+class ServerShare:
+    """How many PS and workers the plan gives one server."""
+
+    server: str
+    pool: str
+    ps: int
+    workers: int
+
+    def count(self, task_type: TaskType) -> int:
+        return {"ps": self.ps, "worker": self.workers}.get(task_type, 0)
+
+
+@dataclass(frozen=True)
 class Plan:
     strategy: str
     strict: bool
     placements: tuple[TaskPlacement, ...]
+    pinning: Pinning = "task"
+    shares: tuple[ServerShare, ...] = ()  # every server of a pinned placement, in pool order
 
     def tasks(self, task_type: Optional[TaskType] = None) -> list[Task]:
         return [p.task for p in self.placements if task_type in (None, p.task.type)]
@@ -57,7 +82,7 @@ class Plan:
         return sum(1 for p in self.placements if p.task.type == task_type)
 
     def by_server(self) -> dict[str, list[str]]:
-        """Pinned tasks per server, servers in pool order: the `placement` output."""
+        """Tasks pinned to a server, per server in pool order: the `placement` output."""
         table: dict[str, list[str]] = {}
         for placement in self.placements:
             if placement.server is not None:
@@ -65,12 +90,33 @@ class Plan:
         return table
 
     def unpinned(self) -> dict[str, list[str]]:
-        """Tasks left to the scheduler, per pool."""
+        """Tasks the scheduler places, per pool (within the servers' shares when pinning counts)."""
         table: dict[str, list[str]] = {}
         for placement in self.placements:
             if placement.server is None:
                 table.setdefault(placement.pool, []).append(placement.task.name)
         return table
+
+    def per_server(self) -> dict[str, dict[str, int]]:
+        """PS and workers per server, servers in pool order: the `perServer` output."""
+        return {share.server: {"ps": share.ps, "worker": share.workers} for share in self.shares}
+
+    def summary(self) -> dict[str, object]:
+        """Who runs where, as `plan --json` prints it and the stack outputs carry it."""
+        return {
+            "pinning": self.pinning,
+            "perServer": self.per_server(),
+            "placement": self.by_server(),
+            "unpinned": self.unpinned(),
+        }
+
+    def share_bounds(self, task_type: TaskType, pool: str) -> tuple[int, int]:
+        """The fewest and most tasks of a role one server of `pool` holds (equal unless blocks are uneven)."""
+        counts = [share.count(task_type) for share in self.shares if share.pool == pool]
+        return (min(counts), max(counts)) if counts else (0, 0)
+
+    def servers_of(self, pool: str) -> list[str]:
+        return [share.server for share in self.shares if share.pool == pool]
 
 
 @dataclass(frozen=True)
@@ -104,6 +150,7 @@ def plan_placement(
     ps_count: int,
     worker_count: int,
     strict: bool = True,
+    pinning: Pinning = "task",
 ) -> Plan:
     """Place one chief, `ps_count` PS and `worker_count` workers.
 
@@ -124,6 +171,9 @@ def plan_placement(
         ps_servers = block_assignment(ps_count, ps_pool.servers)
         worker_servers = block_assignment(worker_count, worker_pool.servers)
 
+    shares = _shares(ps_pool, worker_pool, ps_servers, worker_servers)
+    if pinning == "count":
+        ps_servers, worker_servers = [None] * ps_count, [None] * worker_count
     placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)]
     placements += [
         TaskPlacement(Task("ps", i), ps_pool.name, server) for i, server in enumerate(ps_servers)
@@ -132,7 +182,25 @@ def plan_placement(
         TaskPlacement(Task("worker", i), worker_pool.name, server)
         for i, server in enumerate(worker_servers)
     ]
-    return Plan(strategy=strategy, strict=strict, placements=tuple(placements))
+    return Plan(strategy, strict, tuple(placements), pinning if shares else "task", shares)
+
+
+def _shares(
+    ps_pool: PoolServers,
+    worker_pool: PoolServers,
+    ps_servers: Sequence[Optional[str]],
+    worker_servers: Sequence[Optional[str]],
+) -> tuple[ServerShare, ...]:
+    """Each server of the pools with its counts of PS and workers; none when nothing is pinned."""
+    if ps_pool.servers is None or worker_pool.servers is None or None in ps_servers:
+        return ()
+    pools = [ps_pool] if ps_pool.name == worker_pool.name else [ps_pool, worker_pool]
+    ps_on, workers_on = Counter(ps_servers), Counter(worker_servers)
+    return tuple(
+        ServerShare(server, pool.name, ps_on[server], workers_on[server])
+        for pool in pools
+        for server in pool.servers or ()
+    )
 
 
 def compress_names(names: Iterable[str]) -> str:
@@ -173,4 +241,7 @@ def plan_stack(config: StackConfig) -> Plan:
         cluster.ps_count,
         cluster.workers.replicas,
         strict=cluster.strict,
+        # A JobSet runs one Job per role, whose pods the scheduler spreads by count;
+        # a StatefulSet per role per server pins each task.
+        pinning="count" if cluster.workload == "jobset" else "task",
     )

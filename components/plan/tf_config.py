@@ -22,6 +22,10 @@ benchmarks/cluster_apply.py measured the difference).
   (TFK8S_TASK_TYPE) and its group's first index (TFK8S_FIRST_INDEX); the Job
   controller adds JOB_COMPLETION_INDEX; the trainer composes TF_CONFIG from
   them (trainer/cluster.py) and exports it to TensorFlow.
+
+Linux passes at most 128 KiB in one environment variable. A JobSet cluster past
+that (some 2,600 tasks) reaches each task as a file instead: its own ConfigMap,
+mounted, named by TFK8S_CLUSTER_FILE (a ConfigMap holds 1 MiB, some 20,000 tasks).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from trainer.cluster import CLUSTER_ENV, TASK_INDEX_ENV  # the variables the tra
 TF_PORT = 2222
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
 MAX_ENV_STRING = 131_072
+# The most data one ConfigMap holds (the API server refuses more).
+MAX_CONFIG_MAP_BYTES = 1_048_576
 
 
 def task_address(group: TaskGroup, index: int, namespace: str, workload: Workload) -> str:

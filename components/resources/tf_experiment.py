@@ -94,8 +94,7 @@ def experiment_outputs(experiment: Experiment, cluster: TFCluster) -> dict[str, 
         workloads = [f"{'job' if g.task_type == 'chief' else 'statefulset'}/{g.name}" for g in experiment.groups]
     return {
         "namespace": cluster.namespace,
-        "placement": plan.by_server(),
-        "unpinned": plan.unpinned(),
+        **plan.summary(),  # pinning, perServer, placement, unpinned
         "tasks": {t: plan.count(t) for t in ("chief", "ps", "worker")},
         "psMemory": experiment.ps_memory,
         # `kubectl -n <namespace> get <workload>`

@@ -23,6 +23,7 @@ QUANTITY_SUFFIX = {
 POD_INDEX = "apps.kubernetes.io/pod-index"
 # A JobSet task's TF_CONFIG is composed by the trainer from these (trainer/cluster.py).
 CLUSTER_ENV = "TFK8S_CLUSTER"
+CLUSTER_FILE_ENV = "TFK8S_CLUSTER_FILE"  # past one variable's limit: a file from a mounted ConfigMap
 TASK_TYPE_ENV = "TFK8S_TASK_TYPE"
 FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"

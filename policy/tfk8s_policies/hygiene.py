@@ -124,10 +124,16 @@ def _validate_strict_in_production(args: StackValidationArgs, report: ReportViol
         return
     for workload in workloads(args.resources):
         terms = as_list(get(workload.spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
+        pods = len(workload.pods) or 1
         if any(get(f, "key") == "metadata.name" for t in terms for f in as_list(get(t, "matchFields"))):
-            pods = len(workload.pods) or 1
             report(f"{workload.name} requires one named server for its {pods} pod{'s' if pods > 1 else ''}; in "
                    "production a lost server strands them (set cluster.strict: false)", workload.resource.urn)
+        elif any(get(c, "whenUnsatisfiable") == "DoNotSchedule" and get(c, "minDomains") is not None
+                 for c in as_list(get(workload.spec, "topologySpreadConstraints"))):
+            # A share per server that no other server may take (components/objects/pods.py).
+            report(f"{workload.name} holds each server to its share of its {pods} pod{'s' if pods > 1 else ''}; "
+                   "in production a lost "
+                   "server strands its share (set cluster.strict: false)", workload.resource.urn)
 
 def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None:
     for template in pod_templates(kind_of(args.resource_type), args.props):
@@ -165,7 +171,7 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="tfk8s-strict-placement-in-production",
-        description="Production experiments do not require single named servers.",
+        description="Production experiments do not hold tasks to single named servers or to fixed shares of servers.",
         validate=_validate_strict_in_production, enforcement_level=ADVISORY, severity=Severity.LOW,
         remediation_steps="Set cluster.strict: false so tasks may move within their pool.",
     ),

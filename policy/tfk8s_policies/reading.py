@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from .facts import (
     CLUSTER_ENV,
+    CLUSTER_FILE_ENV,
     COMPLETION_INDEX_ENV,
     COMPONENT,
     FIRST_INDEX_ENV,
@@ -131,6 +132,10 @@ def tf_config_of(
         if env_value(container, "TF_CONFIG") is None:
             if env_value(container, TASK_TYPE_ENV) is not None:
                 variables, _ = container_env(container, namespace, config_maps or {}, pod_fields, controller_env)
+                if CLUSTER_ENV not in variables and CLUSTER_FILE_ENV in variables:
+                    cluster = mounted_file(spec, container, variables[CLUSTER_FILE_ENV], namespace, config_maps or {})
+                    if cluster is not None:
+                        variables[CLUSTER_ENV] = cluster
                 return _composed(variables, known=config_maps is not None)
             continue
         variables, unresolved = container_env(container, namespace, config_maps or {}, pod_fields, controller_env)
@@ -144,6 +149,25 @@ def tf_config_of(
         except ValueError:
             return {"_malformed": raw}
         return parsed if isinstance(parsed, dict) else {"_malformed": raw}
+    return None
+
+def mounted_file(
+    spec: Optional[Mapping[str, Any]], container: Mapping[str, Any], path: str, namespace: Optional[str],
+    config_maps: ConfigMaps,
+) -> Optional[str]:
+    """The text of a file the container reads from a mounted ConfigMap key; None where unknown."""
+    volumes = {get(v, "name"): v for v in as_list(get(spec, "volumes"))}
+    for mount in as_list(get(container, "volumeMounts")):
+        root = str(get(mount, "mountPath") or "").rstrip("/")
+        config_map = get(volumes.get(get(mount, "name")), "configMap", "name")
+        if config_map is None or not path.startswith(f"{root}/"):
+            continue
+        relative = path[len(root) + 1:]
+        keys = {get(item, "path"): get(item, "key") for item in as_list(get(volumes[get(mount, "name")], "configMap", "items"))}
+        data = config_maps.get((namespace, config_map), {})
+        key = keys.get(relative, relative) if keys else relative
+        if key in data:
+            return str(data[key])
     return None
 
 def _composed(variables: Mapping[str, str], known: bool) -> dict:

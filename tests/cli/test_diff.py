@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import yaml
+
 from components.cli.main import main
+from components.spec.stack_files import read_stack_values
+from tests.stack_variants import write_scaled
 
 
 def diff(capsys, *args) -> tuple[int, str]:
@@ -29,24 +33,37 @@ def test_scene1_against_scene2_lists_exactly_what_changes(capsys):
     assert {name for name, s in servers.items() if s["change"] == "disappears"} == {
         "(scheduler) servers", *(f"srv-0{i}" for i in range(5))
     }
-    assert servers["ps-srv-03"] == {"server": "ps-srv-03", "before": [], "after": ["ps-3"], "change": "appears"}
-    assert servers["wk-srv-01"]["after"] == [f"worker-{i}" for i in range(10, 20)]
-    assert servers["srv-01"]["before"] == ["ps-1", *(f"worker-{i}" for i in range(10, 20))]
+    # Counts per server: the JobSet's scheduler picks which task index runs where.
+    assert servers["ps-srv-03"] == {"server": "ps-srv-03", "before": None, "after": {"ps": 1, "worker": 0},
+                                    "tasksBefore": [], "tasksAfter": [], "change": "appears"}
+    assert servers["wk-srv-01"]["after"] == {"ps": 0, "worker": 10}
+    assert servers["srv-01"]["before"] == {"ps": 1, "worker": 10}
+    assert servers["(scheduler) worker-servers"]["tasksAfter"] == [f"worker-{i}" for i in range(50)]
     assert len(result["plan"]["moved"]) == 56  # every task: chief, 5 PS, 50 workers
-    assert result["plan"]["moved"]["worker-12"] == {"before": "srv-01", "after": "wk-srv-01"}
-    # Objects matched by name: a replicated Job of the JobSet per role per server, so new servers mean
-    # new ones; the cluster's addresses name them (ConfigMap); NetworkPolicy and Namespace do not differ.
+    assert result["plan"]["moved"]["worker-12"] == {"before": "(scheduler) servers", "after": "(scheduler) worker-servers"}
+    # Objects matched by name: a replicated Job of the JobSet per role, whose pods now select other
+    # servers; the cluster's addresses do not change; NetworkPolicy and Namespace do not differ.
     objects = result["objects"]
     assert {kind: {k: len(v) for k, v in changes.items()} for kind, changes in objects.items()} == {
         "Node": {"added": 10, "removed": 5, "changed": 0},
-        "ConfigMap": {"added": 0, "removed": 0, "changed": 1},
-        "JobSet": {"added": 0, "removed": 0, "changed": 1},  # its list of replicated Jobs
-        "replicatedJob": {"added": 10, "removed": 10, "changed": 1},  # the chief's too
+        "replicatedJob": {"added": 0, "removed": 0, "changed": 3},
     }
-    assert objects["ConfigMap"]["changed"] == ["tfk8s-trainer-env"]
-    assert sorted(objects["replicatedJob"]["removed"]) == [f"{role}-srv-0{i}" for role in ("ps", "worker") for i in range(5)]
-    assert "worker-wk-srv-04" in objects["replicatedJob"]["added"]
-    assert objects["replicatedJob"]["changed"] == ["chief"]
+    assert objects["replicatedJob"]["changed"] == ["chief", "ps", "worker"]
+
+
+def test_under_the_statefulset_model_the_diff_names_the_tasks_on_each_server(capsys, tmp_path):
+    files = []
+    for stack in ("scene1-case2", "scene2-case2"):
+        name, values = read_stack_values(stack)
+        values["tfk8s:cluster"]["workload"] = "statefulset"
+        files.append(tmp_path / f"Pulumi.{name}.yaml")
+        files[-1].write_text(yaml.safe_dump({"config": values}))
+    code, out = diff(capsys, *map(str, files), "--json")
+    servers = {s["server"]: s for s in json.loads(out)["plan"]["servers"]}
+    assert servers["ps-srv-03"]["tasksAfter"] == ["ps-3"]
+    assert servers["wk-srv-01"]["tasksAfter"] == [f"worker-{i}" for i in range(10, 20)]
+    assert servers["srv-01"]["tasksBefore"] == ["ps-1", *(f"worker-{i}" for i in range(10, 20))]
+    assert json.loads(out)["plan"]["moved"]["worker-12"] == {"before": "srv-01", "after": "wk-srv-01"}
 
 
 def test_the_text_names_the_changes_in_the_stack_files_own_keys(capsys):
@@ -57,12 +74,21 @@ def test_the_text_names_the_changes_in_the_stack_files_own_keys(capsys):
     assert "  tfk8s:cluster.workers.replicas: 50 -> 100" in out
     assert any(line.startswith("  srv-07") and line.endswith("appears") for line in out.splitlines())
     assert "  ConfigMap: changed 1 (tfk8s-trainer-env)" in out  # the cluster lists the new tasks
-    # A PS and a worker replicated Job per new server. Every existing task restarts to read the larger
-    # cluster (a new JobSet), and the old PS get less memory (smaller shards).
-    assert "  replicatedJob: added 10 (ps-srv-05, ps-srv-06, ps-srv-07, ps-srv-08, ps-srv-09, worker-srv-05, … 4 more)" in out
-    assert "changed 11 (chief, ps-srv-00, ps-srv-01, ps-srv-02, ps-srv-03, ps-srv-04, … 5 more)" in out
-    assert "  JobSet: changed 1 (tf)" in out
+    # One replicated Job per role, whatever the number of servers: each has more tasks, and the
+    # old PS get less memory (smaller shards); the diff stays a line per server and role.
+    assert "  replicatedJob: changed 3 (chief, ps, worker)" in out
+    assert "  JobSet: changed 1 (tf)" not in out  # the same replicated Jobs
     assert "Service" not in out
+    assert len(out.splitlines()) < 25
+
+
+def test_the_diff_of_two_large_experiments_stays_a_line_per_server(capsys, tmp_path):
+    """scene1-case4 against ten times its servers and tasks: a changed count per server, not 2,000 lines."""
+    code, out = diff(capsys, write_scaled(tmp_path, "scene1-case4", 10, "large"), write_scaled(tmp_path, "scene1-case4", 11, "larger"))
+    assert code == 1
+    # 20 servers appear (a line each), the scheduler's tasks change, and a few lines of config and objects.
+    assert len(out.splitlines()) < 20 + 25, out
+    assert "  replicatedJob: changed 3 (chief, ps, worker)" in out
 
 
 def test_a_stack_against_itself_is_the_same(capsys):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from components.cli.main import main
+from tests.stack_variants import write_variant
 from tests.harness import PROJECT_ROOT
 
 
@@ -28,14 +29,41 @@ def test_plan_prints_one_row_per_server():
     assert "10 PS" in lines[1] and "100 workers" in lines[1]
     rows = [line.split() for line in lines if line.startswith("srv-")]
     assert len(rows) == 10
-    assert rows[0][:4] == ["srv-00", "servers", "1", "10"]
-    assert " ".join(rows[9][4:]) == "ps-9, worker-90..99"
-    assert any(line.startswith("(scheduler)") and line.endswith("chief-0") for line in lines)
+    assert all(row == [f"srv-0{i}", "servers", "1", "10"] for i, row in enumerate(rows))
+    # The JobSet's scheduler picks which indexes: they are listed once, for the pool.
+    assert any(line.split() == ["(scheduler)", "servers", "chief-0,", "ps-0..9,", "worker-0..99"] for line in lines)
+    assert "the scheduler picks which task indexes" in result.stdout
+
+
+def test_plan_shows_uneven_counts_as_a_range(tmp_path):
+    """7 workers on 3 servers: 3, 2, 2, and the scheduler picks which server holds 3."""
+    path = write_variant(tmp_path, "scene1-case1", "uneven", lambda v: (
+        v["tfk8s:nodePools"][0].update(nodes=["srv-00", "srv-01", "srv-02"]),
+        v["tfk8s:cluster"]["ps"].update(replicas=3),
+        v["tfk8s:cluster"]["workers"].update(replicas=7),
+    ))
+    result = run_cli("plan", path)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith("srv-")]
+    assert rows == [[f"srv-0{i}", "servers", "1", "2-3"] for i in range(3)]
 
 
 def test_plan_json_matches_the_stack_output(capsys):
     assert main(["plan", "scene2-case1", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
+    assert printed == {
+        "pinning": "count",
+        "perServer": {"ps-srv-00": {"ps": 1, "worker": 0}, "wk-srv-00": {"ps": 0, "worker": 10}},
+        "placement": {},
+        "unpinned": {"ps-servers": ["chief-0", "ps-0"], "worker-servers": [f"worker-{i}" for i in range(10)]},
+    }
+
+
+def test_plan_json_under_the_statefulset_model_pins_each_task(capsys, tmp_path):
+    path = write_variant(tmp_path, "scene2-case1", "sts", lambda v: v["tfk8s:cluster"].update(workload="statefulset"))
+    assert main(["plan", path, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["pinning"] == "task"
     assert printed["placement"] == {"ps-srv-00": ["ps-0"], "wk-srv-00": [f"worker-{i}" for i in range(10)]}
     assert printed["unpinned"] == {"ps-servers": ["chief-0"]}
 

@@ -85,7 +85,7 @@ def node_port_service(objects):  # StatefulSet model: a Service per role
 
 def inconsistent_tf_config(objects):
     # The workers' own cluster, one worker short.
-    workers = group(objects, "worker-srv-00")
+    workers = group(objects, "worker")
     cluster = json.loads(find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]["TFK8S_CLUSTER"])
     cluster["worker"] = cluster["worker"][:-1]
     container(workers)["env"].append({"name": "TFK8S_CLUSTER", "value": json.dumps(cluster)})
@@ -93,7 +93,7 @@ def inconsistent_tf_config(objects):
 
 
 def ps_tolerates_gpus(objects):
-    pod_spec(group(objects, "ps-srv-00"))["tolerations"] = [
+    pod_spec(group(objects, "ps"))["tolerations"] = [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
     ]
     return objects
@@ -101,13 +101,14 @@ def ps_tolerates_gpus(objects):
 
 def fractional_gpus(objects):
     for replicated in find(objects, "JobSet", "tf").props["spec"]["replicatedJobs"]:
-        if replicated["name"].startswith("worker-"):
+        if replicated["name"] == "worker":
             container(group(objects, replicated["name"]))["resources"]["limits"]["nvidia.com/gpu"] = "1.5"
     return objects
 
 
-def one_worker_with_more_gpus(objects):
-    container(group(objects, "worker-gpu-srv-00"))["resources"]["limits"]["nvidia.com/gpu"] = "2"
+def one_worker_with_more_gpus(objects):  # StatefulSet model: a workload per server
+    first = next(o for o in objects if o.kind == "StatefulSet" and o.props["metadata"]["name"].startswith("worker-"))
+    container(first)["resources"]["limits"]["nvidia.com/gpu"] = "2"
     return objects
 
 
@@ -117,12 +118,12 @@ def worker_with_its_own_partition(objects):
     assert settings["partition"] == "auto"
     overridden = json.dumps(settings | {"partition": "range"})
     TrainerSettings.from_json(overridden)  # settings the trainer accepts
-    container(group(objects, "worker-srv-02"))["env"].append({"name": "TFK8S_TRAINER", "value": overridden})
+    container(group(objects, "worker"))["env"].append({"name": "TFK8S_TRAINER", "value": overridden})
     return objects
 
 
 def latest_image(objects):
-    container(group(objects, "worker-srv-00"))["image"] = "tensorflow/tensorflow:latest"
+    container(group(objects, "worker"))["image"] = "tensorflow/tensorflow:latest"
     return objects
 
 
@@ -143,12 +144,12 @@ BROKEN = {
     "tfk8s-tf-grpc-isolation": ("scene1-case1", drop_network_policy, "no NetworkPolicy selects its pods"),
     "tfk8s-headless-task-services": ("sts:scene1-case1", node_port_service, "Service worker is NodePort"),
     "tfk8s-tf-config-consistent": ("scene1-case1", inconsistent_tf_config, "tasks disagree on the cluster"),
-    "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS tf/ps-srv-00 tolerates the GPU taint"),
+    "tfk8s-ps-without-gpu": ("scene1-case1", ps_tolerates_gpus, "PS tf/ps tolerates the GPU taint"),
     "tfk8s-gpu-containers": ("gpu-p40", fractional_gpus, "must be a whole number in limits"),
-    "tfk8s-uniform-gpu-workers": ("gpu-p40", one_worker_with_more_gpus, "workers differ in GPUs"),
+    "tfk8s-uniform-gpu-workers": ("sts:gpu-p40", one_worker_with_more_gpus, "workers differ in GPUs"),
     "tfk8s-embedding-shards-match-ps": (
         "scene1-case2", worker_with_its_own_partition,
-        "worker-srv-02 gets other trainer settings than the chief (partition 'range', 5 embedding shards, "
+        "worker gets other trainer settings than the chief (partition 'range', 5 embedding shards, "
         "against the chief's 'auto', 5 shards for 5 PS)",
     ),
     "tfk8s-container-hygiene": ("scene1-case1", latest_image, "untagged or latest"),
@@ -207,14 +208,14 @@ def no_task_index(objects):
 
 
 def one_jobset_worker_short(objects):
-    group(objects, "worker-srv-00").props["spec"]["completions"] = 9
+    group(objects, "worker").props["spec"]["completions"] = 49
     return objects
 
 
-def overlapping_first_indexes(objects):
-    env = container(group(objects, "worker-srv-01"))["env"]
+def shifted_first_index(objects):
+    env = container(group(objects, "worker"))["env"]
     (first,) = [item for item in env if item["name"] == "TFK8S_FIRST_INDEX"]
-    first["value"] = "5"
+    first["value"] = "1"
     return objects
 
 
@@ -224,17 +225,17 @@ def jobset_without_dns_names(objects):
 
 
 def no_first_index(objects):
-    env = container(group(objects, "worker-srv-00"))["env"]
+    env = container(group(objects, "worker"))["env"]
     env[:] = [item for item in env if item["name"] != "TFK8S_FIRST_INDEX"]
     return objects
 
 
 @pytest.mark.parametrize("breaks, message", [
-    (one_jobset_worker_short, "worker-9 address tf-worker-srv-00-0-9.tf.tf-scene1-case2.svc:2222: no pod has host "
-                              "name tf-worker-srv-00-0-9 under Service tf"),
-    (overlapping_first_indexes, "are both task worker-5"),
-    (jobset_without_dns_names, "worker-0 address tf-worker-srv-00-0-0.tf.tf-scene1-case2.svc:2222: no Service tf"),
-    (no_first_index, "JobSet tf/worker-srv-00: TF_CONFIG refers to TFK8S_FIRST_INDEX, which no env"),
+    (one_jobset_worker_short, "worker-49 address tf-worker-0-49.tf.tf-scene1-case2.svc:2222: no pod has host "
+                              "name tf-worker-0-49 under Service tf"),
+    (shifted_first_index, "pod tf-worker-0-4 runs worker-5, not worker-4"),
+    (jobset_without_dns_names, "worker-0 address tf-worker-0-0.tf.tf-scene1-case2.svc:2222: no Service tf"),
+    (no_first_index, "JobSet tf/worker: TF_CONFIG refers to TFK8S_FIRST_INDEX, which no env"),
 ])
 def test_a_jobset_task_without_exactly_one_pod_at_its_address_is_reported(breaks, message):
     found = tripped(breaks(objects_of(program_run("scene1-case2"))))
@@ -338,19 +339,26 @@ def test_ratio_thresholds_come_from_the_pack_config():
 
 def test_ps_memory_below_its_shard_is_flagged():
     objects = objects_of(program_run("gpu-p40"))
-    container(group(objects, "ps-cpu-srv-00"))["resources"]["requests"]["memory"] = "1Gi"
+    container(group(objects, "ps"))["resources"]["requests"]["memory"] = "1Gi"
     found = violations("tfk8s-ps-memory-fits-shard", objects)
-    assert len(found) == 1 and "PS tf/ps-cpu-srv-00 requests 1Gi" in found[0]
+    assert len(found) == 1 and "PS tf/ps requests 1Gi" in found[0]
 
 
 def test_strict_placement_is_flagged_only_in_production():
     objects = objects_of(program_run("scene1-case1"))
     assert violations("tfk8s-strict-placement-in-production", objects) == []
     found = violations("tfk8s-strict-placement-in-production", objects, stack_tags={"production": "true"})
-    # The PS and the 10 workers are pinned, by their two workloads; the chief is not.
+    # The PS and the 10 workers are held to their server's share, by their two Jobs; the chief is not.
+    assert sorted(found) == [
+        f"tf/{name} holds each server to its share of its {pods}; in production a lost server strands its share "
+        "(set cluster.strict: false)" for name, pods in (("ps", "1 pod"), ("worker", "10 pods"))
+    ]
+    found = violations("tfk8s-strict-placement-in-production", objects_of(statefulset_run("scene1-case1")),
+                       stack_tags={"production": "true"})
+    # Under the StatefulSet model each task is pinned to its server.
     assert sorted(found) == [
         f"{name} requires one named server for its {pods}; in production a lost server strands them "
-        "(set cluster.strict: false)" for name, pods in (("tf/ps-srv-00", "1 pod"), ("tf/worker-srv-00", "10 pods"))
+        "(set cluster.strict: false)" for name, pods in (("ps-srv-00", "1 pod"), ("worker-srv-00", "10 pods"))
     ]
 
 
@@ -375,7 +383,7 @@ def test_unpartitioned_embedding_is_advisory_flagged():
 
 def test_pod_defaults_advise_on_writable_root_and_tokens():
     objects = objects_of(program_run("scene1-case1"))
-    ps = group(objects, "ps-srv-00")
+    ps = group(objects, "ps")
     container(ps)["securityContext"]["readOnlyRootFilesystem"] = False
     del container(ps)["readinessProbe"]
     pod_spec(ps)["automountServiceAccountToken"] = True

@@ -46,7 +46,11 @@ def task_name(workload) -> str:
     return workload.manifest["metadata"]["name"]
 
 
-def expected_workloads(run) -> int:
+# Kueue makes a pod set of each replicated Job, and takes at most 8 in one Workload.
+KUEUE_MAX_POD_SETS = 8
+
+
+def expected_statefulset_workloads(run) -> int:
     """One workload per role per server, one per role when unpinned, and the chief's Job."""
     planned = {(task.split("-")[0], server) for server, tasks in run.outputs["placement"].items() for task in tasks}
     unpinned = {(task.split("-")[0], pool) for pool, tasks in run.outputs["unpinned"].items() for task in tasks}
@@ -67,12 +71,14 @@ def test_registers_the_expected_objects(stack_run):
         "Namespace": 1,
         "NetworkPolicy": 1,
         "ConfigMap": 2,
-        "JobSet": 1,  # a replicated Job per task group
+        "JobSet": 1,  # a replicated Job per role
         **({"LocalQueue": 1} if config.cluster.queue else {}),
         **({"NodePatch": labelled_nodes} if labelled_nodes else {}),
         **({"PersistentVolumeClaim": 1} if config.cluster.chief.checkpoint_volume else {}),
     }
-    assert len(replicated_jobs(stack_run)) == expected_workloads(stack_run)
+    # Whatever the number of servers: Kueue can admit every experiment.
+    roles = {job.manifest["metadata"]["labels"][L.COMPONENT] for job in replicated_jobs(stack_run)}
+    assert len(replicated_jobs(stack_run)) == len(roles) == 3 <= KUEUE_MAX_POD_SETS
     components = Counter(r.type for r in stack_run.resources if not r.custom)
     assert components["tfk8s:tf_cluster:TFCluster"] == 1
     namespaces = {r.manifest["metadata"].get("namespace") for r in stack_run.resources if r.custom}
@@ -83,7 +89,7 @@ def test_registers_a_workload_per_group_in_the_statefulset_model():
     run = statefulset_run("scene1-case2")
     kinds = Counter(r.kind for r in run.resources if r.custom)
     assert kinds["Service"] == 3  # one headless Service per role
-    assert kinds["StatefulSet"] == expected_workloads(run) - 1 and kinds["Job"] == 1
+    assert kinds["StatefulSet"] == expected_statefulset_workloads(run) - 1 and kinds["Job"] == 1
     assert "JobSet" not in kinds
 
 
@@ -172,29 +178,75 @@ def _nodes_as_labelled(run) -> dict[str, dict[str, str]]:
     return nodes
 
 
-def test_each_pinned_task_admits_exactly_its_planned_server(stack_run):
-    placement = stack_run.outputs["placement"]
-    planned = {task: server for server, tasks in placement.items() for task in tasks}
-    nodes = _nodes_as_labelled(stack_run)
+def spread_constraints(stack: str, role: str, pool_servers: int, share: int, strict: bool = True) -> list[dict]:
+    """What holds each server of a pool to its share of a role's tasks (components/objects/pods.py)."""
+    selector = {"matchLabels": {L.INSTANCE: stack, L.PART_OF_KEY: "tfk8s", L.COMPONENT: role}}
+    even = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "labelSelector": selector,
+            "whenUnsatisfiable": "DoNotSchedule" if strict else "ScheduleAnyway", "nodeTaintsPolicy": "Honor"}
+    capped = {"maxSkew": share, "topologyKey": f"server.tfk8s.io/{stack}", "whenUnsatisfiable": "DoNotSchedule",
+              "minDomains": pool_servers, "labelSelector": selector, "nodeTaintsPolicy": "Honor"}
+    return [even, capped] if strict else [even]
+
+
+def test_each_task_admits_exactly_its_pools_servers_and_each_server_its_share(stack_run):
+    """JobSet: a Job per role, whose pods may use every server of the pool, and the scheduler gives
+    each server exactly its share (tests/cluster proves it on the local control plane)."""
     config = load_stack_file(stack_run.stack)
-    ps_pool = config.pools[config.cluster.ps.pool]
+    if config.cluster.placement == "spread":
+        return  # test_spread_pins_nothing_and_keeps_ps_apart
+    nodes = _nodes_as_labelled(stack_run)
+    per_server = stack_run.outputs["perServer"]
     for pod in pods_of(stack_run):
-        admitted = admitted_nodes(pod.spec, nodes)
+        role = pod.task.split("-")[0]
+        pool = config.pools[config.cluster.workers.pool if role == "worker" else config.cluster.ps.pool]
+        assert admitted_nodes(pod.spec, nodes) == set(pool.nodes), pod.task
+        if role == "chief":
+            assert "topologySpreadConstraints" not in pod.spec
+            continue
+        share = max(per_server[server][role] for server in pool.nodes)
+        assert pod.spec["topologySpreadConstraints"] == spread_constraints(stack_run.stack, role, len(pool.nodes), share)
+        for patch in stack_run.of_kind("NodePatch"):  # the key the share is counted over: one value per server
+            name = patch.manifest["metadata"]["name"]
+            assert patch.manifest["metadata"]["labels"][f"server.tfk8s.io/{stack_run.stack}"] == name
+
+
+def test_statefulset_tasks_admit_exactly_their_planned_server():
+    run = statefulset_run("scene2-case2")
+    planned = {task: server for server, tasks in run.outputs["placement"].items() for task in tasks}
+    assert len(planned) == 55
+    for pod in pods_of(run):
         if pod.task in planned:
-            assert admitted == {planned[pod.task]}, pod.task
-        elif pod.task == "chief-0" and ps_pool.nodes:
-            # Not pinned, but kept to the PS pool of this experiment.
-            assert admitted == set(ps_pool.nodes)
+            assert admitted_nodes(pod.spec, _nodes_as_labelled(run)) == {planned[pod.task]}, pod.task
+            assert "topologySpreadConstraints" not in pod.spec
 
 
-def test_preferred_placement_keeps_the_pool_and_prefers_the_server():
+def test_preferred_placement_keeps_the_pool_and_spreads_evenly():
     name, values = read_stack_values("scene2-case2")
     values = copy.deepcopy(values)
     values["tfk8s:cluster"]["strict"] = False
     run = run_program(name, values)
     nodes = _nodes_as_labelled(run)
     config = load_stack_file("scene2-case2")
+    for pod in pods_of(run):
+        if pod.task == "chief-0":
+            continue
+        role = pod.task.split("-")[0]
+        pool = config.pools["ps-servers" if role == "ps" else "worker-servers"]
+        assert admitted_nodes(pod.spec, nodes) == set(pool.nodes), pod.task
+        share = 1 if role == "ps" else 10
+        # Only even, and only preferred: a lost server's tasks move to the others.
+        assert pod.spec["topologySpreadConstraints"] == spread_constraints(name, role, 5, share, strict=False)
+
+
+def test_preferred_placement_under_the_statefulset_model_prefers_the_server():
+    name, values = read_stack_values("scene2-case2")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"].update(strict=False, workload="statefulset")
+    run = run_program(name, values)
+    nodes = _nodes_as_labelled(run)
+    config = load_stack_file("scene2-case2")
     planned = {t: s for s, tasks in run.outputs["placement"].items() for t in tasks}
+    assert len(planned) == 55
     for pod in pods_of(run):
         if pod.task not in planned:
             continue
@@ -223,14 +275,11 @@ def test_placement_output_lists_every_task_once(stack_run):
 @pytest.mark.parametrize("stack", [s for s in SEED_STACKS if s.startswith("scene1")])
 def test_scene1_every_server_runs_ten_workers_and_one_ps(stack):
     run = program_run(stack)
-    placement = run.outputs["placement"]
     servers = load_stack_file(stack).pools["servers"].nodes
-    assert list(placement) == list(servers)
-    for i, server in enumerate(servers):
-        tasks = placement[server]
-        assert [t for t in tasks if t.startswith("ps-")] == [f"ps-{i}"]
-        assert [t for t in tasks if t.startswith("worker-")] == [f"worker-{j}" for j in range(10 * i, 10 * i + 10)]
-    assert run.outputs["unpinned"] == {"servers": ["chief-0"]}
+    assert run.outputs["perServer"] == {server: {"ps": 1, "worker": 10} for server in servers}
+    assert run.outputs["pinning"] == "count"
+    (unpinned,) = run.outputs["unpinned"].values()
+    assert len(unpinned) == 1 + 11 * len(servers)
 
 
 @pytest.mark.parametrize("stack", [s for s in SEED_STACKS if s.startswith("scene2")])
@@ -240,11 +289,15 @@ def test_scene2_ps_and_workers_never_share_a_server(stack):
     ps_servers = config.pools["ps-servers"].nodes
     worker_servers = config.pools["worker-servers"].nodes
     assert not set(ps_servers) & set(worker_servers)
-    placement = run.outputs["placement"]
-    for i, server in enumerate(ps_servers):
-        assert placement[server] == [f"ps-{i}"]
-    for i, server in enumerate(worker_servers):
-        assert placement[server] == [f"worker-{j}" for j in range(10 * i, 10 * i + 10)]
+    assert run.outputs["perServer"] == {
+        **{server: {"ps": 1, "worker": 0} for server in ps_servers},
+        **{server: {"ps": 0, "worker": 10} for server in worker_servers},
+    }
+    # Each role's pods may only use their own pool's servers.
+    nodes = _nodes_as_labelled(run)
+    for pod in pods_of(run):
+        pool = worker_servers if pod.task.startswith("worker-") else ps_servers
+        assert admitted_nodes(pod.spec, nodes) == set(pool)
     assert run.outputs["tasks"]["worker"] == 10 * len(worker_servers)
 
 
@@ -320,7 +373,6 @@ def test_tf_port_reachable_only_from_the_experiment(stack_run):
 
 
 def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
-    planned = {t: s for s, tasks in stack_run.outputs["placement"].items() for t in tasks}
     config = load_stack_file(stack_run.stack)
     (jobset,) = stack_run.of_kind("JobSet")
     spec = jobset.manifest["spec"]
@@ -348,10 +400,10 @@ def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
             "ps": ("Never", 0, None),
             "worker": ("Never", 2**31 - 1, 2**31 - 1),
         }[role]
-    tasks_of_group: dict = {}
+    roles_of_group: dict = {}
     for pod in pods_of(stack_run):
-        tasks_of_group.setdefault(pod.labels[L.WORKLOAD], set()).add(planned.get(pod.task))
-    assert all(len(servers) == 1 for servers in tasks_of_group.values()), "a group runs tasks of one server"
+        roles_of_group.setdefault(pod.labels[L.WORKLOAD], set()).add(pod.task.split("-")[0])
+    assert roles_of_group == {"chief": {"chief"}, "ps": {"ps"}, "worker": {"worker"}}
 
 
 def test_statefulset_model_one_pod_per_task_and_the_chief_finishes():

@@ -78,7 +78,8 @@ def test_a_platform_program_builds_experiments_from_its_own_config():
             assert ancestors[-1] == "tfk8s:experiment:TFExperiment", (resource.name, ancestors)
     # Both experiments label the same four servers, each with its own keys.
     keys = {key for patch in run.of_kind("NodePatch") for key in patch.manifest["metadata"]["labels"]}
-    assert keys == {"pool.tfk8s.io/ranking-dev", "role.tfk8s.io/ranking-dev", "pool.tfk8s.io/ctr-dev", "role.tfk8s.io/ctr-dev"}
+    assert keys == {f"{domain}/{stack}" for domain in ("pool.tfk8s.io", "role.tfk8s.io", "server.tfk8s.io")
+                    for stack in ("ranking-dev", "ctr-dev")}
 
 
 def test_typed_arguments_are_validated_like_a_stack_file():

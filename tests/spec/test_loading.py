@@ -7,12 +7,13 @@ import copy
 import pulumi
 import pytest
 
+from components.objects import manifests
 from components.objects.loading import load_experiment_values
 from components.plan.tf_config import MAX_ENV_STRING, largest_env_string
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.loading import load_stack_config
 from components.spec.models import StackConfigError
-from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+from components.spec.stack_files import PROJECT_ROOT
 from tests.harness import by_identity, run_program
 
 STACK = "bad-stack"
@@ -227,11 +228,16 @@ BAD_INPUTS = {
         lambda v: v.pop("tfk8s:cluster"),
         r"tfk8s:cluster: missing; every stack needs it",
     ),
-    "more tasks than one environment variable can list": (
-        lambda v: cluster(v)["workers"].update(replicas=3000),
-        r"tfk8s:cluster\.workers\.replicas: 3,003 tasks make a TFK8S_CLUSTER of 1[0-9]{2},[0-9]{3} bytes, but Linux "
+    "a StatefulSet cluster with more tasks than one environment variable can list": (
+        lambda v: cluster(v).update(workload="statefulset", workers={**cluster(v)["workers"], "replicas": 3000}),
+        r"tfk8s:cluster\.workers\.replicas: 3,003 tasks make a TF_CONFIG of 1[0-9]{2},[0-9]{3} bytes, but Linux "
         r"passes at most 131,072 bytes in one environment variable \(about 2,[0-9]{3} tasks with these names\); "
-        r"use fewer PS and workers",
+        r"use fewer PS and workers, shorter server and stack names, or tfk8s:cluster.workload: jobset",
+    ),
+    "a JobSet cluster with more tasks than a ConfigMap holds": (
+        lambda v: cluster(v)["workers"].update(replicas=25_000),
+        r"tfk8s:cluster\.workers\.replicas: 25,003 tasks make a cluster of 1,[0-9]{3},[0-9]{3} bytes, but a "
+        r"ConfigMap holds at most 1,048,576 \(about 2[0-9],[0-9]{3} tasks with these names\)",
     ),
 }
 
@@ -268,23 +274,35 @@ def test_a_typo_in_the_trainer_and_one_in_the_cluster_are_both_reported():
     assert "tfk8s:cluster.workers.replics: unknown key (did you mean 'replicas'?)" in text
 
 
-@pytest.mark.parametrize("workload, variable", [
-    pytest.param("jobset", "TFK8S_CLUSTER", id="jobset: the cluster alone"),
-    pytest.param("statefulset", "TF_CONFIG", id="statefulset: the expanded TF_CONFIG"),
-])
-def test_the_tf_config_limit_is_the_kernels(workload, variable):
-    """The largest environment string a task is started with: the expanded TF_CONFIG of a StatefulSet
-    pod, the cluster alone for a JobSet pod (whose trainer composes TF_CONFIG in its process)."""
+def test_the_tf_config_limit_is_the_kernels():
+    """The largest environment string a StatefulSet task is started with is its expanded TF_CONFIG."""
     def env_size(workers: int) -> int:
-        values = mutated(lambda v: cluster(v).update(workload=workload, workers={**cluster(v)["workers"], "replicas": workers}))
+        values = mutated(lambda v: cluster(v).update(workload="statefulset", workers={**cluster(v)["workers"], "replicas": workers}))
         experiment = load_experiment_values(STACK, values, load_trainer_bundle(PROJECT_ROOT))
-        name, size = largest_env_string(experiment.tf_config.cluster, workload)
-        assert name == variable
+        name, size = largest_env_string(experiment.tf_config.cluster, "statefulset")
+        assert name == "TF_CONFIG"
         return size
 
     assert env_size(2000) <= MAX_ENV_STRING
-    with pytest.raises(StackConfigError, match=f"a {variable} of .* Linux passes at most 131,072 bytes"):
+    with pytest.raises(StackConfigError, match="a TF_CONFIG of .* Linux passes at most 131,072 bytes"):
         env_size(3000)
+
+
+def test_a_jobset_cluster_past_the_variable_limit_is_a_mounted_file():
+    """A JobSet task's trainer composes TF_CONFIG from the cluster: in a variable while it fits, past
+    Linux's 128 KiB a file from its own ConfigMap, which the pods mount and TFK8S_CLUSTER_FILE names."""
+    def experiment(workers: int):
+        values = mutated(lambda v: cluster(v)["workers"].update(replicas=workers))
+        return load_experiment_values(STACK, values, load_trainer_bundle(PROJECT_ROOT))
+
+    small, large = experiment(2000), experiment(3500)
+    assert largest_env_string(small.tf_config.cluster, "jobset")[1] <= MAX_ENV_STRING
+    assert largest_env_string(large.tf_config.cluster, "jobset")[1] > MAX_ENV_STRING
+    assert (small.cluster_as_file, large.cluster_as_file) == (False, True)
+    env = manifests.trainer_env(large)
+    assert "TFK8S_CLUSTER" not in env and env["TFK8S_CLUSTER_FILE"] == "/etc/tfk8s/cluster.json"
+    assert manifests.cluster_config_map(large)["data"] == {"cluster.json": large.tf_config.cluster_json}
+    assert manifests.cluster_config_map(small) is None and "TFK8S_CLUSTER" in manifests.trainer_env(small)
 
 
 def test_ratio_stands_in_for_ps_replicas():
@@ -332,23 +350,3 @@ def test_queue_and_restarts_need_the_jobset_model():
     assert load_stack_config(STACK, mutated(lambda v: cluster(v).update(workload="statefulset"))).cluster.restarts == 3
     with pytest.raises(StackConfigError, match=r"tfk8s:cluster\.workload: .*'jobset' or 'statefulset'"):
         load_stack_config(STACK, mutated(lambda v: cluster(v).update(workload="deployment")))
-
-
-def test_a_jobset_too_large_for_etcd_is_refused_with_the_way_out():
-    """One replicated Job per role per server: 200 servers make a JobSet etcd refuses (seen on the
-    local cluster); the StatefulSet model has no such object."""
-    def scaled_values(values, factor):
-        scaled = copy.deepcopy(values)
-        scaled["tfk8s:nodePools"][0]["nodes"] = [f"srv-{i:04d}" for i in range(20 * factor)]
-        scaled["tfk8s:cluster"]["ps"]["replicas"] *= factor
-        scaled["tfk8s:cluster"]["workers"]["replicas"] *= factor
-        return scaled
-
-    _, values = read_stack_values("scene1-case4")
-    with pytest.raises(StackConfigError, match=r"tfk8s:nodePools: the experiment's JobSet has a replicated Job per role "
-                       r"per server \(401 in all\).*or tfk8s:cluster.workload: statefulset"):
-        load_experiment_values("scene1-case4", scaled_values(values, 10), load_trainer_bundle(PROJECT_ROOT))
-    roomy = scaled_values(values, 10)
-    roomy["tfk8s:cluster"]["workload"] = "statefulset"
-    load_experiment_values("scene1-case4", roomy, load_trainer_bundle(PROJECT_ROOT))
-    load_experiment_values("scene1-case4", scaled_values(values, 7), load_trainer_bundle(PROJECT_ROOT))  # 281 groups fit

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from trainer.cluster import COMPLETION_INDEX_ENV, FIRST_INDEX_ENV, composed_tf_config
+from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV, COMPLETION_INDEX_ENV, FIRST_INDEX_ENV, composed_tf_config
 
 POD_INDEX = "apps.kubernetes.io/pod-index"
 FIELD_LABEL = re.compile(r"^metadata\.labels\['([^']+)'\]$")
@@ -58,7 +58,18 @@ class Pod:
     def tf_config(self, config_maps: Mapping[str, Mapping[str, str]]) -> dict:
         """TF_CONFIG as the trainer reads it: set in the pod, or composed from a JobSet pod's pieces."""
         env = self.env(config_maps)
+        if CLUSTER_FILE_ENV in env:
+            env[CLUSTER_ENV] = self.mounted_file(env.pop(CLUSTER_FILE_ENV), config_maps)
         return json.loads(env.get("TF_CONFIG") or composed_tf_config(env))
+
+    def mounted_file(self, path: str, config_maps: Mapping[str, Mapping[str, str]]) -> str:
+        """A file of a ConfigMap volume the container mounts (every key a file, no items)."""
+        volumes = {volume["name"]: volume for volume in self.spec["volumes"]}
+        for mount in self.container["volumeMounts"]:
+            config_map = volumes[mount["name"]].get("configMap")
+            if config_map and path.startswith(mount["mountPath"] + "/"):
+                return config_maps[config_map["name"]][path[len(mount["mountPath"]) + 1:]]
+        raise AssertionError(f"{self.name}: nothing mounted at {path}")
 
     @property
     def task(self) -> str:

@@ -8,6 +8,7 @@ property is a violation where a rule requires it, never a crash. The accessors
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Iterable, Iterator, Mapping, Optional
@@ -170,10 +171,16 @@ def mounted_file(
             return str(data[key])
     return None
 
+@functools.lru_cache(maxsize=16)
+def parsed_json(text: str) -> Any:
+    """JSON every pod of an experiment shares (the cluster), parsed once: read it, never change it.
+    Parsed per pod, an experiment's check would grow with the square of its tasks."""
+    return json.loads(text)
+
 def _composed(variables: Mapping[str, str], known: bool) -> dict:
     """A JobSet task's TF_CONFIG as the trainer composes it (trainer/cluster.py); null what is unknown."""
     try:
-        cluster = json.loads(variables[CLUSTER_ENV]) if CLUSTER_ENV in variables else None
+        cluster = parsed_json(variables[CLUSTER_ENV]) if CLUSTER_ENV in variables else None
     except ValueError:
         return {"_malformed": variables[CLUSTER_ENV]}
     first, completion = number(variables.get(FIRST_INDEX_ENV)), number(variables.get(COMPLETION_INDEX_ENV))

@@ -59,7 +59,9 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
         group = [w for w in group if w not in malformed]
         if not group:
             continue
-        cluster_texts = {json.dumps(get(c, "cluster"), sort_keys=True) for w in group for c in w.tf_configs}
+        # Pods that read one cluster share one parsed object: each distinct one is written out once.
+        distinct = {id(get(c, "cluster")): get(c, "cluster") for w in group for c in w.tf_configs}
+        cluster_texts = {json.dumps(cluster, sort_keys=True) for cluster in distinct.values()}
         if len(cluster_texts) > 1:
             report(f"{where}: tasks disagree on the cluster in TF_CONFIG ({len(cluster_texts)} versions)")
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 
@@ -246,6 +247,22 @@ def test_a_jobset_task_is_its_groups_first_index_plus_its_completion_index():
     with pytest.raises(ClusterConfigError, match="task worker-5 is not in the cluster"):
         read_task_config({**env, "TFK8S_FIRST_INDEX": "4"})
 
+
+
+def test_a_cluster_too_large_for_a_variable_is_read_from_the_file_its_variable_names(tmp_path):
+    """Past Linux's 128 KiB per variable a JobSet task gets its cluster as a mounted file."""
+    workers = [f"tf-worker-0-{i}.tf.tf-large.svc:2222" for i in range(4000)]
+    cluster = json.dumps({"ps": ["tf-ps-0-0.tf.tf-large.svc:2222"], "worker": workers}, separators=(",", ":"))
+    assert len(cluster) > 131_072
+    (tmp_path / "cluster.json").write_text(cluster)
+    env = {"TFK8S_CLUSTER_FILE": str(tmp_path / "cluster.json"), "TFK8S_TASK_TYPE": "worker",
+           "TFK8S_FIRST_INDEX": "0", "JOB_COMPLETION_INDEX": "3999"}
+    task = read_task_config(env)
+    assert (task.task_type, task.task_index, task.worker_count) == ("worker", 3999, 4000)
+    with pytest.raises(ClusterConfigError, match=r"TFK8S_CLUSTER_FILE=/nowhere/cluster.json: cannot read the cluster"):
+        read_task_config({**env, "TFK8S_CLUSTER_FILE": "/nowhere/cluster.json"})
+    with pytest.raises(ClusterConfigError, match=r"TFK8S_CLUSTER \(or TFK8S_CLUSTER_FILE\) not"):
+        read_task_config({k: v for k, v in env.items() if k != "TFK8S_CLUSTER_FILE"})
 
 # -- a lost PS before the training loop ------------------------------------------
 

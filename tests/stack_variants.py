@@ -22,10 +22,13 @@ def write_variant(directory: Path, base: str, name: str, edit: Callable[[dict[st
 
 
 def scaled_values(values: dict[str, Any], factor: int) -> dict[str, Any]:
-    """A one-pool stack with `factor` times its servers, PS and workers (srv-0000, srv-0001, ...)."""
+    """The stack with `factor` times its servers (each pool's, named on from its first: srv-0000,
+    srv-0001, ...; ps-srv-0000, ...), PS and workers."""
     values = copy.deepcopy(values)
-    pool = values["tfk8s:nodePools"][0]
-    pool["nodes"] = [f"srv-{i:04d}" for i in range(len(pool["nodes"]) * factor)]
+    for pool in values["tfk8s:nodePools"]:
+        if pool.get("nodes"):
+            prefix = pool["nodes"][0].rstrip("0123456789")
+            pool["nodes"] = [f"{prefix}{i:04d}" for i in range(len(pool["nodes"]) * factor)]
     cluster = values["tfk8s:cluster"]
     cluster["ps"]["replicas"] *= factor
     cluster["workers"]["replicas"] *= factor

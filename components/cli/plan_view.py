@@ -43,10 +43,14 @@ def plan_table(config: StackConfig, plan: Plan) -> str:
         ]
         lines.append("  ".join(cells).rstrip())
     if plan.pinning == "count":
+        uneven = any(
+            low != high for role in ("ps", "worker") for low, high in
+            (plan.share_bounds(role, pool) for pool in {share.pool for share in plan.shares})  # type: ignore[arg-type]
+        )
         lines += [
             "",
-            "Each server holds exactly these counts; the scheduler picks which task indexes "
-            "(and, where counts differ by one, which servers hold one more): `status` shows them.",
+            "Each server holds exactly these counts; the scheduler picks which task indexes"
+            + (" and which servers hold one more" if uneven else "") + " (`status` shows where they run).",
         ]
     return "\n".join(lines)
 

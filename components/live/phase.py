@@ -48,6 +48,26 @@ def jobset_phase(
     return Phase("Admitted" if queued else "Pending")
 
 
+def queued_detail(workloads: Sequence[Mapping[str, Any]], events: Sequence[Any]) -> str:
+    """Why Kueue holds a queued experiment, from what the cluster says.
+
+    `workloads`: the Kueue Workloads of the experiment's JobSet (Kueue makes one per JobSet);
+    `events`: the JobSet's events, newest last. A Workload's QuotaReserved condition says what is
+    missing (quota, a ClusterQueue); with no Workload, Kueue's warning on the JobSet says why
+    it could make none (an invalid Workload, a LocalQueue it cannot find).
+    """
+    for workload in workloads:
+        for condition in (workload.get("status") or {}).get("conditions") or ():
+            if condition.get("type") == "QuotaReserved" and condition.get("status") == "False":
+                return f"waiting for Kueue to admit it: {condition.get('message') or condition.get('reason')}"
+    if workloads:
+        return "waiting for Kueue to admit it"
+    warnings = [event for event in events if getattr(event, "type", "") == "Warning"]
+    if warnings:
+        return f"Kueue has made no Workload for it: {warnings[-1].message}"
+    return "waiting for Kueue to make its Workload"
+
+
 def statefulset_phase(chief_succeeded: bool, chief_failed: bool, all_running: bool) -> Phase:
     """The StatefulSet model: the chief's Job decides; PS and workers go on serving after it."""
     if chief_succeeded:

@@ -17,9 +17,18 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from components.live.phase import Phase, chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
+from components.live.phase import (
+    Phase,
+    chief_summary,
+    jobset_phase,
+    last_error,
+    queued_detail,
+    statefulset_phase,
+    summary_text,
+)
 from components.live.tasks import (
     ExperimentStatus,
+    against_shares,
     TaskStatus,
     last_failed_create,
     newest_pods_by_task,
@@ -62,6 +71,7 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     failed_creates = {group_of_workload.get(name, name): message for name, message in failed_creates.items()}
     finished = {group_of_workload[job.metadata.name] for job in jobs if (job.status.succeeded or 0) >= 1}
     workload = {task.name: group.name for group in experiment.groups for task in group.tasks}
+    pool_servers = {pool.name: frozenset(pool.nodes or ()) for pool in experiment.config.node_pools}
     tasks = [
         task_status(
             placement,
@@ -70,9 +80,11 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             experiment.plan.strict,
             failed_creates.get(workload[placement.task.name], ""),
             finished=workload[placement.task.name] in finished,
+            pool_servers=pool_servers[placement.pool],
         )
         for placement in experiment.plan.placements
     ]
+    tasks, servers = against_shares(experiment, tasks)
     all_running = all(t.phase == "Running" for t in tasks)
     if experiment.workload == "jobset":
         phase = jobset_phase(
@@ -86,6 +98,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             any(c.type == "Failed" and c.status == "True" for job in chief_jobs for c in job.status.conditions or ()),
             all_running,
         )
+    if phase.name == "Queued":
+        phase = Phase(phase.name, queued_detail(*_kueue_view(api, experiment)))
     summary = None
     if phase.name == "Succeeded":
         # JobSet ended the PS and workers with the chief: their pods are gone by design.
@@ -100,7 +114,29 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     elif phase.name == "Failed":
         why = [phase.detail, _failed_jobs(jobs, experiment), _failed_task(core, all_pods, first_index)]
         phase = Phase(phase.name, "; ".join(filter(None, why)))
-    return ExperimentStatus(phase, tasks, summary, pods)
+    return ExperimentStatus(phase, tasks, summary, pods, servers)
+
+
+def _kueue_view(api: Any, experiment: Experiment) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The Kueue Workloads the experiment's JobSet owns, and the JobSet's events, oldest first."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
+            "kueue.x-k8s.io", "v1beta1", experiment.namespace, "workloads"
+        )["items"]
+    except ApiException:
+        listed = []  # no Kueue: the events say why
+    workloads = [
+        w for w in listed
+        if any(o.get("kind") == "JobSet" and o.get("name") == JOBSET_NAME for o in w["metadata"].get("ownerReferences") or ())
+    ]
+    events = client.CoreV1Api(api).list_namespaced_event(
+        experiment.namespace, field_selector=f"involvedObject.kind=JobSet,involvedObject.name={JOBSET_NAME}"
+    ).items
+    events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+    return workloads, events
 
 
 def read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:

@@ -3,11 +3,13 @@ as JSON (pure: pods, nodes and events as the API server returns them, no API cal
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from components.live.phase import Phase
+from components.live.shares import ServerStatus, crowded_tasks, server_statuses, servers_json, servers_table
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.planner import TaskPlacement
@@ -66,8 +68,10 @@ def task_status(
     strict: bool,
     controller_event: str,
     finished: bool = False,
+    pool_servers: frozenset[str] = frozenset(),
 ) -> TaskStatus:
-    """`finished`: the task's Job completed, so a missing pod is expected (it may have been cleaned up)."""
+    """`finished`: the task's Job completed, so a missing pod is expected (it may have been cleaned up).
+    `pool_servers`: the servers the task's pool names, where the scheduler places it among them."""
     task, server = placement.task, placement.server
     if pod is None and finished:
         return TaskStatus(task.name, placement.pool, server, None, "Succeeded", True, "finished; its pod is gone")
@@ -75,6 +79,9 @@ def task_status(
     phase = pod.status.phase if pod is not None else "Missing"
     on_plan = node is not None and (server is None or node == server)
     reasons = []
+    if server is None and node is not None and pool_servers and node not in pool_servers:
+        on_plan = False
+        reasons.append(f"on {node}, outside pool {placement.pool}")
     if server is not None and server not in nodes:
         reasons.append(f"server {server} is not in the cluster")
     if node is not None and server is not None and node != server:
@@ -109,6 +116,20 @@ class ExperimentStatus:
     tasks: list[TaskStatus]
     summary: Optional[dict[str, Any]] = None  # the chief's, once it succeeded
     pods: dict[str, Any] = field(default_factory=dict)  # task -> its current pod
+    servers: list[ServerStatus] = field(default_factory=list)  # each server against its share (pinning counts)
+
+
+def against_shares(experiment: Experiment, tasks: list[TaskStatus]) -> tuple[list[TaskStatus], list[ServerStatus]]:
+    """Each server's tasks against its share: the tasks of a server over its share are off the plan."""
+    live = [(t.task, t.node) for t in tasks if t.phase in ("Pending", "Running")]
+    servers = server_statuses(experiment, live)
+    crowded = crowded_tasks(experiment, servers)
+    tasks = [
+        dataclasses.replace(t, as_planned=False, reason="; ".join(filter(None, [t.reason, crowded[t.task]])))
+        if t.task in crowded else t
+        for t in tasks
+    ]
+    return tasks, servers
 
 
 def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
@@ -122,21 +143,23 @@ def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
         "",
     ]
     rows = [("", "TASK", "PLANNED", "NODE", "PHASE", "WHY")]
-    for status in statuses:
+    for task in statuses:
         rows.append(
             (
-                "!" if not status.as_planned else "",
-                status.task,
-                status.planned or f"({status.pool})",
-                status.node or "-",
-                status.phase,
-                status.reason,
+                "!" if not task.as_planned else "",
+                task.task,
+                task.planned or f"({task.pool})",
+                task.node or "-",
+                task.phase,
+                task.reason,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]
         lines.append("  ".join(cells).rstrip())
+    if status.servers:
+        lines += ["", *servers_table(status.servers)]
     return "\n".join(lines)
 
 
@@ -162,6 +185,7 @@ def status_json(experiment: Experiment, status: ExperimentStatus) -> str:
                 }
                 for s in statuses
             ],
+            **({"servers": servers_json(status.servers)} if status.servers else {}),
         },
         indent=2,
     )

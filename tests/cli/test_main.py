@@ -32,7 +32,7 @@ def test_plan_prints_one_row_per_server():
     assert all(row == [f"srv-0{i}", "servers", "1", "10"] for i, row in enumerate(rows))
     # The JobSet's scheduler picks which indexes: they are listed once, for the pool.
     assert any(line.split() == ["(scheduler)", "servers", "chief-0,", "ps-0..9,", "worker-0..99"] for line in lines)
-    assert "the scheduler picks which task indexes" in result.stdout
+    assert "the scheduler picks which task indexes (" in result.stdout
 
 
 def test_plan_shows_uneven_counts_as_a_range(tmp_path):
@@ -46,6 +46,7 @@ def test_plan_shows_uneven_counts_as_a_range(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("srv-")]
     assert rows == [[f"srv-0{i}", "servers", "1", "2-3"] for i in range(3)]
+    assert "the scheduler picks which task indexes and which servers hold one more" in result.stdout
 
 
 def test_plan_json_matches_the_stack_output(capsys):

@@ -153,9 +153,16 @@ def test_scene1_case2_admitted_placed_and_removed(local_cluster, tmp_path, capsy
     status = json.loads(capsys.readouterr().out)
     assert status["phase"] == "Running"
     assert status["asPlanned"] is True and len(status["tasks"]) == 56
-    assert {t["task"]: t["node"] for t in status["tasks"] if t["planned"]} == {
-        task: server for server, tasks in load_experiment("scene1-case2").plan.by_server().items() for task in tasks
-    }
+    # Each server against its share, and which task indexes the scheduler put there.
+    servers = status["servers"]
+    assert set(servers) == set(servers_planned := experiment.plan.per_server())
+    for server, row in servers.items():
+        assert (row["share"], row["ps"], row["worker"]) == ({"ps": "1", "worker": "10"}, 1, 10)
+        on_server = {t["task"] for t in status["tasks"] if t["node"] == server}
+        assert set(row["tasks"]) == on_server and len(on_server - {"chief-0"}) == 11
+    assert servers_planned["srv-00"] == {"ps": 1, "worker": 10}
+    code, table = status_of("scene1-case2", local_cluster, capsys)
+    assert any(line.split()[:3] == ["srv-00", "1/1", "10/10"] for line in table.splitlines()), table
 
     local_cluster.delete("scene1-case2", tmp_path)
     with pytest.raises(client.ApiException) as gone:
@@ -342,27 +349,28 @@ def test_losing_a_server_strands_strict_tasks_and_moves_preferred_ones(
     try:
         for name in lost:
             core(local_cluster).delete_node(name)
-        strict_tasks = load_experiment(strict).plan.by_server()["srv-03"]
+        share = load_experiment(strict).plan.per_server()["srv-03"]  # 1 PS, 10 workers
 
         def strict_stranded():
-            # The lost PS restarted the experiment (JobSet); once again running, only srv-03's wait.
+            # The lost PS restarted the experiment (JobSet); once again running, exactly srv-03's share waits,
+            # and no other server took one task more than its own.
             code, table = status_of(strict, local_cluster, capsys)
-            rows = [line for line in table.splitlines() if any(f" {t} " in line for t in strict_tasks)]
-            pending = [r for r in rows if "Pending" in r and "server srv-03 is not in the cluster" in r]
-            rest_running = f"{56 - len(strict_tasks)}/56 tasks running as planned" in table.splitlines()[0]
-            return (code, table) if len(pending) == len(strict_tasks) and rest_running else None
+            pending = [line for line in table.splitlines() if " Pending " in line]
+            rest_running = f"{56 - 11}/56 tasks running as planned" in table.splitlines()[0]
+            placed = pods_by_node(local_cluster, strict)
+            return (code, table, pending, placed) if len(pending) == 11 and rest_running else None
 
         def loose_moved():
             table = pods_by_node(local_cluster, loose)
             running = sum(1 for p in task_pods(core(local_cluster), load_experiment(loose)) if p.status.phase == "Running")
             return table if "loose-srv-03" not in table and running == 55 else None
 
-        code, table = _wait_for(strict_stranded, NODE_GONE_WAIT_S, "srv-03's tasks Pending")
+        code, table, pending, placed = _wait_for(strict_stranded, NODE_GONE_WAIT_S, "srv-03's share Pending")
         assert code == 1
-        # The chief is not pinned: only the PS and workers planned on srv-03 are stranded.
-        stranded = [line for line in table.splitlines() if line.startswith("!") and "chief-0" not in line]
-        assert [line.split()[1] for line in stranded] == strict_tasks
-        assert all("didn't satisfy plugin(s) [NodeAffinity]" in line for line in stranded), table
+        # The chief is not pinned: only srv-03's share of PS and workers is stranded.
+        assert Counter(line.split()[1].rsplit("-", 1)[0] for line in pending) == Counter(share)
+        assert all("didn't match pod topology spread constraints" in line for line in pending), table
+        assert placed == {server: Counter({"ps": 1, "worker": 10}) for server in ("srv-00", "srv-01", "srv-02", "srv-04")}
         print(table)
 
         moved = _wait_for(loose_moved, NODE_GONE_WAIT_S, "loose-srv-03's tasks rescheduled")

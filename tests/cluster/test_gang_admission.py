@@ -1,4 +1,5 @@
-"""Kueue admits a whole experiment or none of it: two that do not both fit on one server.
+"""Kueue admits a whole experiment or none of it: two that do not both fit on one server, and
+two exactly placed scene1-case2 experiments (5 servers) that do not both fit on theirs.
 
 Each experiment (1 PS, 10 workers of 4 CPUs, the chief) asks for 43 of the 64
 CPUs of srv-00. Without a queue the scheduler places what fits of the second
@@ -9,6 +10,7 @@ all, and starts whole once the first is deleted.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -62,8 +64,6 @@ def running(cluster, stack: str) -> int:
 
 def phase(cluster, stack: str, capsys) -> str:
     components_main(["status", stack, "--kubeconfig", str(cluster.kubeconfig), "--json"])
-    import json
-
     return json.loads(capsys.readouterr().out)["phase"]
 
 
@@ -110,6 +110,48 @@ def test_with_a_queue_the_second_experiment_waits_whole_then_starts(local_cluste
         local_cluster.delete(first, tmp_path / "a")
         wait_for(lambda: running(local_cluster, second) == 12, "the second experiment admitted whole and running")
         assert phase(local_cluster, second, capsys) == "Running"
+    finally:
+        local_cluster.delete(second, tmp_path / "b")
+        local_cluster.delete(first, tmp_path / "a")
+
+
+FIVE_SERVERS = [f"srv-0{i}" for i in range(5)]
+FIVE_SERVER_QUEUE = "five-servers"
+
+
+def exact_experiment(values: dict) -> None:
+    """scene1-case2 (1 PS and 10 workers per server, exactly placed) with 4-CPU workers: 200 of the
+    five servers' 320 CPUs; queued."""
+    values["tfk8s:cluster"]["workers"]["cpu"] = "4"
+    values["tfk8s:cluster"]["queue"] = FIVE_SERVER_QUEUE
+
+
+def test_two_queued_scene1_experiments_the_second_waits_whole_then_lands_exactly(local_cluster, tmp_path, capsys):
+    core = client.CoreV1Api(local_cluster.api)
+    allocatable = [core.read_node(name).status.allocatable for name in FIVE_SERVERS]
+    for manifest in cluster_queue_objects(allocatable):
+        if manifest["kind"] == "ClusterQueue":
+            manifest["metadata"]["name"] = FIVE_SERVER_QUEUE
+        apply_manifest(DynamicClient(local_cluster.api), manifest, "tfk8s-test")
+    first, second = (write_variant(tmp_path, "scene1-case2", name, exact_experiment) for name in ("queued-a", "queued-b"))
+    local_cluster.apply(first, tmp_path / "a")
+    try:
+        assert running(local_cluster, first) == 56  # admitted whole: 11 pod sets before would never be
+        local_cluster.apply(second, tmp_path / "b", wait=False)
+        wait_for(lambda: phase(local_cluster, second, capsys) == "Queued", "the second experiment queued")
+        components_main(["status", second, "--kubeconfig", str(local_cluster.kubeconfig), "--json"])
+        detail = json.loads(capsys.readouterr().out)["phaseDetail"]
+        assert detail.startswith("waiting for Kueue to admit it: ") and "insufficient" in detail, detail
+        assert pods(local_cluster, second) == [], "a queued experiment has no pod at all"
+
+        local_cluster.delete(first, tmp_path / "a")
+        wait_for(lambda: running(local_cluster, second) == 56, "the second experiment admitted whole and running")
+        placed: dict = {}
+        for pod in pods(local_cluster, second):
+            if pod.metadata.labels[L.COMPONENT] != "chief":
+                placed.setdefault(pod.spec.node_name, []).append(pod.metadata.labels[L.COMPONENT])
+        assert {node: sorted(roles).count("worker") for node, roles in placed.items()} == dict.fromkeys(FIVE_SERVERS, 10)
+        assert {node: roles.count("ps") for node, roles in placed.items()} == dict.fromkeys(FIVE_SERVERS, 1)
     finally:
         local_cluster.delete(second, tmp_path / "b")
         local_cluster.delete(first, tmp_path / "a")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
-from components.live.phase import chief_summary, jobset_phase, last_error, statefulset_phase, summary_text
+from components.live.phase import chief_summary, jobset_phase, last_error, queued_detail, statefulset_phase, summary_text
 
 
 def jobset(suspend=False, **status):
@@ -58,3 +59,24 @@ def test_a_failed_tasks_last_words():
     assert last_error("starting\n\ntrainer: checkpoint 500 could not be written: NOT_FOUND\n") == (
         "trainer: checkpoint 500 could not be written: NOT_FOUND"
     )
+
+
+def _workload(status: str, message: str) -> dict:
+    return {"status": {"conditions": [{"type": "QuotaReserved", "status": status, "message": message, "reason": "Pending"}]}}
+
+
+@pytest.mark.parametrize("workloads, events, expected", [
+    pytest.param([_workload("False", "couldn't assign flavors to pod set worker: insufficient unused quota for cpu "
+                            "in flavor default-flavor, 90 more needed")], [],
+                 "waiting for Kueue to admit it: couldn't assign flavors to pod set worker: insufficient unused quota "
+                 "for cpu in flavor default-flavor, 90 more needed", id="a Workload short of quota: Kueue's words"),
+    pytest.param([], [SimpleNamespace(type="Normal", message="ok"),
+                      SimpleNamespace(type="Warning", message='Workload.kueue.x-k8s.io "jobset-tf-1" is invalid: '
+                                                              'spec.podSets: Too many: 11: must have at most 8 items')],
+                 'Kueue has made no Workload for it: Workload.kueue.x-k8s.io "jobset-tf-1" is invalid: spec.podSets: '
+                 'Too many: 11: must have at most 8 items', id="no Workload: the JobSet's last warning"),
+    pytest.param([], [], "waiting for Kueue to make its Workload", id="nothing said yet"),
+    pytest.param([_workload("True", "")], [], "waiting for Kueue to admit it", id="quota reserved, not yet admitted"),
+])
+def test_a_queued_experiment_says_why_it_waits(workloads, events, expected):
+    assert queued_detail(workloads, events) == expected

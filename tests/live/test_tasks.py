@@ -45,3 +45,9 @@ UNPINNED = TaskPlacement(Task("worker", 3), "managed", None)
 def test_a_task_against_its_plan(placement, the_pod, strict, event, finished, expected):
     status = task_status(placement, the_pod, NODES, strict, event, finished=finished)
     assert (status.phase, status.as_planned, status.reason) == expected
+
+
+def test_a_task_the_scheduler_placed_outside_its_pool_is_off_the_plan():
+    status = task_status(UNPINNED, pod("gpu-00", "Running"), NODES, True, "", pool_servers=frozenset(NODES))
+    assert (status.as_planned, status.reason) == (False, "on gpu-00, outside pool managed")
+    assert task_status(UNPINNED, pod("srv-01", "Running"), NODES, True, "", pool_servers=frozenset(NODES)).as_planned

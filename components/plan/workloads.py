@@ -1,29 +1,32 @@
-"""Which workload runs which tasks: one per role per server (pure, no Pulumi).
+"""Which workload runs which tasks (pure, no Pulumi).
 
-The plan pins each task to a server. Pinning one workload per task would be
-the plainest model, but Kubernetes' controllers pay for every workload and
-Service in a namespace on each change of each pod: the StatefulSet controller
-lists the namespace's pods on every sync of every StatefulSet, and the
-EndpointSlice controller matches every pod against every Service. Per task,
-that work grows with the square of the experiment (benchmarks/cluster_apply.py
-measured x24 the controller CPU for x10 the tasks). So the tasks of one role
-on one server share a StatefulSet pinned to that server, whose ordinals are
-the task indexes (`spec.ordinals.start`), and each role has one headless
-Service that gives every pod its stable DNS name. A StatefulSet still never
-runs two pods of one task at once.
+Under the JobSet workload model (the default) the plan pins counts, not tasks
+(components/plan/planner.py): each role is one group, `chief`, `ps` and
+`worker`, one replicatedJob of the experiment's JobSet `tf`, whose single
+Indexed Job runs the role's tasks; the scheduler gives each server its share
+(components/objects/pods.py). A task's index is its group's first index plus its
+Job completion index, and its pod's host name is JobSet's
+`tf-<group>-0-<completion index>` under the JobSet's subdomain `tf`. So the
+JobSet keeps its size and its three pod sets (Kueue takes at most 8) at any
+number of servers.
+
+Under the StatefulSet model the plan pins each task to a server. Pinning one
+workload per task would be the plainest model, but Kubernetes' controllers pay
+for every workload and Service in a namespace on each change of each pod: the
+StatefulSet controller lists the namespace's pods on every sync of every
+StatefulSet, and the EndpointSlice controller matches every pod against every
+Service. Per task, that work grows with the square of the experiment
+(benchmarks/cluster_apply.py measured x24 the controller CPU for x10 the
+tasks). So the tasks of one role on one server share a StatefulSet pinned to
+that server, whose ordinals are the task indexes (`spec.ordinals.start`), and
+each role has one headless Service that gives every pod its stable DNS name: host
+name `<group>-<task index>`. A StatefulSet still never runs two pods of one task
+at once.
 
 Names: a pinned group is `<role>-<server>` (`worker-srv-04`), or
 `<role>-s<position in the pool>` when a server's name cannot be part of a pod's
 host name. Unpinned tasks form one group per role (`worker`); the chief's group
 is `chief`.
-
-Under the JobSet workload model (the default) each group is one replicatedJob
-of the experiment's JobSet `tf`, whose single Indexed Job runs the group's
-tasks: a task's index is the group's first index plus its Job completion index,
-and its pod's host name is JobSet's `tf-<group>-0-<completion index>` under the
-JobSet's subdomain `tf`. Under the StatefulSet model a group is a StatefulSet
-whose ordinals are the task indexes: host name `<group>-<task index>` under the
-role's headless Service.
 """
 
 from __future__ import annotations

@@ -269,7 +269,7 @@ def test_two_experiments_keep_to_their_own_namespace_and_labels(local_cluster, t
 
 
 def _own_labels(labels: dict[str, str], stack: str) -> dict[str, str]:
-    return {k: v for k, v in labels.items() if k in (L.node_pool_key(stack), L.node_role_key(stack))}
+    return {k: v for k, v in labels.items() if k in (L.node_pool_key(stack), L.node_role_key(stack), L.node_server_key(stack))}
 
 
 def test_experiments_share_servers_and_each_delete_removes_only_its_own_labels(local_cluster, tmp_path):
@@ -286,10 +286,11 @@ def test_experiments_share_servers_and_each_delete_removes_only_its_own_labels(l
             labelled = node_labels(local_cluster, servers)
             for name in servers[:5]:
                 assert _own_labels(labelled[name], "scene1-case2") == {
-                    "pool.tfk8s.io/scene1-case2": "servers", "role.tfk8s.io/scene1-case2": "mixed"}
+                    "pool.tfk8s.io/scene1-case2": "servers", "role.tfk8s.io/scene1-case2": "mixed",
+                    "server.tfk8s.io/scene1-case2": name}
             case3_labels = {name: _own_labels(labels, "scene1-case3") for name, labels in labelled.items()}
-            assert all(labels == {"pool.tfk8s.io/scene1-case3": "servers", "role.tfk8s.io/scene1-case3": "mixed"}
-                       for labels in case3_labels.values())
+            assert all(labels == {"pool.tfk8s.io/scene1-case3": "servers", "role.tfk8s.io/scene1-case3": "mixed",
+                                  "server.tfk8s.io/scene1-case3": name} for name, labels in case3_labels.items())
             case3_pods = {p.metadata.uid for p in task_pods(core(local_cluster), load_experiment("scene1-case3"))}
 
             local_cluster.delete("scene1-case2", tmp_path / "case2")
@@ -370,7 +371,10 @@ def test_losing_a_server_strands_strict_tasks_and_moves_preferred_ones(
         # The chief is not pinned: only srv-03's share of PS and workers is stranded.
         assert Counter(line.split()[1].rsplit("-", 1)[0] for line in pending) == Counter(share)
         assert all("didn't match pod topology spread constraints" in line for line in pending), table
-        assert placed == {server: Counter({"ps": 1, "worker": 10}) for server in ("srv-00", "srv-01", "srv-02", "srv-04")}
+        assert placed == {
+            **{server: Counter({"ps": 1, "worker": 10}) for server in ("srv-00", "srv-01", "srv-02", "srv-04")},
+            None: Counter({"ps": 1, "worker": 10}),  # Pending: on no node
+        }
         print(table)
 
         moved = _wait_for(loose_moved, NODE_GONE_WAIT_S, "loose-srv-03's tasks rescheduled")

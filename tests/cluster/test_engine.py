@@ -101,8 +101,8 @@ def namespace_exists(cluster, name: str) -> bool:
 def planned(stack: str) -> dict[str, Counter]:
     """Server -> count of PS and workers, as the plan places them."""
     return {
-        server: Counter(task.split("-")[0] for task in tasks)
-        for server, tasks in load_experiment(stack).plan.by_server().items()
+        server: Counter({role: count for role, count in counts.items() if count})
+        for server, counts in load_experiment(stack).plan.per_server().items()
     }
 
 
@@ -125,7 +125,8 @@ def test_scene1_case2_previews_passes_policy_goes_up_as_planned_and_is_destroyed
         assert pods_by_node(local_cluster, "scene1-case2") == planned("scene1-case2")
         for name, labels in node_labels(local_cluster, SCENE1).items():
             assert _own_labels(labels, "scene1-case2") == {
-                "pool.tfk8s.io/scene1-case2": "servers", "role.tfk8s.io/scene1-case2": "mixed"}
+                "pool.tfk8s.io/scene1-case2": "servers", "role.tfk8s.io/scene1-case2": "mixed",
+                "server.tfk8s.io/scene1-case2": name}
 
         again = engine("preview", "scene1-case2", kubeconfig, state)
         assert not again.failed, again.tail
@@ -191,7 +192,7 @@ def test_an_unsafe_program_fails_preview_naming_the_mandatory_policy_and_creates
     broken = {re.search(r"\[mandatory\].*?(tfk8s-[a-z-]+)", line).group(1) for line in preview.text.splitlines()
               if "[mandatory]" in line}
     assert broken == {"tfk8s-container-hygiene"}, preview.tail
-    assert "tf/worker-srv-00: hostNetwork is on" in preview.text
+    assert "tf/worker: hostNetwork is on" in preview.text
     assert not namespace_exists(local_cluster, "tf-engine-unsafe")
     assert all(not _own_labels(labels, "engine-unsafe") for labels in node_labels(local_cluster, SCENE1).values())
 

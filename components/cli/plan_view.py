@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.plan.planner import Plan, ServerShare, TaskType, compress_names
+from components.plan.planner import Plan, ServerShare, compress_names
 from components.spec.models import StackConfig
 from components.spec.sizing import ps_memory_request
 
@@ -43,21 +43,14 @@ def plan_table(config: StackConfig, plan: Plan) -> str:
         ]
         lines.append("  ".join(cells).rstrip())
     if plan.pinning == "count":
-        uneven = any(
-            low != high for role in ("ps", "worker") for low, high in
-            (plan.share_bounds(role, pool) for pool in {share.pool for share in plan.shares})  # type: ignore[arg-type]
-        )
         lines += [
             "",
             "Each server holds exactly these counts; the scheduler picks which task indexes"
-            + (" and which servers hold one more" if uneven else "") + " (`status` shows where they run).",
+            + ("" if plan.shares_even() else " and which servers hold one more") + " (`status` shows where they run).",
         ]
     return "\n".join(lines)
 
 
-def _count(plan: Plan, share: ServerShare, task_type: TaskType) -> str:
-    """A server's count of a role; `2-3` where the scheduler picks which servers hold one more."""
-    low, high = plan.share_bounds(task_type, share.pool)
-    if plan.pinning == "count" and low != high:
-        return f"{low}-{high}"
-    return str(share.count(task_type))
+def _count(plan: Plan, share: ServerShare, task_type: str) -> str:
+    """A server's count of a role: the plan's, or its pool's share where the scheduler picks the indexes."""
+    return plan.share_text(task_type, share.pool) if plan.pinning == "count" else str(share.count(task_type))

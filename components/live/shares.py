@@ -41,15 +41,15 @@ def server_statuses(experiment: Experiment, placed: Iterable[tuple[str, Optional
         if node is not None:
             role, _, index = task.rpartition("-")
             on_node.setdefault(node, []).append((role, int(index)))
-    servers = []
-    for share in plan.shares:
-        shares = {}
-        for role in ROLES:
-            low, high = plan.share_bounds(role, share.pool)  # type: ignore[arg-type]
-            shares[role] = str(low) if low == high else f"{low}-{high}"
-        placed_here = [f"{role}-{index}" for role, index in sorted(on_node.get(share.server, []))]
-        servers.append(ServerStatus(share.server, share.pool, shares, placed_here))
-    return servers
+    return [
+        ServerStatus(
+            share.server,
+            share.pool,
+            {role: plan.share_text(role, share.pool) for role in ROLES},
+            [f"{role}-{index}" for role, index in sorted(on_node.get(share.server, []))],
+        )
+        for share in plan.shares
+    ]
 
 
 def crowded_tasks(experiment: Experiment, servers: list[ServerStatus]) -> dict[str, str]:
@@ -57,7 +57,7 @@ def crowded_tasks(experiment: Experiment, servers: list[ServerStatus]) -> dict[s
     crowded: dict[str, str] = {}
     for server in servers:
         for role in ROLES:
-            _, high = experiment.plan.share_bounds(role, server.pool)  # type: ignore[arg-type]
+            _, high = experiment.plan.share_bounds(role, server.pool)
             if server.count(role) > high:
                 reason = f"{server.server} holds {server.count(role)} {role} tasks, its share is {server.share[role]}"
                 crowded.update({task: reason for task in server.tasks if task.startswith(f"{role}-")})

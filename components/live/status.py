@@ -28,8 +28,8 @@ from components.live.phase import (
 )
 from components.live.tasks import (
     ExperimentStatus,
-    against_shares,
     TaskStatus,
+    against_shares,
     last_failed_create,
     newest_pods_by_task,
     pod_task,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Literal, Optional, Sequence
 
 from components.spec.models import StackConfig
@@ -63,7 +64,7 @@ class ServerShare:
     ps: int
     workers: int
 
-    def count(self, task_type: TaskType) -> int:
+    def count(self, task_type: str) -> int:
         return {"ps": self.ps, "worker": self.workers}.get(task_type, 0)
 
 
@@ -110,10 +111,28 @@ class Plan:
             "unpinned": self.unpinned(),
         }
 
-    def share_bounds(self, task_type: TaskType, pool: str) -> tuple[int, int]:
+    def share_bounds(self, task_type: str, pool: str) -> tuple[int, int]:
         """The fewest and most tasks of a role one server of `pool` holds (equal unless blocks are uneven)."""
-        counts = [share.count(task_type) for share in self.shares if share.pool == pool]
-        return (min(counts), max(counts)) if counts else (0, 0)
+        return self._bounds.get((task_type, pool), (0, 0))
+
+    @cached_property
+    def _bounds(self) -> dict[tuple[str, str], tuple[int, int]]:
+        bounds: dict[tuple[str, str], tuple[int, int]] = {}
+        for share in self.shares:
+            for role in ("ps", "worker"):
+                count = share.count(role)
+                low, high = bounds.get((role, share.pool), (count, count))
+                bounds[role, share.pool] = (min(low, count), max(high, count))
+        return bounds
+
+    def share_text(self, task_type: str, pool: str) -> str:
+        """A server's share of a role as a count, or `2-3` where the scheduler picks who holds one more."""
+        low, high = self.share_bounds(task_type, pool)
+        return str(low) if low == high else f"{low}-{high}"
+
+    def shares_even(self) -> bool:
+        """Every server of each pool holds as many PS, and as many workers, as the others."""
+        return all(low == high for low, high in self._bounds.values())
 
     def servers_of(self, pool: str) -> list[str]:
         return [share.server for share in self.shares if share.pool == pool]

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 from components.cli.main import main
-from tests.stack_variants import write_variant
 from tests.harness import PROJECT_ROOT
+from tests.stack_variants import write_variant
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -7,7 +7,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.live.phase import chief_summary, jobset_phase, last_error, queued_detail, statefulset_phase, summary_text
+from components.live.phase import (
+    chief_summary,
+    jobset_phase,
+    last_error,
+    queued_detail,
+    statefulset_phase,
+    summary_text,
+)
 
 
 def jobset(suspend=False, **status):

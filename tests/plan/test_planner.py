@@ -38,6 +38,23 @@ def test_isolated_uses_each_pool_for_its_role():
     }
 
 
+def test_pinning_counts_gives_each_server_its_share_and_leaves_the_indexes_to_the_scheduler():
+    """The JobSet model: the same blocks as counts per server, no task pinned to one."""
+    pool = PoolServers("servers", servers("srv", 3))
+    plan = plan_placement("colocated", pool, pool, ps_count=4, worker_count=8, pinning="count")
+    assert plan.by_server() == {}
+    assert plan.per_server() == {
+        "srv-00": {"ps": 2, "worker": 3}, "srv-01": {"ps": 1, "worker": 3}, "srv-02": {"ps": 1, "worker": 2},
+    }
+    assert plan.unpinned() == {"servers": ["chief-0", *(f"ps-{i}" for i in range(4)), *(f"worker-{i}" for i in range(8))]}
+    assert (plan.share_text("ps", "servers"), plan.share_text("worker", "servers")) == ("1-2", "2-3")
+    assert not plan.shares_even()
+    even = plan_placement("isolated", PoolServers("ps", servers("ps", 2)), PoolServers("wk", servers("wk", 2)),
+                          ps_count=2, worker_count=20, pinning="count")
+    assert even.shares_even() and even.share_text("worker", "wk") == "10" and even.share_text("worker", "ps") == "0"
+    assert even.summary()["pinning"] == "count"
+
+
 def test_spread_pins_nothing():
     pool = PoolServers("managed", None)
     plan = plan_placement("spread", pool, pool, ps_count=2, worker_count=3)

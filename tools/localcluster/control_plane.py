@@ -89,8 +89,16 @@ def _https_ok(url: str, token: str, cafile: Path) -> bool:
         return False
 
 
-def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = False) -> ControlPlane:
-    """Start a fresh cluster in `where` and wait until it serves; raise ClusterError if not."""
+def up(
+    where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = False, node_grace: Optional[str] = None
+) -> ControlPlane:
+    """Start a fresh cluster in `where` and wait until it serves; raise ClusterError if not.
+
+    `node_grace`: how long a node may miss its heartbeats before it is NotReady and its pods are
+    evicted (Kubernetes' default: 50 s). kwok keeps up the heartbeats of a thousand fake nodes on
+    two cores only while the cluster is idle; under the load of 11,000 pods they lapse, and every
+    pod would be evicted. A benchmark of that size gives more.
+    """
     existing = ControlPlane.load(where)
     if existing is not None and any(group_alive(pid) and is_ours(pid) for pid in existing.processes.values()):
         raise ClusterError("a local cluster is already running: `make cluster-down` first")
@@ -117,7 +125,7 @@ def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = Fa
     plane = ControlPlane(ports=ports)
     launcher = Launcher(where, tie_to_parent)
     try:
-        _start_all(launcher, plane, pki)
+        _start_all(launcher, plane, pki, node_grace)
     except BaseException:
         stop_processes(launcher.processes)
         raise
@@ -127,7 +135,7 @@ def up(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = Fa
     return plane
 
 
-def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
+def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki, node_grace: Optional[str]) -> None:
     where = launcher.where
     ports = plane.ports
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
@@ -212,6 +220,7 @@ def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
             "--controllers=*",
             # Statefulset and Job pods are created in bursts of thousands.
             "--concurrent-statefulset-syncs=20",
+            *([f"--node-monitor-grace-period={node_grace}"] if node_grace else []),
         ],
     )
     launcher.start(

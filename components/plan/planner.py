@@ -13,7 +13,8 @@ Rules (seed scene 1 and scene 2):
 - The chief (coordinator) is never pinned; it stays in the PS pool.
 - `spread` pins nothing; the scheduler spreads pods over the pool.
 
-How exactly the cluster follows the blocks is the plan's `pinning`:
+How exactly the cluster follows the blocks is the plan's `pinning` (`none` for
+`spread`):
 - `task` (StatefulSet model): each task on its planned server, index by index.
 - `count` (JobSet model): each server holds exactly its block's number of each
   role's tasks, and the scheduler picks which indexes (components/objects/pods.py
@@ -34,7 +35,7 @@ from components.spec.placement_rules import placement_problems
 
 TaskType = Literal["chief", "ps", "worker"]
 TASK_TYPES: tuple[TaskType, ...] = ("chief", "ps", "worker")
-Pinning = Literal["task", "count"]
+Pinning = Literal["none", "task", "count"]
 
 
 @dataclass(frozen=True, order=True)
@@ -201,7 +202,7 @@ def plan_placement(
         TaskPlacement(Task("worker", i), worker_pool.name, server)
         for i, server in enumerate(worker_servers)
     ]
-    return Plan(strategy, strict, tuple(placements), pinning if shares else "task", shares)
+    return Plan(strategy, strict, tuple(placements), pinning if shares else "none", shares)
 
 
 def _shares(

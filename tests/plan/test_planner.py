@@ -60,6 +60,7 @@ def test_spread_pins_nothing():
     plan = plan_placement("spread", pool, pool, ps_count=2, worker_count=3)
     assert plan.by_server() == {}
     assert plan.unpinned() == {"managed": ["chief-0", "ps-0", "ps-1", "worker-0", "worker-1", "worker-2"]}
+    assert (plan.pinning, plan.per_server()) == ("none", {})
 
 
 @pytest.mark.parametrize(

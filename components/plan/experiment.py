@@ -18,7 +18,6 @@ from components.plan.tf_config import (
     MAX_ENV_STRING,
     TFConfigRenderer,
     cluster_spec,
-    largest_env_string,
 )
 from components.plan.trainer_bundle import TrainerBundle
 from components.plan.workloads import TaskGroup, max_group_name, pool_servers, task_groups
@@ -69,7 +68,7 @@ class Experiment:
     @cached_property
     def cluster_as_file(self) -> bool:
         """The cluster reaches the tasks as a mounted file: a JobSet's, past one variable's limit."""
-        _, size = largest_env_string(self.tf_config.cluster, self.workload)
+        _, size = self.tf_config.largest_env_string(self.workload)
         return self.workload == "jobset" and size > MAX_ENV_STRING
 
     @cached_property
@@ -158,7 +157,7 @@ def tf_config_size_errors(experiment: Experiment) -> list[str]:
             f"a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES:,} (about {tasks * MAX_CONFIG_MAP_BYTES // size:,} "
             "tasks with these names); use fewer PS and workers, or a shorter stack name"
         ]
-    variable, size = largest_env_string(experiment.tf_config.cluster, experiment.workload)
+    variable, size = experiment.tf_config.largest_env_string(experiment.workload)
     if size <= MAX_ENV_STRING:
         return []
     return [

@@ -67,20 +67,6 @@ def cluster_spec(groups: Sequence[TaskGroup], namespace: str, workload: Workload
     return spec
 
 
-def largest_env_string(cluster: Mapping[str, Sequence[str]], workload: Workload) -> tuple[str, int]:
-    """The largest environment string a task of `cluster` is started with: its name and bytes.
-
-    A StatefulSet task gets the expanded TF_CONFIG; a JobSet task the cluster
-    alone (the trainer composes TF_CONFIG in its own process, past exec's limit).
-    """
-    cluster_json = json.dumps(cluster, separators=(",", ":"))
-    if workload == "jobset":
-        return CLUSTER_ENV, len(f"{CLUSTER_ENV}={cluster_json}".encode()) + 1
-    largest_task = {"type": "worker", "index": max(len(a) for a in cluster.values())}
-    text = json.dumps({"cluster": cluster, "task": largest_task}, separators=(",", ":"))
-    return "TF_CONFIG", len(f"TF_CONFIG={text}".encode()) + 1
-
-
 class TFConfigRenderer:
     """TF_CONFIG of a role's pods, referring to the one shared cluster encoding and the pod's index."""
 
@@ -96,6 +82,21 @@ class TFConfigRenderer:
     def cluster_json(self) -> str:
         """The value of CLUSTER_ENV in the shared ConfigMap."""
         return self._cluster_json
+
+    def largest_env_string(self, workload: Workload) -> tuple[str, int]:
+        """The largest environment string a task is started with: its name and bytes.
+
+        A StatefulSet task gets the expanded TF_CONFIG; a JobSet task the cluster
+        alone (the trainer composes TF_CONFIG in its own process, past exec's limit).
+        The cluster is written out once, here as in the ConfigMap.
+        """
+        if workload == "jobset":
+            return CLUSTER_ENV, len(f"{CLUSTER_ENV}={self._cluster_json}".encode()) + 1
+        largest_task = json.dumps(
+            {"type": "worker", "index": max(len(a) for a in self._cluster.values())}, separators=(",", ":")
+        )
+        text = f'{{"cluster":{self._cluster_json},"task":{largest_task}}}'
+        return "TF_CONFIG", len(f"TF_CONFIG={text}".encode()) + 1
 
     def render(self, task_type: str) -> str:
         """A StatefulSet pod's TF_CONFIG."""

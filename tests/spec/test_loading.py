@@ -9,7 +9,7 @@ import pytest
 
 from components.objects import manifests
 from components.objects.loading import load_experiment_values
-from components.plan.tf_config import MAX_ENV_STRING, largest_env_string
+from components.plan.tf_config import MAX_ENV_STRING
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.loading import load_stack_config
 from components.spec.models import StackConfigError
@@ -279,7 +279,7 @@ def test_the_tf_config_limit_is_the_kernels():
     def env_size(workers: int) -> int:
         values = mutated(lambda v: cluster(v).update(workload="statefulset", workers={**cluster(v)["workers"], "replicas": workers}))
         experiment = load_experiment_values(STACK, values, load_trainer_bundle(PROJECT_ROOT))
-        name, size = largest_env_string(experiment.tf_config.cluster, "statefulset")
+        name, size = experiment.tf_config.largest_env_string("statefulset")
         assert name == "TF_CONFIG"
         return size
 
@@ -296,8 +296,8 @@ def test_a_jobset_cluster_past_the_variable_limit_is_a_mounted_file():
         return load_experiment_values(STACK, values, load_trainer_bundle(PROJECT_ROOT))
 
     small, large = experiment(2000), experiment(3500)
-    assert largest_env_string(small.tf_config.cluster, "jobset")[1] <= MAX_ENV_STRING
-    assert largest_env_string(large.tf_config.cluster, "jobset")[1] > MAX_ENV_STRING
+    assert small.tf_config.largest_env_string("jobset")[1] <= MAX_ENV_STRING
+    assert large.tf_config.largest_env_string("jobset")[1] > MAX_ENV_STRING
     assert (small.cluster_as_file, large.cluster_as_file) == (False, True)
     env = manifests.trainer_env(large)
     assert "TFK8S_CLUSTER" not in env and env["TFK8S_CLUSTER_FILE"] == "/etc/tfk8s/cluster.json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from components.live.table import aligned
 from components.plan.experiment import Experiment
 from components.plan.planner import compress_names
 
@@ -78,8 +79,7 @@ def servers_table(servers: list[ServerStatus]) -> list[str]:
                 compress_names(server.tasks),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return ["  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip() for row in rows]
+    return aligned(rows)
 
 
 def servers_json(servers: list[ServerStatus]) -> dict[str, dict]:

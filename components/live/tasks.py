@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from components.live.phase import Phase
 from components.live.shares import ServerStatus, crowded_tasks, server_statuses, servers_json, servers_table
+from components.live.table import aligned
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.planner import TaskPlacement
@@ -154,10 +155,7 @@ def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
                 task.reason,
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]
-        lines.append("  ".join(cells).rstrip())
+    lines += aligned(rows)
     if status.servers:
         lines += ["", *servers_table(status.servers)]
     return "\n".join(lines)

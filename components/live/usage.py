@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
+from components.live.table import aligned
+
 # The chief's progress line (trainer/chief.py): `step     936  loss 0.3176      9506.1 examples/s`.
 PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+\d.eE]+|nan|inf)\s+([\d.]+)\s+examples/s\s*$")
 
@@ -159,8 +161,7 @@ def top_text(view: TopView) -> str:
                 "no metrics" if no_metrics else _mebibytes(task.memory_bytes),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines += aligned(rows)
     if view.without_metrics:
         lines.append("")
         for node, why in sorted(view.without_metrics.items()):

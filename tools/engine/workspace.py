@@ -94,8 +94,12 @@ def install_provider(home: Path) -> None:
     plugin = home / "plugins" / f"resource-kubernetes-v{version}" / PROVIDER.name
     plugin.parent.mkdir(parents=True, exist_ok=True)
     if not plugin.is_symlink() or plugin.resolve() != PROVIDER.resolve():
-        plugin.unlink(missing_ok=True)
-        plugin.symlink_to(PROVIDER)
+        # Made under a temporary name and renamed over the old one: two engine runs that start
+        # together in one state folder (`make up` of two stacks) both link it without a race.
+        staged = plugin.with_name(f"{plugin.name}.{os.getpid()}")
+        staged.unlink(missing_ok=True)
+        staged.symlink_to(PROVIDER)
+        staged.replace(plugin)
 
 
 def engine_env(kubeconfig: Path, dirs: EngineDirs) -> dict[str, str]:

@@ -241,7 +241,7 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
 def _topology_spread(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     if group.task_type == "chief":
         return []
-    selector = {"matchLabels": L.role_selector(experiment.stack, group.task_type)}
+    selector = {"matchLabels": L.spread_selector(experiment.stack, group.task_type)}
     if experiment.plan.strategy == "spread":
         return [
             {

@@ -180,7 +180,8 @@ def _nodes_as_labelled(run) -> dict[str, dict[str, str]]:
 
 def spread_constraints(stack: str, role: str, pool_servers: int, share: int, strict: bool = True) -> list[dict]:
     """What holds each server of a pool to its share of a role's tasks (components/objects/pods.py)."""
-    selector = {"matchLabels": {L.INSTANCE: stack, L.PART_OF_KEY: "tfk8s", L.COMPONENT: role}}
+    # One label per role and experiment: the scheduler matches it on every pod of every server.
+    selector = {"matchLabels": {f"task.tfk8s.io/{stack}": role}}
     even = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "labelSelector": selector,
             "whenUnsatisfiable": "DoNotSchedule" if strict else "ScheduleAnyway", "nodeTaintsPolicy": "Honor"}
     capped = {"maxSkew": share, "topologyKey": f"server.tfk8s.io/{stack}", "whenUnsatisfiable": "DoNotSchedule",
@@ -196,7 +197,8 @@ def test_each_task_admits_exactly_its_pools_servers_and_each_server_its_share(st
         return  # test_spread_pins_nothing_and_keeps_ps_apart
     nodes = _nodes_as_labelled(stack_run)
     per_server = stack_run.outputs["perServer"]
-    for pod in pods_of(stack_run):
+    pods = pods_of(stack_run)
+    for pod in pods:
         role = pod.task.split("-")[0]
         pool = config.pools[config.cluster.workers.pool if role == "worker" else config.cluster.ps.pool]
         assert admitted_nodes(pod.spec, nodes) == set(pool.nodes), pod.task
@@ -204,7 +206,10 @@ def test_each_task_admits_exactly_its_pools_servers_and_each_server_its_share(st
             assert "topologySpreadConstraints" not in pod.spec
             continue
         share = max(per_server[server][role] for server in pool.nodes)
-        assert pod.spec["topologySpreadConstraints"] == spread_constraints(stack_run.stack, role, len(pool.nodes), share)
+        constraints = pod.spec["topologySpreadConstraints"]
+        assert constraints == spread_constraints(stack_run.stack, role, len(pool.nodes), share)
+        counted = {p.task for p in pods if constraints[0]["labelSelector"]["matchLabels"].items() <= p.labels.items()}
+        assert counted == {p.task for p in pods if p.task.startswith(f"{role}-")}, "it counts exactly the role's pods"
         for patch in stack_run.of_kind("NodePatch"):  # the key the share is counted over: one value per server
             name = patch.manifest["metadata"]["name"]
             assert patch.manifest["metadata"]["labels"][f"server.tfk8s.io/{stack_run.stack}"] == name
@@ -511,7 +516,9 @@ def test_spread_pins_nothing_and_keeps_ps_apart():
         assert spread["topologyKey"] == "kubernetes.io/hostname"
         role = workload.manifest["metadata"]["labels"][L.COMPONENT]
         assert spread["whenUnsatisfiable"] == ("DoNotSchedule" if role == "ps" else "ScheduleAnyway")
-        assert spread["labelSelector"]["matchLabels"][L.COMPONENT] == role
+        template_labels = workload.manifest["spec"]["template"]["metadata"]["labels"]
+        assert spread["labelSelector"]["matchLabels"] == {f"task.tfk8s.io/{run.stack}": role}
+        assert spread["labelSelector"]["matchLabels"].items() <= template_labels.items()
 
 
 def test_the_checkpoint_volume_is_a_claim_mounted_only_into_the_chief():

@@ -21,7 +21,8 @@ from typing import Any, Mapping
 from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV, COMPLETION_INDEX_ENV, FIRST_INDEX_ENV, composed_tf_config
 
 POD_INDEX = "apps.kubernetes.io/pod-index"
-FIELD_LABEL = re.compile(r"^metadata\.labels\['([^']+)'\]$")
+FIELD_REF = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 ENV_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
@@ -35,6 +36,7 @@ class Pod:
     spec: Mapping[str, Any]
     # What the pod's controller adds to its environment (JOB_COMPLETION_INDEX).
     controller_env: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)  # the controller's, on the pod
 
     @property
     def container(self) -> Mapping[str, Any]:
@@ -50,9 +52,12 @@ class Pod:
             if "value" in item:
                 # A reference the kubelet could not resolve would stay literal: fail on it here.
                 variables[item["name"]] = ENV_REFERENCE.sub(lambda m: variables[m.group(1)], item["value"])
+            elif "secretKeyRef" in item["valueFrom"]:
+                secret = item["valueFrom"]["secretKeyRef"]
+                variables[item["name"]] = f"<secret {secret['name']} key {secret['key']}>"
             else:
-                label = FIELD_LABEL.match(item["valueFrom"]["fieldRef"]["fieldPath"])
-                variables[item["name"]] = self.labels[label.group(1)]
+                where, key = FIELD_REF.match(item["valueFrom"]["fieldRef"]["fieldPath"]).groups()
+                variables[item["name"]] = (self.labels if where == "labels" else self.annotations)[key]
         return variables
 
     def tf_config(self, config_maps: Mapping[str, Mapping[str, str]]) -> dict:
@@ -76,7 +81,8 @@ class Pod:
         """The task the pod runs, as TF_CONFIG names it (type-index), read from its labels and env."""
         role = self.labels["app.kubernetes.io/component"]
         if COMPLETION_INDEX_ENV in self.controller_env:
-            first = next(e["value"] for e in self.container["env"] if e["name"] == FIRST_INDEX_ENV)
+            # The trainer's pods name their group's first index; a program's role is one group.
+            first = next((e["value"] for e in self.container["env"] if e["name"] == FIRST_INDEX_ENV), "0")
             return f"{role}-{int(first) + int(self.controller_env[COMPLETION_INDEX_ENV])}"
         return f"{role}-{self.labels.get(POD_INDEX, '0')}"
 
@@ -116,12 +122,13 @@ def jobset_pods(jobset) -> list[Pod]:
                 labels = {**template["metadata"]["labels"], "batch.kubernetes.io/job-completion-index": str(completion),
                           "jobset.sigs.k8s.io/jobset-name": name}
                 pods.append(Pod(jobset, hostname, hostname, subdomain, labels, template["spec"],
-                                {COMPLETION_INDEX_ENV: str(completion)}))
+                                {COMPLETION_INDEX_ENV: str(completion)},
+                                {COMPLETION_INDEX_ANNOTATION: str(completion)}))
     return pods
 
 
 def config_maps_of(run) -> dict[str, Mapping[str, str]]:
-    return {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}
+    return {c.manifest["metadata"]["name"]: c.manifest.get("data", {}) for c in run.of_kind("ConfigMap")}
 
 
 @dataclass(frozen=True)

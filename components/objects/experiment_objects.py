@@ -50,11 +50,13 @@ def namespace_object(experiment: Experiment) -> KubeObject:
 
 def shared_objects(experiment: Experiment) -> list[KubeObject]:
     """What the tasks need in the namespace before they start."""
-    objects = [
-        KubeObject("network-policy", manifests.network_policy(experiment)),
-        KubeObject("trainer", manifests.trainer_config_map(experiment)),
-        KubeObject("trainer-env", manifests.trainer_env_config_map(experiment)),
-    ]
+    objects = [KubeObject("network-policy", manifests.network_policy(experiment))]
+    program = manifests.program_config_map(experiment)
+    if program is not None:
+        objects.append(KubeObject("program", program))
+    elif experiment.program is None:
+        objects.append(KubeObject("trainer", manifests.trainer_config_map(experiment)))
+    objects.append(KubeObject("trainer-env", manifests.trainer_env_config_map(experiment)))
     cluster = manifests.cluster_config_map(experiment)
     if cluster is not None:
         objects.append(KubeObject("cluster", cluster))

@@ -43,11 +43,13 @@ DELETION_POLICY = "pulumi.com/deletionPropagationPolicy"
 # fails for one worker, the coordinator just schedules its steps elsewhere.
 WORKER_BACKOFF_LIMIT = 2**31 - 1
 CHIEF_FAILS_EXPERIMENT = "ChiefFailed"  # letters, digits and _,: only
+WORKER_FAILS_EXPERIMENT = "WorkerFailed"
+# `done: workers`: how often one worker is retried before the experiment fails (as the chief's default).
+FINISHING_WORKER_RETRIES = 6
 
 
 def jobset(experiment: Experiment) -> Manifest:
     cluster = experiment.config.cluster
-    chief = _chief_group(experiment).name
     meta = metadata(experiment, JOBSET_NAME)
     if cluster.queue is not None:
         meta["labels"][QUEUE_LABEL] = LOCAL_QUEUE
@@ -70,7 +72,7 @@ def jobset(experiment: Experiment) -> Manifest:
             # JobSet's webhook would default it at creation, and a later apply that leaves it out
             # would remove it again: an unchanged experiment must apply as no change at all.
             "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
-            "successPolicy": {"operator": "Any", "targetReplicatedJobs": [chief]},
+            "successPolicy": _success_policy(experiment),
             "failurePolicy": {
                 "maxRestarts": cluster.restarts,
                 # Every task of the previous attempt is gone before the next starts:
@@ -79,10 +81,11 @@ def jobset(experiment: Experiment) -> Manifest:
                 # Rules are matched in order; a Job no rule names (a PS's) restarts the JobSet.
                 "rules": [
                     {
-                        "name": CHIEF_FAILS_EXPERIMENT,
+                        "name": CHIEF_FAILS_EXPERIMENT if finisher.task_type == "chief" else WORKER_FAILS_EXPERIMENT,
                         "action": "FailJobSet",
-                        "targetReplicatedJobs": [chief],
+                        "targetReplicatedJobs": [finisher.name],
                     }
+                    for finisher in [_finishing_group(experiment)]
                 ],
             },
             "replicatedJobs": [
@@ -106,8 +109,22 @@ def local_queue(experiment: Experiment) -> Optional[Manifest]:
     }
 
 
-def _chief_group(experiment: Experiment) -> TaskGroup:
-    return next(group for group in experiment.groups if group.task_type == "chief")
+def _finishing_group(experiment: Experiment) -> TaskGroup:
+    """The group whose end is the experiment's: the chief's, or the workers' where there is no
+    chief (a TF1 between-graph program, `done: workers`)."""
+    role = "chief" if finishes_with_chief(experiment) else "worker"
+    return next(group for group in experiment.groups if group.task_type == role)
+
+
+def finishes_with_chief(experiment: Experiment) -> bool:
+    return experiment.program is None or experiment.program.done == "chief"
+
+
+def _success_policy(experiment: Experiment) -> Manifest:
+    """Done when the chief's Job completes, or when every worker's has (`done: workers`); JobSet
+    then stops every other task and frees its server."""
+    finisher = _finishing_group(experiment)
+    return {"operator": "Any" if finisher.task_type == "chief" else "All", "targetReplicatedJobs": [finisher.name]}
 
 
 def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
@@ -141,4 +158,11 @@ def _retry_limits(experiment: Experiment, group: TaskGroup) -> Manifest:
         return {"backoffLimit": experiment.config.cluster.chief.restarts}
     if group.task_type == "ps":
         return {"backoffLimit": 0}  # a lost PS fails its Job, and the JobSet restarts the experiment
+    if not finishes_with_chief(experiment):
+        # Without a chief, each worker must finish: one that keeps failing fails the experiment.
+        return {
+            "backoffLimit": WORKER_BACKOFF_LIMIT,
+            "backoffLimitPerIndex": FINISHING_WORKER_RETRIES,
+            "maxFailedIndexes": 0,  # the Job fails at once, not when the other workers are done
+        }
     return {"backoffLimit": WORKER_BACKOFF_LIMIT, "backoffLimitPerIndex": WORKER_BACKOFF_LIMIT}

@@ -23,6 +23,7 @@ from components.objects.pods import (
     Manifest,
     pod_template,
 )
+from components.objects.program_container import PROGRAM_CONFIG_MAP, program_config_map_data, shared_program_env
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.tf_config import TF_PORT
@@ -118,8 +119,23 @@ def cluster_config_map(experiment: Experiment) -> Optional[Manifest]:
     }
 
 
+def program_config_map(experiment: Experiment) -> Optional[Manifest]:
+    """The program's source folder, when the stack ships one."""
+    if experiment.program_source is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(experiment, PROGRAM_CONFIG_MAP),
+        **program_config_map_data(experiment),
+    }
+
+
 def trainer_env(experiment: Experiment) -> dict[str, str]:
-    """Environment of every task but TF_CONFIG: trainer settings and the TF cluster (or its file)."""
+    """Environment of every task but its own variables: the TF cluster (or its file) and the
+    trainer's settings, or what every task of a team's program reads."""
+    if experiment.program is not None:
+        return shared_program_env(experiment, SCRATCH_DIR)
     if experiment.cluster_as_file:
         cluster = {CLUSTER_FILE_ENV: f"{CLUSTER_MOUNT}/{CLUSTER_FILE}"}
     else:

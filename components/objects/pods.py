@@ -7,12 +7,19 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from components.objects.program_container import (
+    program_command,
+    program_mounts,
+    program_task_env,
+    program_volumes,
+)
 from components.plan import labels as L
 from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
 from components.plan.tf_config import TF_PORT
 from components.plan.trainer_bundle import TRAINER_PACKAGE
 from components.plan.workloads import TaskGroup
 from components.spec.models import NodePoolSpec
+from components.spec.program import PROGRAM_MOUNT
 from trainer.cluster import FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
 
 Manifest = dict[str, Any]
@@ -54,14 +61,17 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         "affinity": _affinity(experiment, group),
         "containers": [_container(experiment, group)],
         "volumes": [
-            {
-                "name": TRAINER_VOLUME,
-                "configMap": {"name": TRAINER_CONFIG_MAP},
-            },
             # Bounded: a task that fills it is evicted, not the server's disk.
             {"name": SCRATCH_VOLUME, "emptyDir": {"sizeLimit": experiment.scratch_size(group.task_type)}},
         ],
     }
+    if experiment.program is None:
+        spec["volumes"].insert(0, {"name": TRAINER_VOLUME, "configMap": {"name": TRAINER_CONFIG_MAP}})
+    else:
+        spec["volumes"] += program_volumes(experiment)
+        # The program is not PID 1, so SIGTERM ends it even when it sets no handler
+        # (components/objects/program_container.py).
+        spec["shareProcessNamespace"] = True
     if experiment.cluster_as_file:
         spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": CLUSTER_CONFIG_MAP}})
     if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
@@ -110,15 +120,14 @@ def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
 
 
 def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
+    program = experiment.program
     container: Manifest = {
         "name": CONTAINER_NAME,
         "image": experiment.config.cluster.worker_image if group.task_type == "worker" else experiment.config.cluster.image,
-        "command": ["python", "-m", TRAINER_PACKAGE],
-        # Writable: a worker records its task index here for its input pipeline.
-        "workingDir": SCRATCH_DIR,
+        **(_trainer_command() if program is None else program_command(program, group.task_type)),
         # envFrom is read first and env in order, so TF_CONFIG's $(TFK8S_CLUSTER)
-        # and $(TFK8S_TASK_INDEX) expand to the shared cluster and this pod's index.
-        "env": _task_env(experiment, group),
+        # and its index variable expand to the shared cluster and this pod's index.
+        "env": _task_env(experiment, group) if program is None else program_task_env(experiment, group),
         "envFrom": [{"configMapRef": {"name": TRAINER_ENV_CONFIG_MAP}}],
         "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],
         "resources": _resources(experiment, group.task_type),
@@ -127,12 +136,15 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
         },
-        "volumeMounts": [
-            # ConfigMap volumes are always mounted read-only.
-            {"name": TRAINER_VOLUME, "mountPath": f"{CODE_ROOT}/{TRAINER_PACKAGE}"},
-            {"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR},
-        ],
+        "volumeMounts": [{"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR}],
     }
+    if program is None:
+        # ConfigMap volumes are always mounted read-only.
+        container["volumeMounts"].insert(0, {"name": TRAINER_VOLUME, "mountPath": f"{CODE_ROOT}/{TRAINER_PACKAGE}"})
+    else:
+        container["volumeMounts"] += program_mounts(experiment)
+        if experiment.program_source is not None:
+            container["workingDir"] = PROGRAM_MOUNT
     if experiment.cluster_as_file:
         container["volumeMounts"].append({"name": CLUSTER_VOLUME, "mountPath": CLUSTER_MOUNT})
     if group.task_type != "chief":
@@ -141,6 +153,14 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
     elif experiment.config.cluster.chief.checkpoint_volume is not None:
         container["volumeMounts"].append({"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT})
     return container
+
+
+def _trainer_command() -> Manifest:
+    return {
+        "command": ["python", "-m", TRAINER_PACKAGE],
+        # Writable: a worker records its task index here for its input pipeline.
+        "workingDir": SCRATCH_DIR,
+    }
 
 
 def _task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:

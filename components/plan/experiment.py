@@ -10,9 +10,11 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Optional
 
 from components.plan.labels import node_role, server_label_values
 from components.plan.planner import Plan, plan_stack
+from components.plan.program_source import ProgramSource
 from components.plan.tf_config import (
     MAX_CONFIG_MAP_BYTES,
     MAX_ENV_STRING,
@@ -22,6 +24,7 @@ from components.plan.tf_config import (
 from components.plan.trainer_bundle import TrainerBundle
 from components.plan.workloads import TaskGroup, max_group_name, pool_servers, task_groups
 from components.spec.models import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, Workload
+from components.spec.program import ProgramSpec
 from components.spec.sizing import (
     SCRATCH_BASE_BYTES,
     chief_memory_request,
@@ -39,6 +42,8 @@ CHECKPOINT_MOUNT = "/checkpoints"
 class Experiment:
     config: StackConfig
     trainer_bundle: TrainerBundle
+    # The program's `source` folder, when the stack runs its own program and ships one.
+    program_source: Optional[ProgramSource] = None
     plan: Plan = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,9 +72,10 @@ class Experiment:
 
     @cached_property
     def cluster_as_file(self) -> bool:
-        """The cluster reaches the tasks as a mounted file: a JobSet's, past one variable's limit."""
+        """The cluster reaches the trainer's tasks as a mounted file: a JobSet's, past one variable's
+        limit. Never a program's: TF_CONFIG, which it reads, is one variable."""
         _, size = self.tf_config.largest_env_string(self.workload)
-        return self.workload == "jobset" and size > MAX_ENV_STRING
+        return self.program is None and self.workload == "jobset" and size > MAX_ENV_STRING
 
     @cached_property
     def trainer_settings(self) -> TrainerSettings:
@@ -83,15 +89,23 @@ class Experiment:
     def trainer_settings_json(self) -> str:
         return self.trainer_settings.to_json()
 
+    @property
+    def program(self) -> Optional[ProgramSpec]:
+        """The team's own program; None when the tasks run tfk8s's trainer."""
+        return self.config.program
+
     @cached_property
     def trainer_hash(self) -> str:
-        """Hash of everything the pods take from the shared ConfigMaps: trainer code, settings and
-        the TF cluster. Neither a mounted ConfigMap nor envFrom restarts a running pod, so a pod
-        template annotation of this hash is what rolls every task (the chief's Job included) when
-        one of them changes."""
-        return hashlib.sha256(
-            f"{self.trainer_bundle.sha256}\0{self.trainer_settings_json}\0{self.tf_config.cluster_json}".encode()
-        ).hexdigest()
+        """Hash of everything the pods take from the shared ConfigMaps: the trainer's code and
+        settings, or the program's source, and the TF cluster. Neither a mounted ConfigMap nor
+        envFrom restarts a running pod, so a pod template annotation of this hash is what rolls
+        every task (the chief's Job included) when one of them changes. (A program's command,
+        args and env are in the pod template itself.)"""
+        if self.program is None:
+            code = f"{self.trainer_bundle.sha256}\0{self.trainer_settings_json}"
+        else:
+            code = self.program_source.sha256 if self.program_source is not None else "no source"
+        return hashlib.sha256(f"{code}\0{self.tf_config.cluster_json}".encode()).hexdigest()
 
     @property
     def ps_memory(self) -> str:
@@ -148,6 +162,17 @@ class Experiment:
 def tf_config_size_errors(experiment: Experiment) -> list[str]:
     """A TF cluster the tasks could not be given is an error now, not a crash loop later."""
     tasks = sum(group.count for group in experiment.groups)
+    if experiment.program is not None:
+        _, size = experiment.tf_config.largest_env_string(experiment.workload, program=True)
+        if size <= MAX_ENV_STRING:
+            return []
+        return [
+            f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a TF_CONFIG of {size:,} bytes, but "
+            f"a program gets TF_CONFIG in its environment, and Linux passes at most {MAX_ENV_STRING:,} bytes in one "
+            f"variable (about {tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers "
+            "or a shorter stack name, or run tfk8s's trainer (leave out tfk8s:program), which reads a larger "
+            "cluster from a file"
+        ]
     if experiment.workload == "jobset":
         size = len(experiment.tf_config.cluster_json.encode())
         if size <= MAX_CONFIG_MAP_BYTES:

@@ -171,8 +171,9 @@ def plan_placement(
     worker_count: int,
     strict: bool = True,
     pinning: Pinning = "task",
+    chief: bool = True,
 ) -> Plan:
-    """Place one chief, `ps_count` PS and `worker_count` workers.
+    """Place one chief (unless there is none: TF1 between-graph), `ps_count` PS and `worker_count` workers.
 
     The stack's cross checks have already reported any placement rule the pools
     break (components/spec/placement_rules.py); the planner asks the same rules
@@ -194,7 +195,7 @@ def plan_placement(
     shares = _shares(ps_pool, worker_pool, ps_servers, worker_servers)
     if pinning == "count":
         ps_servers, worker_servers = [None] * ps_count, [None] * worker_count
-    placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)]
+    placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)] if chief else []
     placements += [
         TaskPlacement(Task("ps", i), ps_pool.name, server) for i, server in enumerate(ps_servers)
     ]
@@ -264,4 +265,6 @@ def plan_stack(config: StackConfig) -> Plan:
         # A JobSet runs one Job per role, whose pods the scheduler spreads by count;
         # a StatefulSet per role per server pins each task.
         pinning="count" if cluster.workload == "jobset" else "task",
+        # A TF1 between-graph program has no chief task: its worker 0 is the chief.
+        chief=config.program is None or config.program.done == "chief",
     )

@@ -83,24 +83,31 @@ class TFConfigRenderer:
         """The value of CLUSTER_ENV in the shared ConfigMap."""
         return self._cluster_json
 
-    def largest_env_string(self, workload: Workload) -> tuple[str, int]:
+    def largest_env_string(self, workload: Workload, program: bool = False) -> tuple[str, int]:
         """The largest environment string a task is started with: its name and bytes.
 
-        A StatefulSet task gets the expanded TF_CONFIG; a JobSet task the cluster
-        alone (the trainer composes TF_CONFIG in its own process, past exec's limit).
-        The cluster is written out once, here as in the ConfigMap.
+        A StatefulSet task, and every task of a team's program, gets the expanded TF_CONFIG; a
+        JobSet task of the trainer the cluster alone (the trainer composes TF_CONFIG in its own
+        process, past exec's limit). The cluster is written out once, here as in the ConfigMap.
         """
-        if workload == "jobset":
+        if workload == "jobset" and not program:
             return CLUSTER_ENV, len(f"{CLUSTER_ENV}={self._cluster_json}".encode()) + 1
         largest_task = json.dumps(
             {"type": "worker", "index": max(len(a) for a in self._cluster.values())}, separators=(",", ":")
         )
-        text = f'{{"cluster":{self._cluster_json},"task":{largest_task}}}'
+        text = self._tf_config(self._cluster_json, largest_task, program)
         return "TF_CONFIG", len(f"TF_CONFIG={text}".encode()) + 1
 
-    def render(self, task_type: str) -> str:
-        """A StatefulSet pod's TF_CONFIG."""
+    def render(self, task_type: str, index_variable: str = TASK_INDEX_ENV, program: bool = False) -> str:
+        """A pod's TF_CONFIG, for the kubelet to expand: the shared cluster, the role, the index
+        variable. A program's also says `environment: cloud`, as TFJob's does (TensorFlow's
+        estimators read it)."""
         if not self._cluster.get(task_type):
             raise ValueError(f"the cluster has no {task_type} tasks")
-        task_type_json = json.dumps(task_type)
-        return f'{{"cluster":$({CLUSTER_ENV}),"task":{{"type":{task_type_json},"index":$({TASK_INDEX_ENV})}}}}'
+        task = f'{{"type":{json.dumps(task_type)},"index":$({index_variable})}}'
+        return self._tf_config(f"$({CLUSTER_ENV})", task, program)
+
+    @staticmethod
+    def _tf_config(cluster: str, task: str, program: bool) -> str:
+        environment = ',"environment":"cloud"' if program else ""
+        return f'{{"cluster":{cluster},"task":{task}{environment}}}'

@@ -61,7 +61,9 @@ def cross_checks(config: StackConfig) -> list[str]:
                     f"'{pool.name}'; a node belongs to one pool"
                 )
 
-    if cluster.ps.memory is not None:
+    if config.program is not None:
+        errors.extend(_program_checks(config))
+    elif cluster.ps.memory is not None:
         shard = embedding_shard_bytes(config.trainer, cluster.ps_count)
         if quantity_value(cluster.ps.memory) < shard:
             errors.append(
@@ -71,7 +73,7 @@ def cross_checks(config: StackConfig) -> list[str]:
                 f"shard(s), optimizer slots included); raise it or leave it unset to derive it"
             )
 
-    if cluster.chief.memory is not None:
+    if cluster.chief.memory is not None and config.program is None:
         checkpoint = checkpoint_bytes(config.trainer)
         if quantity_value(cluster.chief.memory) < checkpoint:
             errors.append(
@@ -107,4 +109,22 @@ def cross_checks(config: StackConfig) -> list[str]:
                 f"{ns}:cluster.workers.gpus: {gpus} GPUs per worker do not fit on a node of "
                 f"pool '{worker_pool.name}' ({worker_pool.gpu.per_node} per node)"
             )
+    return errors
+
+
+def _program_checks(config: StackConfig) -> list[str]:
+    """What a stack running the team's own program must say itself: tfk8s does not know its model."""
+    ns = CONFIG_NAMESPACE
+    errors = []
+    if config.cluster.ps.memory is None:
+        errors.append(
+            f"{ns}:cluster.ps.memory: required with {ns}:program: tfk8s derives a PS's memory from its own "
+            "trainer's model, and cannot from a program it does not know; give each PS its variables' "
+            "share, optimizer slots included, plus about 1Gi for TensorFlow (e.g. '4Gi')"
+        )
+    if config.program is not None and config.program.done == "workers" and "chief" in config.cluster.model_fields_set:
+        errors.append(
+            f"{ns}:cluster.chief: with {ns}:program.done: workers there is no chief task (worker 0 acts as "
+            "chief); drop cluster.chief"
+        )
     return errors

@@ -25,7 +25,7 @@ from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTER
 # Loading
 
 
-TOP_LEVEL_KEYS = {"nodePools": "node_pools", "cluster": "cluster", "trainer": "trainer"}
+TOP_LEVEL_KEYS = {"nodePools": "node_pools", "cluster": "cluster", "trainer": "trainer", "program": "program"}
 
 
 def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
@@ -54,6 +54,12 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     for required in ("nodePools", "cluster"):
         if required not in given:
             errors.append(f"{CONFIG_NAMESPACE}:{required}: missing; every stack needs it")
+    if "program" in given and "trainer" in given:
+        errors.append(
+            f"{CONFIG_NAMESPACE}:program and {CONFIG_NAMESPACE}:trainer are both set: a stack runs either the "
+            f"team's own program or tfk8s's trainer; drop {CONFIG_NAMESPACE}:trainer (it configures tfk8s's "
+            "trainer only)"
+        )
 
     try:
         # Not `or None`: an empty list or a 0 is a mistake, not a request for the defaults.
@@ -74,6 +80,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
                     "nodePools": given["nodePools"],
                     "cluster": given["cluster"],
                     "trainer": trainer or TrainerSettings(),
+                    **({"program": given["program"]} if "program" in given else {}),
                 }
             )
         except ValidationError as exc:

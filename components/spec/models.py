@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from trainer.settings import TrainerSettings
 
+from .model_base import StackModel as _Model
+from .program import ProgramSpec
 from .quantities import (
     LABEL_VALUE_PATTERN,
     NODE_NAME_PATTERN,
@@ -48,14 +49,6 @@ class StackConfigError(ValueError):
         return cls(f"stack '{stack}' has an invalid configuration:\n{lines}")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        strict=False,
-    )
 
 
 # Who labels a GPU pool's nodes with their GPU product: tfk8s (its own label, on the nodes
@@ -166,7 +159,8 @@ class PsSpec(_Model):
     cpu: CpuQuantity = Field(default="2", description="CPU request of each PS (no CPU limit: a limit throttles TensorFlow's threads)")
     memory: Optional[MemoryQuantity] = Field(
         default=None,
-        description="memory request and limit of each PS; derived from the model when unset",
+        description="memory request and limit of each PS; derived from tfk8s's trainer's model when unset "
+        "(required with tfk8s:program)",
     )
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
 
@@ -362,6 +356,9 @@ class StackConfig(_Model):
     node_pools: tuple[NodePoolSpec, ...] = Field(description="servers the experiment may use")
     cluster: ClusterSpec = Field(description="the TF cluster: placement, PS, workers, chief, lifecycle")
     trainer: TrainerSettings = Field(description="what tfk8s's own trainer trains, and how (defaults apply)")
+    program: Optional[ProgramSpec] = Field(
+        default=None, description="the team's own TensorFlow program, instead of tfk8s's trainer (docs/programs.md)"
+    )
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -71,6 +71,20 @@ def _item_model(annotation: Any) -> Optional[type[BaseModel]]:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
+def _mapped_model(annotation: Any) -> Optional[tuple[str, type[BaseModel]]]:
+    """A map whose values are (or may be) a model: the placeholder of its keys, and that model."""
+    annotation, _ = _unwrapped(annotation)
+    if typing.get_origin(annotation) is not dict:
+        return None
+    key, value = typing.get_args(annotation)
+    candidates = typing.get_args(value) if typing.get_origin(value) in (typing.Union, types.UnionType) else (value,)
+    model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+    if model is None:
+        return None
+    choices = typing.get_args(key) if typing.get_origin(key) is typing.Literal else ()
+    return ("<" + "\\|".join(choices) + ">" if choices else "<NAME>"), model
+
+
 def _type_text(annotation: Any, metadata: list[Any]) -> str:
     annotation, more = _unwrapped(annotation)
     metadata = metadata + more
@@ -79,7 +93,10 @@ def _type_text(annotation: Any, metadata: list[Any]) -> str:
         item, item_metadata = _unwrapped(typing.get_args(annotation)[0])
         return f"list of {_type_text(item, item_metadata)}"
     if origin is dict:
-        return "map of strings"
+        value = typing.get_args(annotation)[1]
+        kinds = [_type_text(arg, []) for arg in typing.get_args(value)] if typing.get_origin(value) in (
+            typing.Union, types.UnionType) else [_type_text(value, [])]
+        return "map of " + " or ".join(f"{kind}s" if kind in ("string", "mapping") else kind for kind in kinds)
     if origin is typing.Literal:
         return "string"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -134,6 +151,10 @@ def _model_keys(model: type[BaseModel], prefix: str) -> Iterator[KeyDoc]:
             continue
         yield KeyDoc(key, _type_text(field.annotation, field.metadata), _default_text(field),
                      _allowed_text(field.annotation, field), field.description)
+        mapped = _mapped_model(field.annotation)
+        if mapped is not None:
+            placeholder, model = mapped
+            yield from _model_keys(model, f"{key}.{placeholder}.")
         nested = _item_model(field.annotation)
         if nested is not None:
             is_list = typing.get_origin(_unwrapped(field.annotation)[0]) is tuple

@@ -1,0 +1,133 @@
+"""What a task that runs the team's own program (`tfk8s:program`) is given: its container,
+environment and volumes. The rest of its pod (placement, resources, security) is every task's
+(components/objects/pods.py).
+
+Everything a program reads is in its environment, where the kubelet expands it, so no
+launcher of tfk8s's runs in the image and any image works: the experiment's shared ConfigMap
+holds the cluster (`TFK8S_CLUSTER`), `PS_HOSTS`, `WORKER_HOSTS`, `PS_REPLICAS` and
+`WORKER_REPLICAS`; the pod adds `JOB_NAME`, `TASK_INDEX` (the Job completion index, or the
+StatefulSet ordinal, through the downward API) and `TF_CONFIG`, composed of both. The kubelet
+expands `$(NAME)` in `command` and `args` from the same environment (the seed's `run.sh`
+arguments).
+
+The pod shares one process namespace, so the program is not its container's first process:
+PID 1 is the pod's pause process, and a program that never handles SIGTERM still ends on it
+(the kernel drops signals to a PID 1 that has no handler, and the pod would wait out its whole
+grace period).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.plan.experiment import Experiment
+from components.plan.workloads import TaskGroup
+from components.spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
+from trainer.cluster import CLUSTER_ENV
+
+Manifest = dict[str, Any]
+
+PROGRAM_CONFIG_MAP = "tfk8s-program"
+PROGRAM_VOLUME = "program"
+TMP_VOLUME = "tmp"
+TMP_DIR = "/tmp"
+# Set by the Job controller on each pod of an Indexed Job (since Kubernetes 1.21).
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+# Set by the StatefulSet controller on each pod: its ordinal.
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def shared_program_env(experiment: Experiment, scratch_dir: str) -> dict[str, str]:
+    """What every task of a program reads from the shared ConfigMap."""
+    cluster = experiment.tf_config.cluster
+    return {
+        CLUSTER_ENV: experiment.tf_config.cluster_json,
+        "PS_HOSTS": ",".join(cluster["ps"]),
+        "WORKER_HOSTS": ",".join(cluster["worker"]),
+        "PS_REPLICAS": str(len(cluster["ps"])),
+        "WORKER_REPLICAS": str(len(cluster["worker"])),
+        # The root filesystem is read-only: home and temporary files go to the task's scratch.
+        "HOME": scratch_dir,
+        "PYTHONUNBUFFERED": "1",  # a task's log lines reach `kubectl logs` and `status` as printed
+    }
+
+
+def program_task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
+    """The pod's own variables, in an order in which each refers only to those before it."""
+    program = experiment.program
+    assert program is not None
+    return [
+        {"name": "JOB_NAME", "value": group.task_type},
+        {"name": "TASK_INDEX", **_task_index_source(experiment, group)},
+        {"name": TF_CONFIG, "value": experiment.tf_config.render(group.task_type, "TASK_INDEX", program=True)},
+        *(_env_entry(name, value) for name, value in program.env.items()),
+    ]
+
+
+def _task_index_source(experiment: Experiment, group: TaskGroup) -> Manifest:
+    if group.task_type == "chief":
+        return {"value": str(group.first_index)}
+    if experiment.workload == "jobset":
+        # One Job per role (components/plan/workloads.py): the completion index is the task index.
+        assert group.first_index == 0, "a JobSet role is one group"
+        field = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
+    else:
+        field = f"metadata.labels['{POD_INDEX_LABEL}']"
+    return {"valueFrom": {"fieldRef": {"fieldPath": field}}}
+
+
+def _env_entry(name: str, value: str | SecretRef) -> Manifest:
+    if isinstance(value, SecretRef):
+        return {"name": name, "valueFrom": {"secretKeyRef": {"name": value.secret, "key": value.key}}}
+    return {"name": name, "value": value}
+
+
+def program_command(program: ProgramSpec, task_type: str) -> Manifest:
+    """The container's command and args: the role's own, else the program's, else the image's."""
+    command, args = program.command_of(task_type)
+    return {
+        **({"command": list(command)} if command is not None else {}),
+        **({"args": list(args)} if args is not None else {}),
+    }
+
+
+def program_volumes(experiment: Experiment) -> list[Manifest]:
+    program = experiment.program
+    assert program is not None
+    volumes: list[Manifest] = [{"name": TMP_VOLUME, "emptyDir": {"sizeLimit": experiment.scratch_size("worker")}}]
+    if experiment.program_source is not None:
+        volumes.append(
+            {
+                "name": PROGRAM_VOLUME,
+                "configMap": {"name": PROGRAM_CONFIG_MAP, "items": experiment.program_source.volume_items()},
+            }
+        )
+    volumes += [
+        {"name": _claim_volume_name(index), "persistentVolumeClaim": {"claimName": volume.claim, "readOnly": volume.read_only}}
+        for index, volume in enumerate(program.volumes)
+    ]
+    return volumes
+
+
+def program_mounts(experiment: Experiment) -> list[Manifest]:
+    program = experiment.program
+    assert program is not None
+    mounts: list[Manifest] = [{"name": TMP_VOLUME, "mountPath": TMP_DIR}]
+    if experiment.program_source is not None:
+        mounts.append({"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True})
+    mounts += [
+        {"name": _claim_volume_name(index), "mountPath": volume.mount_path, "readOnly": volume.read_only}
+        for index, volume in enumerate(program.volumes)
+    ]
+    return mounts
+
+
+def program_config_map_data(experiment: Experiment) -> Manifest:
+    """`data` and `binaryData` of the ConfigMap that ships the program's source."""
+    assert experiment.program_source is not None
+    data, binary = experiment.program_source.config_map_data()
+    return {**({"data": data} if data else {}), **({"binaryData": binary} if binary else {})}
+
+
+def _claim_volume_name(index: int) -> str:
+    return f"claim-{index}"

@@ -1,0 +1,155 @@
+"""`tfk8s:program`: the team's own TensorFlow program, as a stack file writes it.
+
+What every task of a program gets (components/objects/program_pods.py): TF_CONFIG,
+as TensorFlow's cluster resolvers read it, and the variables the seed's
+`run.sh` took as arguments. Both are in the task's environment, so the
+kubelet expands `$(NAME)` in `command` and `args`, as in any pod; a
+reference to a name it would not know is refused here, because the kubelet
+would pass it on as literal text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from .model_base import StackModel as _Model
+
+# The variables every task of a program gets, in this order (later ones may refer to earlier).
+PROGRAM_VARIABLES = ("JOB_NAME", "TASK_INDEX", "PS_REPLICAS", "WORKER_REPLICAS", "PS_HOSTS", "WORKER_HOSTS")
+TF_CONFIG = "TF_CONFIG"
+# What a program's `env` may not set: tfk8s's own variables, which tell the task who it is.
+RESERVED_PREFIX = "TFK8S_"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A Secret's key: letters, digits, '-', '_', '.'.
+SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+# Paths tfk8s mounts itself in a program's container.
+PROGRAM_MOUNT = "/program"
+OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
+
+Done = Literal["chief", "workers"]
+Role = Literal["chief", "ps", "worker"]
+
+
+def references(text: str) -> list[str]:
+    """The names `$(NAME)` refers to in `text`, as the kubelet reads it: `$$` is a literal `$`."""
+    names = []
+    position = 0
+    while True:
+        found = text.find("$", position)
+        if found < 0 or found + 1 >= len(text):
+            return names
+        following = text[found + 1]
+        if following == "$":
+            position = found + 2
+            continue
+        if following == "(":
+            end = text.find(")", found + 2)
+            if end >= 0:
+                names.append(text[found + 2 : end])
+                position = end + 1
+                continue
+        position = found + 1
+
+
+class SecretRef(_Model):
+    """An environment value read from a Secret in the experiment's namespace."""
+
+    secret: str = Field(pattern=DNS_SUBDOMAIN, description="a Secret in the experiment's namespace")
+    key: str = Field(pattern=SECRET_KEY, description="the key of that Secret")
+
+
+EnvValue = Union[str, SecretRef]
+
+
+class ClaimVolume(_Model):
+    claim: str = Field(pattern=DNS_SUBDOMAIN, description="an existing PersistentVolumeClaim in the experiment's namespace")
+    mount_path: str = Field(min_length=2, description="where every task sees it (an absolute path)")
+    read_only: bool = Field(default=False, strict=True, description="mounted read-only")
+
+    @field_validator("mount_path")
+    @classmethod
+    def _absolute_and_free(cls, path: str) -> str:
+        if not path.startswith("/") or ":" in path:
+            raise ValueError(f"mountPath '{path}' must be an absolute path without ':'")
+        clash = next((own for own in OWN_MOUNTS if path == own or path.startswith(f"{own}/")), None)
+        if clash:
+            raise ValueError(f"mountPath '{path}' is under {clash}, which tfk8s mounts itself; pick another path")
+        return path
+
+
+class RoleCommand(_Model):
+    command: Optional[tuple[str, ...]] = Field(default=None, description="this role's command instead of the program's")
+    args: Optional[tuple[str, ...]] = Field(default=None, description="this role's args instead of the program's")
+
+
+class ProgramSpec(_Model):
+    source: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        description="a folder of the project, shipped to every task and mounted read-only at /program, "
+        "the working directory (default: nothing shipped; the program is in the image)",
+    )
+    command: Optional[tuple[str, ...]] = Field(
+        default=None, description="what every task runs (default: the image's entrypoint); $(NAME) is expanded"
+    )
+    args: Optional[tuple[str, ...]] = Field(default=None, description="its arguments; $(NAME) is expanded")
+    env: dict[str, EnvValue] = Field(
+        default_factory=dict,
+        description="more environment: NAME: value, or NAME: {secret: <Secret>, key: <key>}",
+    )
+    volumes: tuple[ClaimVolume, ...] = Field(default=(), description="existing PersistentVolumeClaims to mount")
+    done: Done = Field(
+        default="chief",
+        description="chief: a chief coordinates (TF2 ParameterServerStrategy) and the experiment succeeds when it "
+        "exits 0; workers: no chief task, worker 0 acts as chief (TF1 between-graph) and the experiment "
+        "succeeds when every worker has exited 0",
+    )
+    roles: dict[Role, RoleCommand] = Field(
+        default_factory=dict, description="per role (chief, ps, worker): command and args instead of the program's"
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, env: dict[str, EnvValue]) -> dict[str, EnvValue]:
+        for name in env:
+            if not ENV_NAME.match(name):
+                raise ValueError(f"env name '{name}' must be letters, digits and '_', not starting with a digit")
+            if name == TF_CONFIG or name in PROGRAM_VARIABLES or name.startswith(RESERVED_PREFIX):
+                raise ValueError(f"env name '{name}' is set by tfk8s on every task; pick another name")
+        return env
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ProgramSpec":
+        if self.done == "workers" and "chief" in self.roles:
+            raise ValueError("roles.chief: with done: workers there is no chief task (worker 0 acts as chief)")
+        known = set(PROGRAM_VARIABLES) | set(self.env)
+        for where, words in self._commands():
+            for word in words:
+                unknown = [name for name in references(word) if name not in known]
+                if unknown:
+                    raise ValueError(
+                        f"{where}: $({unknown[0]}) names no variable a task has; use one of "
+                        f"{', '.join(PROGRAM_VARIABLES)} or a name of env (write $$ for a literal $)"
+                    )
+        paths = [volume.mount_path for volume in self.volumes]
+        twice = next((path for path in paths if paths.count(path) > 1), None)
+        if twice:
+            raise ValueError(f"volumes: two claims are mounted at {twice}; give each its own mountPath")
+        return self
+
+    def _commands(self) -> list[tuple[str, tuple[str, ...]]]:
+        found = [("command", self.command or ()), ("args", self.args or ())]
+        for role, command in sorted(self.roles.items()):
+            found += [(f"roles.{role}.command", command.command or ()), (f"roles.{role}.args", command.args or ())]
+        return found
+
+    def command_of(self, role: str) -> tuple[Optional[tuple[str, ...]], Optional[tuple[str, ...]]]:
+        """A role's command and args: its own where given, else the program's."""
+        own = self.roles.get(role)  # type: ignore[call-overload]
+        command = own.command if own is not None and own.command is not None else self.command
+        args = own.args if own is not None and own.args is not None else self.args
+        return command, args

@@ -1,0 +1,230 @@
+"""`tfk8s:program`: the team's own program, as its pods and objects are registered (under mocks)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from components.objects.loading import load_experiment_values
+from components.plan.trainer_bundle import load_trainer_bundle
+from components.spec.models import StackConfigError
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+from tests.harness import run_program
+from tests.pods import ENV_REFERENCE, config_maps_of, pods_of, replicated_jobs
+
+TF2_SOURCE = "tests/team_programs/tf2-ps"
+SEED_RUN_SH = ["$(PS_HOSTS)", "$(WORKER_HOSTS)", "$(JOB_NAME)", "$(TASK_INDEX)", "$(PS_REPLICAS)", "$(WORKER_REPLICAS)"]
+
+
+def program_values(program: dict, stack: str = "scene1-case2", workload: str = "jobset", **cluster) -> tuple[str, dict]:
+    name, values = read_stack_values(stack)
+    values = copy.deepcopy(values)
+    values.pop("tfk8s:trainer", None)
+    values["tfk8s:program"] = program
+    values["tfk8s:cluster"]["workload"] = workload
+    values["tfk8s:cluster"].setdefault("ps", {})["memory"] = "4Gi"
+    values["tfk8s:cluster"].update(cluster)
+    return name, values
+
+
+def program_stack_run(program: dict, **options):
+    return run_program(*program_values(program, **options))
+
+
+def refusal(program: dict, **options) -> str:
+    name, values = program_values(program, **options)
+    with pytest.raises(StackConfigError) as error:
+        load_experiment_values(name, values, load_trainer_bundle(PROJECT_ROOT))
+    return str(error.value)
+
+
+@pytest.mark.parametrize("workload", ["jobset", "statefulset"])
+def test_every_task_gets_tf_config_and_the_seeds_variables(workload):
+    run = program_stack_run({"source": TF2_SOURCE, "command": ["python", "train.py"]}, workload=workload)
+    config_maps = config_maps_of(run)
+    pods = pods_of(run)
+    assert len(pods) == 1 + 5 + 50
+    for pod in pods:
+        env = pod.env(config_maps)
+        tf_config = json.loads(env["TF_CONFIG"])
+        task_type, index = pod.task.rsplit("-", 1)
+        assert tf_config["task"] == {"type": task_type, "index": int(index)}
+        assert tf_config["environment"] == "cloud"
+        assert len(tf_config["cluster"]["ps"]) == 5 and len(tf_config["cluster"]["worker"]) == 50
+        assert env["JOB_NAME"] == task_type and env["TASK_INDEX"] == index
+        assert env["PS_HOSTS"] == ",".join(tf_config["cluster"]["ps"])
+        assert env["WORKER_HOSTS"] == ",".join(tf_config["cluster"]["worker"])
+        assert (env["PS_REPLICAS"], env["WORKER_REPLICAS"]) == ("5", "50")
+        # The task's own address is its pod's DNS name, on the port it serves.
+        if task_type != "chief":
+            assert tf_config["cluster"][task_type][int(index)].startswith(f"{pod.hostname}.{pod.subdomain}.")
+        assert pod.container["command"] == ["python", "train.py"]
+        assert pod.container["workingDir"] == "/program"
+        assert pod.spec["shareProcessNamespace"] is True
+
+
+def test_the_seeds_run_sh_call_gets_its_six_arguments():
+    run = program_stack_run({"source": TF2_SOURCE, "command": ["sh", "run.sh"], "args": SEED_RUN_SH, "done": "workers"})
+    pods = pods_of(run)
+    assert {pod.task.split("-")[0] for pod in pods} == {"ps", "worker"}, "no chief task with done: workers"
+    worker = next(pod for pod in pods if pod.task == "worker-7")
+    env = worker.env(config_maps_of(run))
+    expanded = [ENV_REFERENCE.sub(lambda match: env[match.group(1)], arg) for arg in worker.container["args"]]
+    assert expanded[2:] == ["worker", "7", "5", "50"]
+    assert expanded[0].count(",") == 4 and expanded[1].count(",") == 49
+
+
+def test_the_program_source_is_shipped_and_mounted_read_only_at_program():
+    run = program_stack_run({"source": TF2_SOURCE, "command": ["python", "train.py"]})
+    (config_map,) = [c for c in run.of_kind("ConfigMap") if c.manifest["metadata"]["name"] == "tfk8s-program"]
+    assert config_map.manifest["data"]["train.py"] == (PROJECT_ROOT / TF2_SOURCE / "train.py").read_text()
+    assert not [c for c in run.of_kind("ConfigMap") if c.manifest["metadata"]["name"] == "tfk8s-trainer"]
+    pod = pods_of(run)[0]
+    volumes = {volume["name"]: volume for volume in pod.spec["volumes"]}
+    mounts = {mount["mountPath"]: mount for mount in pod.container["volumeMounts"]}
+    assert volumes[mounts["/program"]["name"]]["configMap"]["items"] == [{"key": "train.py", "path": "train.py", "mode": 0o444}]
+    assert mounts["/program"]["readOnly"] is True
+    assert "/tmp" in mounts, "the root filesystem is read-only: /tmp is the task's own"
+
+
+def test_without_command_the_image_entrypoint_runs_and_nothing_is_shipped():
+    run = program_stack_run({"args": ["--epochs", "1"]})
+    pod = pods_of(run)[0]
+    assert "command" not in pod.container and pod.container["args"] == ["--epochs", "1"]
+    assert "workingDir" not in pod.container
+    assert not [c for c in run.of_kind("ConfigMap") if c.manifest["metadata"]["name"] in ("tfk8s-program", "tfk8s-trainer")]
+
+
+def test_roles_get_their_own_command_and_env_and_volumes_reach_every_task():
+    run = program_stack_run({
+        "command": ["python", "main.py"],
+        "env": {"TF_USE_LEGACY_KERAS": "1", "TOKEN": {"secret": "data-creds", "key": "token"}},
+        "volumes": [{"claim": "training-data", "mountPath": "/data", "readOnly": True}],
+        "roles": {"ps": {"command": ["python", "ps.py"], "args": ["--ps"]}},
+    })
+    config_maps = config_maps_of(run)
+    for pod in pods_of(run):
+        role = pod.task.split("-")[0]
+        assert pod.container["command"] == (["python", "ps.py"] if role == "ps" else ["python", "main.py"])
+        assert pod.container.get("args") == (["--ps"] if role == "ps" else None)
+        env = pod.env(config_maps)
+        assert env["TF_USE_LEGACY_KERAS"] == "1" and env["TOKEN"] == "<secret data-creds key token>"
+        claim = next(v for v in pod.spec["volumes"] if "persistentVolumeClaim" in v)
+        assert claim["persistentVolumeClaim"] == {"claimName": "training-data", "readOnly": True}
+        assert {"name": claim["name"], "mountPath": "/data", "readOnly": True} in pod.container["volumeMounts"]
+
+
+def test_done_chief_succeeds_with_the_chief_and_done_workers_with_every_worker():
+    chief_run = program_stack_run({"command": ["python", "train.py"]})
+    (jobset,) = chief_run.of_kind("JobSet")
+    assert jobset.manifest["spec"]["successPolicy"] == {"operator": "Any", "targetReplicatedJobs": ["chief"]}
+
+    workers_run = program_stack_run({"command": ["sh", "run.sh"], "done": "workers"})
+    (jobset,) = workers_run.of_kind("JobSet")
+    spec = jobset.manifest["spec"]
+    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
+    assert [job["name"] for job in spec["replicatedJobs"]] == ["ps", "worker"]
+    assert spec["failurePolicy"]["rules"] == [
+        {"name": "WorkerFailed", "action": "FailJobSet", "targetReplicatedJobs": ["worker"]}
+    ]
+    (worker,) = [job for job in replicated_jobs(workers_run) if job.manifest["metadata"]["name"] == "worker"]
+    assert worker.manifest["spec"]["maxFailedIndexes"] == 0, "a worker that keeps failing fails the experiment"
+    assert worker.manifest["spec"]["backoffLimitPerIndex"] == 6
+
+
+def test_a_changed_program_rolls_every_task():
+    def templates(program):
+        return {pod.task: json.dumps(pod.spec, sort_keys=True) + json.dumps(dict(pod.labels))
+                for pod in pods_of(program_stack_run(program))}
+
+    base = {"source": TF2_SOURCE, "command": ["python", "train.py"], "args": ["--steps", "100"]}
+    before = templates(base)
+    after = templates({**base, "args": ["--steps", "200"]})
+    assert all(before[task] != after[task] for task in before)
+    annotations = {
+        str(p.workload.manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"])
+        for p in pods_of(program_stack_run(base))
+    }
+    assert len(annotations) == 1
+
+
+def test_a_program_stack_needs_ps_memory():
+    name, values = program_values({"command": ["python", "train.py"]})
+    del values["tfk8s:cluster"]["ps"]["memory"]
+    with pytest.raises(StackConfigError) as error:
+        load_experiment_values(name, values, load_trainer_bundle(PROJECT_ROOT))
+    assert "tfk8s:cluster.ps.memory: required with tfk8s:program" in str(error.value)
+    assert "cannot from a program it does not know" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "program, expected",
+    [
+        ({"command": ["python", "x.py"], "args": ["$(TASK_ID)"]},
+         "tfk8s:program: args: $(TASK_ID) names no variable a task has"),
+        ({"command": ["sh", "-c", "echo $(TOKEN) $$(LITERAL)"], "env": {"OTHER": "1"}},
+         "tfk8s:program: command: $(TOKEN) names no variable"),
+        ({"command": ["x"], "env": {"TF_CONFIG": "{}"}}, "env name 'TF_CONFIG' is set by tfk8s on every task"),
+        ({"command": ["x"], "env": {"TFK8S_CLUSTER": "{}"}}, "env name 'TFK8S_CLUSTER' is set by tfk8s"),
+        ({"command": ["x"], "done": "workers", "roles": {"chief": {"args": ["a"]}}},
+         "roles.chief: with done: workers there is no chief task"),
+        ({"command": ["x"], "volumes": [{"claim": "a", "mountPath": "/program"}]}, "is under /program, which tfk8s mounts"),
+        ({"command": ["x"], "done": "sometimes"}, "tfk8s:program.done: Input should be 'chief' or 'workers'"),
+        ({"command": ["x"], "entrypoint": ["y"]}, "tfk8s:program.entrypoint: unknown key"),
+    ],
+)
+def test_bad_programs_are_refused_naming_the_field(program, expected):
+    message = refusal(program)
+    assert "stack 'scene1-case2'" in message
+    assert expected in message
+
+
+def test_a_program_and_trainer_settings_together_are_refused():
+    name, values = program_values({"command": ["python", "train.py"]})
+    values["tfk8s:trainer"] = {"steps": 10}
+    with pytest.raises(StackConfigError, match="tfk8s:program and tfk8s:trainer are both set"):
+        load_experiment_values(name, values, load_trainer_bundle(PROJECT_ROOT))
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("../elsewhere", "is outside the project"),
+        ("/etc", "must be a folder of the project"),
+        ("no/such/folder", "is not a folder of the project"),
+    ],
+)
+def test_a_source_that_cannot_be_shipped_is_refused(source, expected):
+    message = refusal({"source": source, "command": ["python", "x.py"]})
+    assert f"tfk8s:program.source: '{source}'" in message and expected in message
+
+
+def test_a_source_too_large_or_linking_out_is_refused_with_the_way_out(tmp_path):
+    from components.plan.program_source import ProgramSourceError, load_program_source
+
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "weights.bin").write_bytes(b"\0" * 1_100_000)
+    with pytest.raises(ProgramSourceError) as error:
+        load_program_source(tmp_path, "big")
+    assert "holds 1,100,000 bytes in 1 files" in str(error.value) and "bake the program into the image" in str(error.value)
+
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "secrets").symlink_to("/etc/hostname")
+    with pytest.raises(ProgramSourceError, match="is a link to /etc/hostname, outside the folder"):
+        load_program_source(tmp_path, "linked")
+
+    fine = tmp_path / "fine"
+    (fine / "pkg" / "__pycache__").mkdir(parents=True)
+    (fine / "pkg" / "__init__.py").write_text("")
+    (fine / "pkg" / "__pycache__" / "x.pyc").write_bytes(b"\x00")
+    (fine / "run.sh").write_text("#!/bin/sh\n")
+    (fine / "run.sh").chmod(0o755)
+    (fine / "pkg" / "inner.sh").symlink_to("../run.sh")
+    source = load_program_source(tmp_path, "fine")
+    assert [(f.path, f.key, f.executable) for f in source.files] == [
+        ("pkg/__init__.py", "pkg____init__.py", False), ("pkg/inner.sh", "pkg__inner.sh", True), ("run.sh", "run.sh", True)
+    ]

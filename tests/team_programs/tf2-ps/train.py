@@ -19,6 +19,7 @@ import tensorflow as tf  # noqa: E402
 VOCABULARY = 4096
 DIMENSION = 16
 BATCH = 256
+LEARNING_RATE = 5.0
 
 
 def serve(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None:
@@ -42,7 +43,6 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: 
     with strategy.scope():
         embedding = tf.Variable(tf.random.normal([VOCABULARY, DIMENSION], stddev=0.05), name="embedding")
         weights = tf.Variable(tf.zeros([DIMENSION, 1]), name="weights")
-        optimizer = tf.keras.optimizers.SGD(learning_rate=0.1)
 
     def dataset_fn(_context=None) -> tf.data.Dataset:
         ids = tf.random.stateless_uniform([BATCH * 64], seed=[1, 2], maxval=VOCABULARY, dtype=tf.int64)
@@ -59,8 +59,11 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: 
                 rows = tf.nn.embedding_lookup(embedding, ids)
                 logits = tf.squeeze(tf.matmul(rows, weights), axis=1)
                 loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
-            variables = [embedding, weights]
-            optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            # Every variable is partitioned over the PS: its shards; plain SGD (Keras 3's optimizers
+            # take no sharded variable).
+            variables = [*embedding.variables, *weights.variables]
+            for variable, gradient in zip(variables, tape.gradient(loss, variables)):
+                variable.assign_sub(LEARNING_RATE * tf.convert_to_tensor(gradient))
             return loss
 
         ids, labels = next(iterator)

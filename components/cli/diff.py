@@ -117,7 +117,11 @@ def stack_values(experiment: Experiment) -> dict[str, Any]:
             for pool in config.node_pools
         },
         f"{CONFIG_NAMESPACE}:cluster": config.cluster.model_dump(by_alias=True, exclude_none=True),
-        f"{CONFIG_NAMESPACE}:trainer": config.trainer.to_config(),
+        **(
+            {f"{CONFIG_NAMESPACE}:trainer": config.trainer.to_config()}
+            if config.program is None
+            else {f"{CONFIG_NAMESPACE}:program": config.program.model_dump(by_alias=True, exclude_none=True)}
+        ),
     }
 
 

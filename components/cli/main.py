@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(plan.summary(), indent=2))
         else:
-            print(plan_table(experiment.config, plan))
+            print(plan_table(experiment.config, plan, experiment.program_source))
         return 0
 
     if args.command == "export":

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shlex
+from typing import Optional
+
 from components.plan.planner import Plan, ServerShare, compress_names
+from components.plan.program_source import ProgramSource
 from components.spec.models import StackConfig
 from components.spec.sizing import ps_memory_request
 
 
-def plan_table(config: StackConfig, plan: Plan) -> str:
+def plan_table(config: StackConfig, plan: Plan, source: Optional[ProgramSource] = None) -> str:
     cluster = config.cluster
     ps_memory = ps_memory_request(config)
     if plan.strategy == "spread":
@@ -19,6 +23,7 @@ def plan_table(config: StackConfig, plan: Plan) -> str:
         f"{plan.count('chief')} chief · {plan.count('ps')} PS ({ps_memory} each) · "
         f"{plan.count('worker')} workers"
         + (f" ({cluster.workers.gpus} GPU each)" if cluster.workers.gpus else ""),
+        _program_line(config, source),
         "",
     ]
     rows = [("SERVER", "POOL", "PS", "WORKERS", "TASKS")]
@@ -49,6 +54,19 @@ def plan_table(config: StackConfig, plan: Plan) -> str:
             + ("" if plan.shares_even() else " and which servers hold one more") + " (`status` shows where they run).",
         ]
     return "\n".join(lines)
+
+
+def _program_line(config: StackConfig, source: Optional[ProgramSource]) -> str:
+    """What every task runs: tfk8s's trainer, or the team's program (its command, its files' hash)."""
+    program = config.program
+    if program is None:
+        return "program: tfk8s's trainer (tfk8s:trainer)"
+    command, args = program.command_of("worker")
+    shown = shlex.join([*(command or []), *(args or [])])
+    if command is None:
+        shown = f"(the image's entrypoint) {shown}".rstrip()
+    shipped = f" · source {source.folder} ({len(source.files)} files, sha256 {source.sha256[:12]})" if source else ""
+    return f"program: {shown}{shipped} · done: {program.done}"
 
 
 def _count(plan: Plan, share: ServerShare, task_type: str) -> str:

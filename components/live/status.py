@@ -102,9 +102,11 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         phase = Phase(phase.name, queued_detail(*_kueue_view(api, experiment)))
     summary = None
     if phase.name == "Succeeded":
-        # JobSet ended the PS and workers with the chief: their pods are gone by design.
+        # JobSet ended the PS and workers with the chief (the workers, without one): their pods
+        # are gone by design.
+        ended_with = "the chief" if experiment.plan.count("chief") else "the workers"
         tasks = [
-            TaskStatus(t.task, t.pool, t.planned, None, "Succeeded", True, "ended with the chief")
+            TaskStatus(t.task, t.pool, t.planned, None, "Succeeded", True, f"ended with {ended_with}")
             if t.phase == "Missing" else t
             for t in tasks
         ]
@@ -186,6 +188,9 @@ def _failed_jobs(jobs: list[Any], experiment: Experiment) -> str:
     return "; ".join(failed)
 
 
+STOPPED_EXIT_CODES = (128 + 15, 128 + 9)
+
+
 def _failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str:
     """The last task whose container failed, and the last line it wrote."""
     failures = []
@@ -197,7 +202,9 @@ def _failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str
                     failures.append((terminated.finished_at, pod, terminated.exit_code))
     if not failures:
         return ""
-    _, pod, code = max(failures, key=lambda failure: str(failure[0]))
+    # A task stopped by a signal (143: SIGTERM, 137: SIGKILL) was most likely stopped because of
+    # the failure, not its cause: the last task that exited by itself comes first.
+    _, pod, code = max(failures, key=lambda failure: (failure[2] not in STOPPED_EXIT_CODES, str(failure[0])))
     task = pod_task(pod, first_index) or pod.metadata.name
     said = last_error(pod_log(core, pod, lines=5))
     return f"{task} exited {code}" + (f": {said}" if said else "")

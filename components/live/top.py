@@ -88,9 +88,10 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
                 found.memory_bytes if found is not None else None,
             )
         )
-    progress = chief_progress(
-        pod_log(core, status.pods.get("chief-0"), lines=CHIEF_LOG_LINES), experiment.config.trainer.steps
-    )
+    # The task that reports progress: the chief, or worker 0 where it acts as chief (done: workers).
+    reporter = status.pods.get("chief-0") or status.pods.get("worker-0")
+    steps_asked = experiment.config.trainer.steps if experiment.program is None else None
+    progress = chief_progress(pod_log(core, reporter, lines=CHIEF_LOG_LINES), steps_asked)
     return TopView(
         experiment.stack, experiment.namespace, status.phase.name, status.phase.detail, tasks, progress, without_metrics
     )

@@ -17,6 +17,9 @@ from typing import Any, Mapping, Optional, Sequence
 from components.live.table import aligned
 
 # The chief's progress line (trainer/chief.py): `step     936  loss 0.3176      9506.1 examples/s`.
+# The busiest PS's CPU over the mean past which it does most of the PS work: with 2 PS, 1.5 is
+# three times the other's; level PS read near 1.
+HOT_PS_IMBALANCE = 1.5
 PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+\d.eE]+|nan|inf)\s+([\d.]+)\s+examples/s\s*$")
 
 
@@ -52,8 +55,9 @@ class Progress:
     examples_per_sec: Optional[float] = None
 
 
-def chief_progress(log: str, steps_asked: int) -> Progress:
-    """The chief's latest progress: its summary once it finished, else its last progress line."""
+def chief_progress(log: str, steps_asked: Optional[int]) -> Optional[Progress]:
+    """The chief's latest progress: its summary once it finished, else its last progress line.
+    None for a team's program (`steps_asked` None) that prints no progress line."""
     for line in reversed(log.splitlines()):
         line = line.strip()
         if line.startswith("{"):
@@ -67,7 +71,7 @@ def chief_progress(log: str, steps_asked: int) -> Progress:
         match = PROGRESS_LINE.match(line)
         if match:
             return Progress(int(match[1]), steps_asked, float(match[2]), float(match[3]))
-    return Progress(steps=steps_asked)
+    return Progress(steps=steps_asked) if steps_asked is not None else None
 
 
 def imbalance(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -93,7 +97,7 @@ class TopView:
     phase: str
     phase_detail: str
     tasks: list[TaskUsage]
-    progress: Progress
+    progress: Optional[Progress]  # None: a team's program that prints no progress line
     # Nodes the experiment's pods run on that serve no metrics, with why.
     without_metrics: dict[str, str] = field(default_factory=dict)
 
@@ -105,6 +109,15 @@ class TopView:
     def ps_imbalance(self) -> Optional[float]:
         return imbalance([t.cpu_cores for t in self.tasks if t.task.startswith("ps-")])
 
+    @property
+    def hot_ps(self) -> Optional[str]:
+        """The PS doing most of the PS work, where one is (seed 001: an unpartitioned table)."""
+        ps = [t for t in self.tasks if t.task.startswith("ps-") and t.cpu_cores is not None]
+        busiest = max(ps, key=lambda t: t.cpu_cores or 0.0, default=None)
+        if busiest is None or len(ps) < 2 or (self.ps_imbalance or 0.0) < HOT_PS_IMBALANCE:
+            return None
+        return busiest.task
+
     def to_json(self) -> dict[str, Any]:
         """The public shape of `top --json`: exactly these keys."""
         progress = self.progress
@@ -115,7 +128,7 @@ class TopView:
                 for t in self.tasks
             ],
             "ps_imbalance": self.ps_imbalance,
-            "progress": {
+            "progress": None if progress is None else {
                 "step": progress.step,
                 "steps": progress.steps,
                 "loss": progress.loss,
@@ -135,7 +148,9 @@ def _cores(value: Optional[float]) -> str:
 def top_text(view: TopView) -> str:
     phase = f"{view.phase} ({view.phase_detail})" if view.phase_detail else view.phase
     progress = view.progress
-    if progress.step is None:
+    if progress is None:
+        progress_line = "progress: not reported (the program prints no progress line: docs/programs.md)"
+    elif progress.step is None:
         progress_line = f"progress: no step reported yet (of {progress.steps})"
     else:
         progress_line = (
@@ -148,8 +163,13 @@ def top_text(view: TopView) -> str:
         progress_line,
         "PS imbalance (busiest PS's CPU over the mean): "
         + (f"{ps_imbalance:.2f}" if ps_imbalance is not None else "not known yet"),
-        "",
     ]
+    if view.hot_ps is not None:
+        lines.append(
+            f"{view.hot_ps} does most of the PS work; the usual cause is a variable that is not partitioned "
+            "(one variable lives on one PS): give the embedding a partitioner over every PS"
+        )
+    lines.append("")
     rows = [("TASK", "NODE", "CPU CORES", "MEMORY")]
     for task in view.tasks:
         no_metrics = task.node in view.without_metrics

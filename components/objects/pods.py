@@ -113,7 +113,9 @@ def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
     default (Always).
     """
     if group.task_type == "chief":
-        return "OnFailure"
+        # A team's program keeps its checkpoints where it chooses, and each retry of its chief is
+        # a new pod, so the failed one stays with its exit code and log for `status`.
+        return "OnFailure" if experiment.program is None else "Never"
     if experiment.workload == "jobset":
         return "Never"
     return None

@@ -12,6 +12,8 @@ GPU_PRODUCT_LABELS = (GPU_PRODUCT, TFK8S_GPU_PRODUCT)
 INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
 SETTINGS_ENV = "TFK8S_TRAINER"
+# What a task of tfk8s's own trainer runs (components/objects/pods.py); a team's program runs its own.
+TRAINER_COMMAND = ["python", "-m", "trainer"]
 PRODUCTION_LABEL = "tfk8s.io/production"
 REMOVED_API_VERSIONS = ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2")
 WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "JobSet")

@@ -25,14 +25,18 @@ class PodIdentity:
     """
 
     def __init__(self, name: Optional[str], hostname: Optional[str], subdomain: Optional[str],
-                 labels: Mapping[str, str], controller_env: Optional[Mapping[str, str]] = None) -> None:
+                 labels: Mapping[str, str], controller_env: Optional[Mapping[str, str]] = None,
+                 annotations: Optional[Mapping[str, str]] = None) -> None:
         self.name, self.hostname, self.subdomain, self.labels = name, hostname, subdomain, labels
         # Variables the pod's controller adds to its containers (an Indexed Job's JOB_COMPLETION_INDEX).
         self.controller_env = controller_env or {}
+        # What the pod's controller annotates it with (an Indexed Job's completion index).
+        self.annotations = annotations or {}
 
     @property
     def fields(self) -> PodFields:
         fields = {f"metadata.labels['{key}']": str(value) for key, value in self.labels.items()}
+        fields.update({f"metadata.annotations['{key}']": str(value) for key, value in self.annotations.items()})
         if self.name is not None:
             fields["metadata.name"] = self.name
         return fields
@@ -90,7 +94,9 @@ def _replicated_job_templates(props: Mapping[str, Any]) -> list[PodTemplate]:
             pods.extend(
                 PodIdentity(None, f"{job}-{completion}", subdomain,
                             {**labels, COMPLETION_INDEX_LABEL: str(completion)},
-                            {COMPLETION_INDEX_ENV: str(completion)})
+                            {COMPLETION_INDEX_ENV: str(completion)},
+                            # The Job controller's annotation has the label's key.
+                            {COMPLETION_INDEX_LABEL: str(completion)})
                 for completion in range(completions)
             )
         templates.append(PodTemplate(f"{jobset}/{get(replicated, 'name')}", spec, labels, pods))

@@ -21,6 +21,7 @@ from .facts import (
     FIRST_INDEX_ENV,
     INSTANCE,
     SETTINGS_ENV,
+    TRAINER_COMMAND,
     TASK_TYPE_ENV,
     TF_PORT,
     WORKLOAD_KINDS,
@@ -261,6 +262,15 @@ def embedding_shards(settings: Mapping[str, Any], ps_count: int) -> int:
     """The trainer's rule (trainer/settings.py): one shard per PS in TF_CONFIG; one with partition none."""
     return 1 if settings.get("partition") == "none" else max(ps_count, 1)
 
+def runs_tfk8s_trainer(group: list[Workload]) -> bool:
+    """The experiment's tasks run tfk8s's own trainer, whose model the settings describe; a team's
+    own program (tfk8s:program) has a model the pack cannot know."""
+    return any(
+        [str(word) for word in as_list(get(container, "command"))] == TRAINER_COMMAND
+        for workload in group
+        for container in containers(workload.spec)
+    )
+
 def clusters(resources: list) -> dict[tuple, list[Workload]]:
     """TF workloads grouped by (namespace, experiment instance)."""
     groups: dict[tuple, list[Workload]] = {}
@@ -269,3 +279,7 @@ def clusters(resources: list) -> dict[tuple, list[Workload]]:
             key = (workload.namespace, workload.labels.get(INSTANCE))
             groups.setdefault(key, []).append(workload)
     return groups
+
+def trainer_clusters(resources: list) -> dict[tuple, list[Workload]]:
+    """The experiments whose tasks run tfk8s's own trainer: those the model-derived rules check."""
+    return {key: group for key, group in clusters(resources).items() if runs_tfk8s_trainer(group)}

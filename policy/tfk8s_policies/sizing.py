@@ -20,6 +20,7 @@ from .reading import (
     chief_settings,
     clusters,
     containers,
+    trainer_clusters,
     embedding_shards,
     get,
     number,
@@ -28,6 +29,8 @@ from .reading import (
 )
 
 MANDATORY = EnforcementLevel.MANDATORY
+TRAINER_ONLY = (" Applies to tfk8s's own trainer only: a team's own program (tfk8s:program) has a model "
+                "the pack cannot know.")
 ADVISORY = EnforcementLevel.ADVISORY
 
 
@@ -36,7 +39,7 @@ def _validate_embedding_shards(args: StackValidationArgs, report: ReportViolatio
     tfk8s's objects shards always equal PS). What can still break it: settings the chief cannot read
     or a partition it does not know, and tasks that get other settings than the chief (a literal env
     value on one workload overrides the shared ConfigMap), which then disagree on the table."""
-    for (namespace, instance), group in clusters(list(args.resources)).items():
+    for (namespace, instance), group in trainer_clusters(list(args.resources)).items():
         cluster = get(group[0].tf_config, "cluster", default={}) or {}
         ps_count = len(as_list(get(cluster, "ps")))
         settings = chief_settings(group)
@@ -79,7 +82,7 @@ def shard_bytes(settings: Mapping[str, Any], ps_count: int) -> Optional[float]:
     return math.ceil(rows / embedding_shards(settings, ps_count)) * dim * 4 * (1 + slots)
 
 def _validate_ps_memory(args: StackValidationArgs, report: ReportViolation) -> None:
-    for (namespace, instance), group in clusters(list(args.resources)).items():
+    for (namespace, instance), group in trainer_clusters(list(args.resources)).items():
         cluster = get(group[0].tf_config, "cluster", default={}) or {}
         settings = chief_settings(group) or {}
         needed = shard_bytes(settings, len(as_list(get(cluster, "ps"))))
@@ -108,7 +111,7 @@ def _on_a_claim(spec: Optional[Mapping[str, Any]], path: str) -> bool:
 
 def _checkpoints_outlive_the_chief(args: StackValidationArgs, report: ReportViolation) -> None:
     limit = args.get_config().get("maxScratchCheckpointIntervals", 2)
-    for (namespace, instance), group in clusters(list(args.resources)).items():
+    for (namespace, instance), group in trainer_clusters(list(args.resources)).items():
         settings = chief_settings(group) or {}
         steps, every = number(settings.get("steps")), number(settings.get("checkpointEvery"))
         path = str(settings.get("checkpointDir", "default"))
@@ -122,7 +125,7 @@ def _checkpoints_outlive_the_chief(args: StackValidationArgs, report: ReportViol
                f"checkpoints on {where}; a replaced chief pod or a drained server starts again from step 0")
 
 def _report_unpartitioned(args: StackValidationArgs, report: ReportViolation) -> None:
-    for (namespace, instance), group in clusters(list(args.resources)).items():
+    for (namespace, instance), group in trainer_clusters(list(args.resources)).items():
         settings = chief_settings(group) or {}
         if settings.get("partition") == "none":
             report(f"experiment {instance}: partition: none keeps the whole embedding on one PS (the seed's "
@@ -132,7 +135,7 @@ def _report_unpartitioned(args: StackValidationArgs, report: ReportViolation) ->
 POLICIES = [
     StackValidationPolicy(
         name="tfk8s-embedding-shards-match-ps",
-        description="The embedding is sharded as the chief derives it (one shard per PS in TF_CONFIG unless partition: none): the settings are readable, the partition explicit, and every task gets the chief's settings.",
+        description="The embedding is sharded as the chief derives it (one shard per PS in TF_CONFIG unless partition: none): the settings are readable, the partition explicit, and every task gets the chief's settings." + TRAINER_ONLY,
         validate=_validate_embedding_shards, enforcement_level=MANDATORY, severity=Severity.HIGH,
         remediation_steps="Give every task the trainer settings from the shared ConfigMap (no per-task TFK8S_TRAINER), with partition: auto (or range) so the table is sharded over every PS.",
     ),
@@ -148,19 +151,19 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="tfk8s-ps-memory-fits-shard",
-        description="Each PS requests at least the memory of its embedding shard with optimizer slots.",
+        description="Each PS requests at least the memory of its embedding shard with optimizer slots." + TRAINER_ONLY,
         validate=_validate_ps_memory, enforcement_level=ADVISORY, severity=Severity.MEDIUM,
         remediation_steps="Leave ps.memory unset (tfk8s derives it from the model) or raise it.",
     ),
     StackValidationPolicy(
         name="tfk8s-unpartitioned-embedding",
-        description="partition: none keeps the embedding on one PS: flagged so it is a deliberate choice.",
+        description="partition: none keeps the embedding on one PS: flagged so it is a deliberate choice." + TRAINER_ONLY,
         validate=_report_unpartitioned, enforcement_level=ADVISORY, severity=Severity.LOW,
         remediation_steps="Use partition: auto unless reproducing the single-loaded-PS bottleneck.",
     ),
     StackValidationPolicy(
         name="tfk8s-checkpoints-outlive-the-chief",
-        description="A long run (more checkpoint intervals than maxScratchCheckpointIntervals, default 2) keeps its checkpoints where a replaced chief pod finds them: a volume claim or a remote path, not the pod's scratch space.",
+        description="A long run (more checkpoint intervals than maxScratchCheckpointIntervals, default 2) keeps its checkpoints where a replaced chief pod finds them: a volume claim or a remote path, not the pod's scratch space." + TRAINER_ONLY,
         validate=_checkpoints_outlive_the_chief, enforcement_level=ADVISORY, severity=Severity.MEDIUM,
         config_schema=PolicyConfigSchema(properties={
             "maxScratchCheckpointIntervals": {"type": "number", "minimum": 0},

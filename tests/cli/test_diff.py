@@ -102,3 +102,16 @@ def test_a_stack_against_itself_is_the_same(capsys):
 def test_a_bad_stack_is_exit_2_with_its_message(capsys):
     assert main(["diff", "scene1-case2", "no-such-stack"]) == 2
     assert "stack 'no-such-stack': no file" in capsys.readouterr().err
+
+
+def test_a_changed_program_shows_in_the_diff(capsys, tmp_path):
+    from tests.objects.test_program import TF2_SOURCE, program_values
+
+    files = []
+    for name, args in (("prog-a", ["--steps", "100"]), ("prog-b", ["--steps", "200"])):
+        _, values = program_values({"source": TF2_SOURCE, "command": ["python", "train.py"], "args": args})
+        files.append(tmp_path / f"Pulumi.{name}.yaml")
+        files[-1].write_text(yaml.safe_dump({"config": values}))
+    code, out = diff(capsys, *map(str, files))
+    assert "tfk8s:program.args: +200 -100" in out, out
+    assert "replicatedJob: changed 3 (chief, ps, worker)" in out, "every task rolls"

@@ -158,3 +158,22 @@ def test_top_without_a_kubeconfig_names_the_file(tmp_path, capsys):
     assert main(["top", "scene1-case1", "--kubeconfig", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert f"no kubeconfig at {tmp_path / 'none'}" in err and "stack 'scene1-case1'" in err
+
+
+def test_one_ps_doing_most_of_the_work_is_named_with_the_usual_cause():
+    text = top_text(_view())  # ps-0 at 0.9 cores, ps-1 at 0.1
+    assert "ps-0 does most of the PS work; the usual cause is a variable that is not partitioned" in text
+    level = _view(tasks=[TaskUsage("ps-0", "srv-00", 0.5, 1), TaskUsage("ps-1", "srv-01", 0.45, 1)])
+    assert "does most of the PS work" not in top_text(level)
+    alone = _view(tasks=[TaskUsage("ps-0", "srv-00", 0.5, 1)])
+    assert "does most of the PS work" not in top_text(alone)
+
+
+def test_a_program_that_prints_no_progress_line_has_null_progress():
+    assert chief_progress("epoch 1/3 ... done\n", steps_asked=None) is None
+    view = _view(progress=None)
+    assert view.to_json()["progress"] is None
+    assert "progress: not reported (the program prints no progress line" in top_text(view)
+    # The same line tfk8s's trainer prints is read from a program's log too.
+    assert chief_progress("step     936  loss 0.3176      9506.1 examples/s\n", steps_asked=None) == Progress(
+        936, None, 0.3176, 9506.1)

@@ -228,3 +228,33 @@ def test_a_source_too_large_or_linking_out_is_refused_with_the_way_out(tmp_path)
     assert [(f.path, f.key, f.executable) for f in source.files] == [
         ("pkg/__init__.py", "pkg____init__.py", False), ("pkg/inner.sh", "pkg__inner.sh", True), ("run.sh", "run.sh", True)
     ]
+
+
+def test_a_program_stack_whose_tf_config_outgrows_one_variable_is_refused_with_the_way_out():
+    from tests.stack_variants import scaled_values
+
+    name, values = program_values({"command": ["python", "train.py"]}, stack="scene1-case4")
+    with pytest.raises(StackConfigError) as error:
+        load_experiment_values(f"{name}-x50", scaled_values(values, 50), load_trainer_bundle(PROJECT_ROOT))
+    message = str(error.value)
+    assert "tfk8s:cluster.workers.replicas: 11,001 tasks make a TF_CONFIG of" in message
+    assert "Linux passes at most 131,072 bytes in one variable" in message
+    assert "use fewer PS and workers" in message
+    # The trainer, which reads a larger cluster from a file, takes the same experiment.
+    _, trainer_values = read_stack_values("scene1-case4")
+    load_experiment_values(f"{name}-x50", scaled_values(trainer_values, 50), load_trainer_bundle(PROJECT_ROOT))
+
+
+def test_the_plan_says_what_every_task_runs():
+    from components.cli.plan_view import plan_table
+
+    name, values = program_values({"source": TF2_SOURCE, "command": ["sh", "run.sh"], "args": SEED_RUN_SH,
+                                   "done": "workers"})
+    experiment = load_experiment_values(name, values, load_trainer_bundle(PROJECT_ROOT))
+    text = plan_table(experiment.config, experiment.plan, experiment.program_source)
+    assert "0 chief · 5 PS (4Gi each) · 50 workers" in text
+    assert (f"program: sh run.sh '$(PS_HOSTS)' '$(WORKER_HOSTS)' '$(JOB_NAME)' '$(TASK_INDEX)' '$(PS_REPLICAS)' "
+            f"'$(WORKER_REPLICAS)' · source {TF2_SOURCE} (1 files, sha256 {experiment.program_source.sha256[:12]})"
+            " · done: workers") in text
+    entrypoint = load_experiment_values(*program_values({"args": ["--epochs", "1"]}), load_trainer_bundle(PROJECT_ROOT))
+    assert "program: (the image's entrypoint) --epochs 1 · done: chief" in plan_table(entrypoint.config, entrypoint.plan)

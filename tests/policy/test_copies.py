@@ -80,3 +80,10 @@ def test_the_pack_is_split_by_concern_with_each_policy_beside_its_rule():
         assert validators and set(validators) <= defined, f"{name}.py: a policy whose rule is elsewhere"
         gathered += importlib.import_module(f"{pack.__name__}.{name}").POLICIES
     assert sorted(p.name for p in gathered) == sorted(p.name for p in pack.POLICIES)
+
+
+def test_the_trainers_command_agrees():
+    """The pack tells tfk8s's trainer from a team's program by it."""
+    from components.objects.pods import _trainer_command
+
+    assert pack.TRAINER_COMMAND == _trainer_command()["command"]

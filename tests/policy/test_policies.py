@@ -547,3 +547,26 @@ def test_an_experiment_with_digest_images_gpu_workers_and_the_new_settings_passe
     )
     values["tfk8s:cluster"]["workers"]["tolerations"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
     assert tripped(objects_of(run_program(name, values))) == {}
+
+
+# -- the team's own program ------------------------------------------------------
+
+
+@pytest.mark.parametrize("workload", ["jobset", "statefulset"])
+@pytest.mark.parametrize("done", ["chief", "workers"])
+def test_a_program_stack_passes_every_policy_and_tf_config_is_read_from_its_environment(workload, done):
+    from tests.objects.test_program import TF2_SOURCE, program_values
+
+    run = run_program(*program_values({"source": TF2_SOURCE, "command": ["python", "train.py"], "done": done},
+                                      workload=workload))
+    objects = objects_of(run)
+    assert tripped(objects, POLICIES) == {}
+    # The TF_CONFIG check reads the program's TF_CONFIG (the kubelet's expansion), so it still bites.
+    assert violations("tfk8s-tf-config-consistent", one_jobset_worker_short(objects) if workload == "jobset"
+                      else one_worker_short(objects))
+
+
+def test_the_model_derived_policies_say_they_apply_to_tfk8s_trainer_only():
+    for name in ("tfk8s-embedding-shards-match-ps", "tfk8s-ps-memory-fits-shard", "tfk8s-unpartitioned-embedding",
+                 "tfk8s-checkpoints-outlive-the-chief"):
+        assert "tfk8s's own trainer only" in POLICIES[name].description, name

@@ -8,6 +8,7 @@ program's own output, the servers freed, a deleted pod gone within seconds.
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -114,7 +115,6 @@ TF1_SOURCE = "tests/team_programs/tf1-between-graph"
 SEED_RUN_SH = ["$(PS_HOSTS)", "$(WORKER_HOSTS)", "$(JOB_NAME)", "$(TASK_INDEX)", "$(PS_REPLICAS)", "$(WORKER_REPLICAS)"]
 CPU_FIGURES_WITHIN_S = 120.0
 CPU_SAMPLES = 3
-TRAINING_PS_CORES = 0.3
 
 
 def tf1_program(*extra: str) -> dict[str, Any]:
@@ -157,26 +157,30 @@ def test_top_shows_one_hot_ps_for_an_unpartitioned_tf1_program_and_level_ps_with
     try:
         for stack in stacks.values():
             real_cluster.apply(stack, tmp_path / Path(stack).stem)
+        for stack in stacks.values():
+            real_cluster.wait_for_log(stack, "worker", "worker-0: training")
+        # The kubelet's CPU rates cover its last few seconds: the first new one after training
+        # started still holds the PS's start (TensorFlow's import keeps both PS busy alike).
         samples: dict[bool, list[list[float]]] = {False: [], True: []}
+        seen: dict[bool, Optional[list[float]]] = {False: None, True: None}
         deadline = time.monotonic() + CPU_FIGURES_WITHIN_S + CPU_SAMPLES * 15
-        while min(len(found) for found in samples.values()) < CPU_SAMPLES:
+        while min(len(found) for found in samples.values()) < CPU_SAMPLES + 1:
             assert time.monotonic() < deadline, f"no PS CPU figures from top: {samples}"
             for partitioned, stack in stacks.items():
                 cpu = _ps_cpu(real_cluster, stack, capsys)
-                # Training, not starting (TensorFlow's import keeps both PS busy alike), and a new
-                # sample of the kubelet's (it refreshes its rates every few seconds).
-                if cpu is not None and sum(cpu) > TRAINING_PS_CORES and cpu not in samples[partitioned][-1:]:
+                if cpu is not None and cpu != seen[partitioned]:
+                    seen[partitioned] = cpu
                     samples[partitioned].append(cpu)
-            time.sleep(5)
+            time.sleep(3)
         components_main(["top", stacks[False], "--kubeconfig", str(real_cluster.kubeconfig)])
         unpartitioned_text = capsys.readouterr().out
     finally:
         for stack in stacks.values():
             real_cluster.delete(stack, tmp_path / Path(stack).stem)
-    hot = [max(cpu) / (sum(cpu) / len(cpu)) for cpu in samples[False]]
-    level = [max(cpu) / (sum(cpu) / len(cpu)) for cpu in samples[True]]
-    assert min(hot) >= 1.5, f"unpartitioned, one PS should do most of the work: {samples[False]}"
-    assert max(level) < 1.5, f"partitioned, the PS should share the work: {samples[True]}"
+    hot = [max(cpu) / (sum(cpu) / len(cpu)) for cpu in samples[False][1:]]
+    level = [max(cpu) / (sum(cpu) / len(cpu)) for cpu in samples[True][1:]]
+    assert statistics.median(hot) >= 1.5, f"unpartitioned, one PS should do most of the work: {samples[False]}"
+    assert statistics.median(level) < 1.3, f"partitioned, the PS should share the work: {samples[True]}"
     assert "does most of the PS work; the usual cause is a variable that is not partitioned" in unpartitioned_text
 
 

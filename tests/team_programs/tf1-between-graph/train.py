@@ -62,6 +62,7 @@ def main() -> int:
     with tf1.train.MonitoredTrainingSession(
         master=server.target, is_chief=options.task_index == 0, hooks=hooks, config=config
     ) as session:
+        print(f"worker-{options.task_index}: training", flush=True)
         while not session.should_stop():
             _, step = session.run([train_op, global_step])
             steps += 1

@@ -27,3 +27,10 @@ def die_with_launcher(environ: Mapping[str, str] = os.environ) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != int(launcher):  # the launcher was gone before the kernel knew to tell us
         os._exit(1)
+
+
+def die_with_parent() -> None:
+    """For a process the launcher starts that knows nothing of tfk8s (a team's program): run
+    between fork and exec, so the kernel kills it when the launcher goes. Linux only."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

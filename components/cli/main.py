@@ -159,6 +159,22 @@ def experiment_export(experiment) -> dict:
         "ps": cluster.ps_count,
         "workers": cluster.workers.replicas,
         "trainer": experiment.config.trainer.to_config(),
+        **({"program": _program_export(experiment)} if experiment.program is not None else {}),
+    }
+
+
+def _program_export(experiment) -> dict:
+    """The program as trainer.local runs it: each role's command and args, env, the source's path."""
+    program = experiment.program
+    argv = {}
+    for role in ("chief", "ps", "worker"):
+        command, args = program.command_of(role)
+        argv[role] = None if command is None else [*command, *(args or ())]
+    return {
+        "argv": argv,
+        "env": {name: value if isinstance(value, str) else value.model_dump() for name, value in program.env.items()},
+        "source": str(PROJECT_ROOT / program.source) if program.source else None,
+        "done": program.done,
     }
 
 

@@ -2,6 +2,7 @@
 
     python -m trainer.local --ps 2 --workers 2 --steps 200 [--partition auto|range|none] ...
     python -m trainer.local --stack scene1-case3     # the stack's trainer settings and PS:worker ratio
+    python -m trainer.local --stack my-program       # a stack's own program (tfk8s:program), as processes
 
 Starts PS and workers, then the chief, on loopback; shows the chief's
 progress; prints as its last line one JSON object (the chief's summary plus
@@ -10,7 +11,9 @@ finished call to the end of training). Every process it starts runs in its own p
 on success, failure, Ctrl-C or SIGTERM. SIGUSR1 has the chief finish where it
 stands (checkpoint, summary, exit 0), as it does in a pod. Workers that die are
 restarted, as Kubernetes would; `--kill TASK@STEP` kills a task on purpose (a
-fault drill).
+fault drill). A stack that runs the team's own program runs its command per
+role instead (trainer/local/program.py), with the environment its pods get, and
+ends with the program's own exit codes.
 """
 
 from .cluster import LocalCluster

@@ -17,6 +17,7 @@ from . import __doc__ as DESCRIPTION
 from .cluster import LocalCluster
 from .drills import FaultDrills, parse_kill
 from .errors import LaunchError
+from .program import LocalProgram, ProgramExport
 from .stacks import read_stack, scale_to_machine
 
 
@@ -58,17 +59,25 @@ def _parse_ints(text: str) -> tuple[int, ...]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
 
-def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, int, int]:
+def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, int, int, Optional[ProgramExport]]:
+    """The settings, PS and workers to run, and the stack's own program where it has one."""
     base: dict[str, Any] = {}
     ps, workers = 2, 2
+    program = None
     if args.stack:
         experiment = read_stack(args.stack)
         scale = scale_to_machine(experiment.ps, experiment.workers)
         base, ps, workers = experiment.trainer, scale.ps, scale.workers
         print(f"stack {experiment.stack} on this machine: {'; '.join(scale.notes)}; placement "
               f"{experiment.placement} is not reproduced (every task runs here)", file=out, flush=True)
+        if experiment.program is not None:
+            program = ProgramExport.from_json(experiment.program)
+            given = settings_given(args)
+            if given:
+                raise LaunchError(f"stack {experiment.stack} runs its own program (tfk8s:program): the trainer "
+                                  f"settings {', '.join(sorted(given))} do not apply")
     settings = TrainerSettings.from_config({**base, **settings_given(args)})
-    return settings, args.ps or ps, args.workers or workers
+    return settings, args.ps or ps, args.workers or workers, program
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(
@@ -87,7 +96,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        settings, ps, workers = resolve(args)
+        settings, ps, workers, program = resolve(args)
     except Exception as error:  # SettingsError, LaunchError, YAML errors: one clear line
         print(f"trainer.local: {error}", file=sys.stderr)
         return 2
@@ -97,17 +106,23 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tfk8s-local-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = LocalCluster(
-        settings, ps, workers, workdir, progress_every=args.progress_every,
-        restart_workers=not args.no_restart, drills=FaultDrills(dict(args.kill)),
-    )
+    cluster: LocalCluster | LocalProgram
+    if program is not None:
+        cluster = LocalProgram(program, ps, workers, workdir)
+    else:
+        cluster = LocalCluster(
+            settings, ps, workers, workdir, progress_every=args.progress_every,
+            restart_workers=not args.no_restart, drills=FaultDrills(dict(args.kill)),
+        )
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)
     # SIGUSR1: the chief finishes where it stands (checkpoint, summary, exit 0), as in a pod.
-    previous_usr1 = signal.signal(signal.SIGUSR1, lambda signum, frame: cluster.finish())
+    previous_usr1 = signal.signal(
+        signal.SIGUSR1, lambda signum, frame: cluster.finish() if isinstance(cluster, LocalCluster) else None
+    )
     code = 0
     try:
         summary = cluster.run()

@@ -6,7 +6,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from .errors import LaunchError
 
@@ -31,6 +31,7 @@ class StackExperiment:
     ps: int
     workers: int
     trainer: dict[str, Any]
+    program: Optional[dict[str, Any]] = None  # the team's own program (trainer/local/program.py)
 
 def read_stack(stack: str) -> StackExperiment:
     """Validate a stack (name or file) in the program's environment, or read such an export (.json).

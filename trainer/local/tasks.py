@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from ..lifeline import die_with_parent
 
 STOP_GRACE = 5.0
 
@@ -39,6 +40,10 @@ class Task:
     log: Any = None
     command: tuple[str, ...] = TRAINER_COMMAND
     log_offset: int = 0  # where this start's output begins in the (appended) log
+    cwd: Optional[Path] = None  # where it runs: its own folder unless given (a program's source)
+    # Tied to the launcher by the kernel from its start: a team's program does not tie itself
+    # (tfk8s's trainer does, trainer/lifeline.py).
+    tie_to_launcher: bool = False
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -48,11 +53,12 @@ class Task:
         self.log_offset = self.log.seek(0, os.SEEK_END)
         self.process = subprocess.Popen(
             list(self.command),
-            cwd=self.directory,
+            cwd=self.cwd or self.directory,
             env=self.env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stopped as a whole
+            preexec_fn=die_with_parent if self.tie_to_launcher else None,
         )
 
     def alive(self) -> bool:

@@ -1,0 +1,147 @@
+"""`python -m trainer.local --stack <program stack>`: the team's own program as local processes,
+with the TF_CONFIG and variables its pods get, in the trainer's environment (TensorFlow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.trainer.conftest import PROJECT_ROOT
+from trainer.lifeline import LAUNCHER_PID_ENV
+
+RUN_TIMEOUT = 240
+SEED_RUN_SH = ["$(PS_HOSTS)", "$(WORKER_HOSTS)", "$(JOB_NAME)", "$(TASK_INDEX)", "$(PS_REPLICAS)", "$(WORKER_REPLICAS)"]
+
+
+def program_stack(folder: Path, name: str, program: dict, ps: int = 2, workers: int = 2) -> str:
+    """A stack file running `program` (JSON is YAML: no YAML library in this environment)."""
+    config = {
+        "tfk8s:nodePools": [{"name": "servers", "nodes": ["srv-00"]}],
+        "tfk8s:cluster": {"placement": "colocated", "ps": {"replicas": ps, "pool": "servers", "memory": "1Gi"},
+                          "workers": {"replicas": workers, "pool": "servers"}},
+        "tfk8s:program": program,
+    }
+    path = folder / f"Pulumi.{name}.yaml"
+    path.write_text(json.dumps({"config": config}))
+    return str(path)
+
+
+def tasks_of(launcher_pid: int) -> list[int]:
+    """The processes a launcher started: they carry its PID in their environment."""
+    marker = f"{LAUNCHER_PID_ENV}={launcher_pid}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != launcher_pid:
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def run_local(workdir: Path, stack: str, *args: str) -> tuple[int, str, str, list[int]]:
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "trainer.local", "--workdir", str(workdir), "--stack", stack, *args],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        stdout, stderr = launcher.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if launcher.poll() is None:
+            launcher.terminate()
+            launcher.communicate(timeout=60)
+    return launcher.returncode, stdout, stderr, tasks_of(launcher.pid)
+
+
+def test_a_tf2_program_runs_as_local_processes_to_success(tmp_path):
+    stack = program_stack(tmp_path, "local-tf2", {"source": "tests/team_programs/tf2-ps",
+                                                  "command": ["python", "train.py"], "args": ["--steps", "100"]})
+    code, stdout, stderr, left = run_local(tmp_path / "run", stack)
+    assert code == 0, stderr[-3000:]
+    assert left == [], "every process the launcher started is stopped"
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["phase"] == "Succeeded" and result["done"] == "chief"
+    assert result["log"].startswith("chief: 100 steps in"), result
+    assert "chief-0 exited 0" in stdout
+
+
+def test_a_tf1_program_through_run_sh_succeeds_when_every_worker_is_done(tmp_path):
+    stack = program_stack(tmp_path, "local-tf1", {"source": "tests/team_programs/tf1-between-graph",
+                                                  "command": ["sh", "run.sh"], "args": [*SEED_RUN_SH, "--steps", "200"],
+                                                  "done": "workers"}, workers=1)
+    code, stdout, stderr, left = run_local(tmp_path / "run", stack)
+    assert code == 0, stderr[-3000:]
+    assert left == []
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["phase"] == "Succeeded" and result["done"] == "workers"
+    assert "steps to global step" in result["log"], result
+    assert not (tmp_path / "run" / "chief-0").exists(), "done: workers runs no chief"
+
+
+def test_a_failing_program_ends_the_run_naming_the_task_and_its_last_line(tmp_path):
+    stack = program_stack(tmp_path, "local-fails", {
+        "command": ["sleep", "3600"],
+        "roles": {"chief": {"command": ["python", "-c", "import sys; sys.exit('cannot open /data/vocabulary.txt')"]}},
+    })
+    code, stdout, stderr, left = run_local(tmp_path / "run", stack)
+    assert code == 1
+    assert "chief-0 exited 1: cannot open /data/vocabulary.txt" in stderr
+    assert left == [], "the sleeping PS and workers are stopped too"
+
+
+def test_what_cannot_run_here_is_refused_before_anything_starts(tmp_path):
+    stack = program_stack(tmp_path, "local-entrypoint", {"args": ["--epochs", "1"]})
+    code, _, stderr, _ = run_local(tmp_path / "run", stack)
+    assert code == 1 and "the image's entrypoint cannot run as a local process; give command" in stderr
+    assert not (tmp_path / "run" / "ps-0").exists()
+    secret = program_stack(tmp_path, "local-secret", {"command": ["sleep", "1"],
+                                                      "env": {"DATA_TOKEN_FOR_TEST": {"secret": "creds", "key": "t"}}})
+    code, _, stderr, _ = run_local(tmp_path / "run2", secret)
+    assert code == 1 and "DATA_TOKEN_FOR_TEST come from Secrets" in stderr
+
+
+def test_ctrl_c_stops_every_task_of_a_program(tmp_path):
+    stack = program_stack(tmp_path, "local-sleeps", {"command": ["sleep", "3600"]})
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "trainer.local", "--workdir", str(tmp_path / "run"), "--stack", stack],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(tasks_of(launcher.pid)) < 5:  # the chief, 2 PS and 2 workers
+            assert time.monotonic() < deadline and launcher.poll() is None, "the tasks did not start"
+            time.sleep(0.2)
+        launcher.send_signal(signal.SIGINT)
+        assert launcher.wait(timeout=60) == 130
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert tasks_of(launcher.pid) == []
+
+
+def test_a_killed_launcher_takes_its_program_tasks_with_it(tmp_path):
+    """`sleep` knows nothing of tfk8s: the kernel ends it with its launcher (no chance to stop it)."""
+    stack = program_stack(tmp_path, "local-orphans", {"command": ["sleep", "3600"]})
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "trainer.local", "--workdir", str(tmp_path / "run"), "--stack", stack],
+        cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while len(tasks_of(launcher.pid)) < 5:
+        assert time.monotonic() < deadline and launcher.poll() is None, "the tasks did not start"
+        time.sleep(0.2)
+    launcher.kill()
+    launcher.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while tasks_of(launcher.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = tasks_of(launcher.pid)
+    for pid in left:  # a failing run must not leave its tasks to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert left == []

@@ -1,0 +1,165 @@
+"""A team's own program (tfk8s:program) as local processes: the tasks a cluster would run, on loopback.
+
+Each task runs the program's command for its role, in the program's source folder, with the
+environment a pod gives it: TF_CONFIG (`environment: cloud`), PS_HOSTS, WORKER_HOSTS, JOB_NAME,
+TASK_INDEX, PS_REPLICAS, WORKER_REPLICAS and the program's own env; `$(NAME)` in the command
+is expanded as the kubelet does. `python` is the trainer's environment's (TensorFlow). As in a
+cluster: a failed worker is started again, a failed PS or chief ends the run, and the run
+succeeds when the chief exits 0 (done: chief) or every worker has (done: workers). Every
+process runs in its own process group and is stopped at the end, on failure and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from ..lifeline import LAUNCHER_PID_ENV
+from .errors import LaunchError
+from .tasks import Task, free_ports, stop_all
+
+WORKER_RESTARTS = 5
+POLL_S = 0.2
+REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def expand(text: str, variables: dict[str, str]) -> str:
+    """`$(NAME)` as the kubelet expands it: a known variable's value, `$$` a literal `$`, else as written."""
+
+    def replace(match: re.Match) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return variables.get(match.group(1), match.group(0))
+
+    return REFERENCE.sub(replace, text)
+
+
+@dataclass(frozen=True)
+class ProgramExport:
+    """A stack's program as `python -m components export` gives it (components/cli/main.py)."""
+
+    argv: dict[str, Optional[list[str]]]  # role -> command + args; None: the image's entrypoint
+    env: dict[str, Any]  # a value, or {"secret": ..., "key": ...}
+    source: Optional[str]  # the folder's absolute path
+    done: str  # chief | workers
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ProgramExport":
+        return cls(data["argv"], data["env"], data.get("source"), data["done"])
+
+
+@dataclass
+class LocalProgram:
+    program: ProgramExport
+    ps: int
+    workers: int
+    workdir: Path
+    tasks: dict[str, Task] = field(default_factory=dict)
+
+    def roles(self) -> dict[str, int]:
+        chief = {"chief": 1} if self.program.done == "chief" else {}
+        return {**chief, "ps": self.ps, "worker": self.workers}
+
+    def check(self) -> None:
+        """What cannot run here is said before anything starts."""
+        for role in self.roles():
+            if self.program.argv.get(role) is None:
+                raise LaunchError(
+                    f"tfk8s:program gives {role} no command: the image's entrypoint cannot run as a local "
+                    "process; give command (or roles.<role>.command)"
+                )
+        missing = sorted(name for name, value in self.program.env.items() if isinstance(value, dict) and name not in os.environ)
+        if missing:
+            raise LaunchError(
+                f"tfk8s:program.env: {', '.join(missing)} come from Secrets, which the cluster holds; "
+                "set them in your shell to run here (their values are passed on)"
+            )
+
+    def cluster(self) -> dict[str, list[str]]:
+        counts = self.roles()
+        ports = iter(free_ports(sum(counts.values())))
+        return {role: [f"127.0.0.1:{next(ports)}" for _ in range(count)] for role, count in counts.items()}
+
+    def task_env(self, cluster: dict[str, list[str]], role: str, index: int) -> dict[str, str]:
+        env = dict(os.environ)
+        # `python` in the program's command is the trainer environment's, which has TensorFlow.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env.update(
+            {
+                "TF_CONFIG": json.dumps(
+                    {"cluster": cluster, "task": {"type": role, "index": index}, "environment": "cloud"}
+                ),
+                "JOB_NAME": role,
+                "TASK_INDEX": str(index),
+                "PS_REPLICAS": str(len(cluster["ps"])),
+                "WORKER_REPLICAS": str(len(cluster["worker"])),
+                "PS_HOSTS": ",".join(cluster["ps"]),
+                "WORKER_HOSTS": ",".join(cluster["worker"]),
+                "PYTHONUNBUFFERED": "1",
+                "TMPDIR": str(self.workdir / "tmp"),
+                LAUNCHER_PID_ENV: str(os.getpid()),
+            }
+        )
+        for name, value in self.program.env.items():
+            if not isinstance(value, dict):  # a Secret's: the shell's own value, passed on as it is
+                env[name] = expand(str(value), env)
+        return env
+
+    def run(self, out=sys.stdout) -> dict[str, Any]:
+        self.check()
+        (self.workdir / "tmp").mkdir(parents=True, exist_ok=True)
+        cluster = self.cluster()
+        for role, addresses in cluster.items():
+            for index in range(len(addresses)):
+                env = self.task_env(cluster, role, index)
+                name = f"{role}-{index}"
+                argv = tuple(expand(word, env) for word in self.program.argv[role] or ())
+                cwd = Path(self.program.source) if self.program.source else self.workdir / name
+                task = Task(name, env, self.workdir / name, command=argv, cwd=cwd, tie_to_launcher=True)
+                self.tasks[name] = task
+                task.start()
+        print(f"started {', '.join(self.tasks)} on loopback; done when "
+              f"{'the chief exits 0' if self.program.done == 'chief' else 'every worker exits 0'}", file=out, flush=True)
+        return self._follow(out)
+
+    def _follow(self, out) -> dict[str, Any]:
+        started = time.monotonic()
+        done: set[str] = set()
+        restarts = 0
+        while True:
+            for name, task in self.tasks.items():
+                if name in done or task.alive():
+                    continue
+                code = task.process.returncode if task.process is not None else None
+                role = name.split("-")[0]
+                if code == 0 and (role == "worker" or role == "chief"):
+                    done.add(name)
+                    print(f"{name} exited 0", file=out, flush=True)
+                    continue
+                said = _last_line(task.output_since_start())
+                if role == "worker" and task.restarts < WORKER_RESTARTS:
+                    print(f"{name} exited {code}: {said}; starting it again", file=out, flush=True)
+                    task.restarts += 1
+                    restarts += 1
+                    task.start()
+                    continue
+                raise LaunchError(f"{name} exited {code}: {said} (logs in {task.directory})")
+            finishers = ["chief-0"] if self.program.done == "chief" else [n for n in self.tasks if n.startswith("worker-")]
+            if all(name in done for name in finishers):
+                return {"phase": "Succeeded", "done": self.program.done, "seconds": round(time.monotonic() - started, 1),
+                        "worker_restarts": restarts, "log": _last_line(self.tasks[finishers[0]].output_since_start())}
+            time.sleep(POLL_S)
+
+    def stop(self) -> None:
+        stop_all(list(self.tasks.values()))
+
+
+def _last_line(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"

@@ -20,7 +20,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real bench-engine node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report docs clean
+	test-real bench-real bench-program bench-engine node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report docs clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ bench-cluster: $(STAMP) toolchain
 
 bench-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image
 	$(VENV)/bin/python benchmarks/real_node.py
+
+# A team's TF2 program from a program stack against a hand-written JobSet, on a real node.
+bench-program: $(STAMP) toolchain node-image
+	$(VENV)/bin/python benchmarks/program_overhead.py
 
 # The real Pulumi engine beside tfk8s's own applier on the local control plane.
 bench-engine: $(STAMP) $(POLICY_STAMP) toolchain

@@ -33,6 +33,8 @@ SCRATCH_DIR = "/scratch"
 # The stock TensorFlow image runs as root; pods run as an unprivileged user.
 RUN_AS_USER = 1000
 TRAINER_CONFIG_MAP = "tfk8s-trainer"
+# What every task of tfk8s's own trainer runs; the policy pack tells it from a team's program by it.
+TRAINER_COMMAND = ("python", "-m", TRAINER_PACKAGE)
 # Settings and environment shared by every task: one ConfigMap, not N copies.
 TRAINER_ENV_CONFIG_MAP = "tfk8s-trainer-env"
 # A cluster too large for an environment variable: its own ConfigMap, mounted as a file.
@@ -159,7 +161,7 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
 
 def _trainer_command() -> Manifest:
     return {
-        "command": ["python", "-m", TRAINER_PACKAGE],
+        "command": list(TRAINER_COMMAND),
         # Writable: a worker records its task index here for its input pipeline.
         "workingDir": SCRATCH_DIR,
     }

@@ -84,6 +84,6 @@ def test_the_pack_is_split_by_concern_with_each_policy_beside_its_rule():
 
 def test_the_trainers_command_agrees():
     """The pack tells tfk8s's trainer from a team's program by it."""
-    from components.objects.pods import _trainer_command
+    from components.objects.pods import TRAINER_COMMAND
 
-    assert pack.TRAINER_COMMAND == _trainer_command()["command"]
+    assert pack.TRAINER_COMMAND == list(TRAINER_COMMAND)

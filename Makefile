@@ -20,7 +20,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real bench-program bench-engine node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report docs clean
+	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report docs clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -92,6 +92,16 @@ bench-trainer: $(TRAINER_STAMP)
 # (versions in tools/toolchain/versions.env); a no-op once built.
 toolchain:
 	bash tools/toolchain/build.sh
+
+# A team's program's image for the local cluster: the nodes' TensorFlow image plus pinned packages.
+image: $(STAMP) node-image
+	@test -n "$(NAME)" -a -n "$(REQUIREMENTS)" || { echo "usage: make image NAME=<name> REQUIREMENTS=<file>"; exit 2; }
+	$(VENV)/bin/python -m tools.localcluster image --name $(NAME) --requirements $(REQUIREMENTS)
+
+# An image built elsewhere (docker save, podman save, an OCI tarball) into the local cluster's real nodes.
+load-image: $(STAMP)
+	@test -n "$(ARCHIVE)" || { echo "usage: make load-image ARCHIVE=<file>"; exit 2; }
+	$(VENV)/bin/python -m tools.localcluster load-image --archive $(ARCHIVE)
 
 # The real nodes' images (TensorFlow, pause), cached outside the clone by their inputs.
 node-image: toolchain

@@ -17,8 +17,13 @@ import yaml
 from kubernetes import client
 
 from components.cli.main import main as components_main
-from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
+from tools.localcluster import realnodes
+from tools.nodeimage.archive import ImageConfig, write_image_archive
+from tools.nodeimage.program_images import build_program_image, keep_archive
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 TF2_SOURCE = "tests/team_programs/tf2-ps"
 ENDS_WITHIN_S = 30.0
@@ -191,3 +196,40 @@ def _move_to(stack_file: str, server: str) -> None:
     for pool in document["config"]["tfk8s:nodePools"]:
         pool["nodes"] = [server]
     path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+KERAS_PROGRAM = PROJECT_ROOT / "tests" / "team_programs" / "tf-keras"
+
+
+def test_a_program_in_an_image_from_make_image_runs_with_its_extra_package(real_cluster, tmp_path, capsys):
+    """tf-keras is not in the nodes' TensorFlow image: the program runs only in the image built with it."""
+    image = build_program_image("tfk8s-keras", KERAS_PROGRAM / "requirements.txt")
+    assert realnodes.import_archive(REAL_CLUSTER, image.archive) == list(REAL_SERVERS)
+    stack = program_stack(
+        real_cluster, "real-keras-program",
+        {"source": "tests/team_programs/tf-keras", "command": ["sleep", "3600"],
+         "roles": {"chief": {"command": ["python", "fit.py"]}}},
+        lambda cluster: cluster.update(image=image.reference),
+    )
+    with real_cluster.running(stack, tmp_path) as namespace:
+        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
+        (chief,) = real_cluster.pods(stack, "chief")
+        said = " ".join(text for _, text in real_cluster.log(namespace, chief.metadata.name).lines)
+        assert "tf_keras 2.21.0: accuracy" in said, said[-500:]
+
+
+def test_an_archive_built_elsewhere_is_loaded_into_every_real_node(real_cluster, tmp_path):
+    """As `kind load image-archive`: a `docker save` layout archive reaches each node's containerd."""
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    (rootfs / "hello.txt").write_text("built elsewhere\n")
+    archive = tmp_path / "elsewhere.tar"
+    write_image_archive(rootfs, "registry.example.com/team/elsewhere:1.0", ImageConfig(), archive)
+    kept = keep_archive(archive)
+    try:
+        assert realnodes.import_archive(REAL_CLUSTER, kept) == list(REAL_SERVERS)
+        for server in REAL_SERVERS:
+            listed = realnodes.node_images(REAL_CLUSTER, server)
+            assert "registry.example.com/team/elsewhere:1.0" in listed, listed
+    finally:
+        kept.unlink()

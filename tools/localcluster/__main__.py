@@ -7,11 +7,16 @@
   python -m tools.localcluster apply S                        render S, apply it, wait until its pods run
   python -m tools.localcluster delete S                       delete S's objects and exactly its node labels
   python -m tools.localcluster down                           stop every process it started
+  python -m tools.localcluster image --name N --requirements F
+                                                             the TensorFlow image plus pinned packages, into the
+                                                             cache and the running real nodes (make image)
+  python -m tools.localcluster load-image --archive F         an image built elsewhere, likewise (make load-image)
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,8 +25,9 @@ from components.objects.loading import load_experiment
 from components.objects.render import read_rendered, render
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT
+from tools.nodeimage.program_images import build_program_image, keep_archive
 
-from . import host, lifecycle, paths, processes
+from . import host, lifecycle, paths, processes, realnodes
 from .client import api_client
 from .experiments import ApplyError, ExperimentNotRunning, apply_manifests, delete_manifests, wait_for_pods
 from .nodes import create_fake_nodes
@@ -61,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--kubeconfig", type=Path, default=paths.KUBECONFIG)
     commands.choices["apply"].add_argument("--timeout", type=float, default=DEFAULT_WAIT_S, help="seconds to wait for the pods")
     commands.add_parser("down", help="stop the local control plane")
+    image = commands.add_parser("image", help="a program's image: the TensorFlow image plus pinned packages")
+    image.add_argument("--name", required=True)
+    image.add_argument("--requirements", required=True, type=Path)
+    load = commands.add_parser("load-image", help="a program's image built elsewhere (docker or OCI archive)")
+    load.add_argument("--archive", required=True, type=Path)
     args = parser.parse_args(argv)
 
     try:
@@ -88,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
                 _say(str(state))
             else:
                 _say(f"every PS and worker pod bound after {times.bound_s:.1f} s, running after {times.running_s:.1f} s")
+        elif args.command in ("image", "load-image"):
+            if args.command == "image":
+                archive = build_program_image(args.name, args.requirements, _say).archive
+            else:
+                archive = keep_archive(args.archive)
+            imported = realnodes.import_archive(paths.DEFAULT_CLUSTER, archive)
+            _say(f"imported into {', '.join(imported)}" if imported else
+                 f"kept in {archive.parent}: no local cluster with real nodes runs; `make cluster-up REAL=...` imports it")
         elif args.command == "delete":
             experiment = load_experiment(args.stack)
             out_dir = rendered_dir(experiment.stack)
@@ -96,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     except StackConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    except (processes.ClusterError, host.HostError, ApplyError, FileNotFoundError) as error:
+    except (processes.ClusterError, host.HostError, ApplyError, FileNotFoundError, ValueError,
+            subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -34,7 +34,7 @@ from typing import Optional
 import yaml
 from kubernetes import client
 
-from tools.nodeimage.images import Image, pause_image, tensorflow_image
+from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
 
 from . import host, paths
 from .client import api_client
@@ -151,7 +151,7 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
     (cni_dir(where) / "net.d" / "10-tfk8s.conflist").write_text(json.dumps(cni_config(where), indent=2))
     _start_dns(where, server, pki, launcher)
 
-    images = [pause_image(), tensorflow_image()]
+    images = [pause_image().archive, tensorflow_image().archive, *program_image_archives()]
     for name, address in real.nodes.items():
         node = NodeDir(nodes_dir(where) / name)
         node.root.mkdir(parents=True, exist_ok=True)
@@ -159,9 +159,9 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
         real.save(where)
         started = time.monotonic()
         _start_containerd(node, where, name, launcher)
-        for image in images:
-            _import_image(node, image)
-        say(f"{name}: containerd with {', '.join(i.reference for i in images)} in {time.monotonic() - started:.0f} s")
+        for archive in images:
+            _import_archive(node, archive)
+        say(f"{name}: containerd with {', '.join(archive.stem for archive in images)} in {time.monotonic() - started:.0f} s")
         _start_kubelet(node, name, address, server, pki, where, launcher)
     _wait_ready(where, list(real.nodes), launcher, say)
 
@@ -197,11 +197,31 @@ def _ctr(node: NodeDir, *args: str, check: bool = True) -> subprocess.CompletedP
     )
 
 
-def _import_image(node: NodeDir, image: Image) -> None:
+def _import_archive(node: NodeDir, archive: Path) -> None:
     try:
-        _ctr(node, "images", "import", str(image.archive))
+        _ctr(node, "images", "import", str(archive))
     except subprocess.CalledProcessError as error:
-        raise ClusterError(f"could not load {image.reference} into {node.root.name}: {error.stderr.strip()}") from None
+        raise ClusterError(f"could not load {archive} into {node.root.name}: {error.stderr.strip()}") from None
+
+
+def node_images(where: paths.ClusterDir, name: str) -> list[str]:
+    """The image references a real node's containerd holds."""
+    return _ctr(NodeDir(nodes_dir(where) / name), "images", "ls", "-q").stdout.split()
+
+
+def import_archive(where: paths.ClusterDir, archive: Path) -> list[str]:
+    """Import an image archive into every real node of the cluster running in `where`; their names
+    (none when no such cluster runs)."""
+    real = RealNodes.load(where)
+    if real is None:
+        return []
+    names = []
+    for name in real.nodes:
+        node = NodeDir(nodes_dir(where) / name)
+        if node.containerd_socket.exists():
+            _import_archive(node, archive)
+            names.append(name)
+    return names
 
 
 def _start_kubelet(

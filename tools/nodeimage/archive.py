@@ -15,6 +15,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 CHUNK = 1 << 20
 
@@ -46,9 +47,13 @@ def pack_layer(rootfs: Path, layer: Path) -> None:
     )
 
 
-def write_image_archive(rootfs: Path, reference: str, config: ImageConfig, archive: Path) -> str:
-    """Write `rootfs` as image `reference` to `archive` (written next to it, then renamed); its layer digest."""
+def write_image_archive(
+    rootfs: Path, reference: str, config: ImageConfig, archive: Path, base: Optional[Path] = None
+) -> str:
+    """Write `rootfs` as image `reference` to `archive` (written next to it, then renamed); its layer
+    digest. With `base` (an archive of this layout), `rootfs` is a layer on top of the base's layers."""
     archive.parent.mkdir(parents=True, exist_ok=True)
+    base_layers = _layers_of(base) if base is not None else []
     with tempfile.TemporaryDirectory(dir=archive.parent) as work:
         layer = Path(work) / "layer.tar"
         pack_layer(rootfs, layer)
@@ -63,20 +68,39 @@ def write_image_archive(rootfs: Path, reference: str, config: ImageConfig, archi
                 "WorkingDir": config.working_dir,
                 "Labels": dict(config.labels),
             },
-            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
+            "rootfs": {"type": "layers", "diff_ids": [*(d for _, d in base_layers), f"sha256:{layer_digest}"]},
             "history": [{"created_by": "tfk8s tools/nodeimage"}],
         }
         config_bytes = json.dumps(image_config, sort_keys=True).encode()
         config_name = f"{hashlib.sha256(config_bytes).hexdigest()}.json"
         layer_name = f"{layer_digest}/layer.tar"
-        manifest = [{"Config": config_name, "RepoTags": [reference], "Layers": [layer_name]}]
+        manifest = [{"Config": config_name, "RepoTags": [reference], "Layers": [*(n for n, _ in base_layers), layer_name]}]
         partial = archive.with_name(archive.name + ".partial")
         with tarfile.open(partial, "w") as out:
             _add_bytes(out, config_name, config_bytes)
             _add_bytes(out, "manifest.json", json.dumps(manifest).encode())
+            if base is not None:
+                _copy_members(base, out, [name for name, _ in base_layers])
             out.add(layer, arcname=layer_name)
         partial.replace(archive)
     return layer_digest
+
+
+def _layers_of(archive: Path) -> list[tuple[str, str]]:
+    """An archive's layers, bottom first: (member name, diff ID)."""
+    with tarfile.open(archive) as source:
+        (manifest,) = json.load(source.extractfile("manifest.json"))
+        config = json.load(source.extractfile(manifest["Config"]))
+    return list(zip(manifest["Layers"], config["rootfs"]["diff_ids"]))
+
+
+def _copy_members(archive: Path, out: tarfile.TarFile, names: list[str]) -> None:
+    """Copy these members of `archive` into `out` as they are (a layer the nodes hold already:
+    containerd keeps one copy of a layer however many images share it)."""
+    with tarfile.open(archive) as source:
+        for name in names:
+            info = source.getmember(name)
+            out.addfile(info, source.extractfile(info))
 
 
 def _add_bytes(out: tarfile.TarFile, name: str, data: bytes) -> None:

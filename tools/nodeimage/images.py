@@ -20,6 +20,7 @@ VERSIONS_FILE = PROJECT_ROOT / "tools" / "toolchain" / "versions.env"
 TRAINER_REQUIREMENTS = PROJECT_ROOT / "trainer" / "requirements.txt"
 TENSORFLOW_PACKAGE = "tensorflow-cpu"
 IMAGE_REPOSITORY = "localhost/tfk8s"
+DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def cache_root() -> Path:
@@ -58,6 +59,7 @@ class Image:
     name: str
     tag: str
     key: str
+    folder: str = "images"  # under the cache; PROGRAM_IMAGES for a team's program images
 
     @property
     def reference(self) -> str:
@@ -65,7 +67,22 @@ class Image:
 
     @property
     def archive(self) -> Path:
-        return cache_root() / "images" / f"{self.name}-{self.tag}-{self.key}.tar"
+        return cache_root() / self.folder / f"{self.name}-{self.tag}-{self.key}.tar"
+
+
+# Images for teams' programs (make image, make load-image): every real node imports each
+# archive here when it starts, beside its own two.
+PROGRAM_IMAGES = "images/programs"
+
+
+def program_image_archives() -> list[Path]:
+    return sorted((cache_root() / PROGRAM_IMAGES).glob("*.tar"))
+
+
+def program_image(name: str, requirements: Path) -> Image:
+    """`localhost/tfk8s/<name>:<TensorFlow version>`: the TensorFlow image plus `requirements`."""
+    base = tensorflow_image()
+    return Image(name, base.tag, _key(base.key, requirements, HERE / "program_images.py"), PROGRAM_IMAGES)
 
 
 def tensorflow_image() -> Image:

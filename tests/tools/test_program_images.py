@@ -1,0 +1,54 @@
+"""Images for a team's program: a layer on top of the nodes' TensorFlow image, keyed by its inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tarfile
+
+import pytest
+
+from tools.nodeimage.archive import ImageConfig, write_image_archive
+from tools.nodeimage.images import program_image
+from tools.nodeimage.program_images import build_program_image
+
+
+def test_a_layer_on_a_base_archive_keeps_the_base_layer_as_it_is(tmp_path):
+    base_root, top_root = tmp_path / "base", tmp_path / "top"
+    (base_root / "usr").mkdir(parents=True)
+    (base_root / "usr" / "python").write_text("the interpreter\n")
+    (top_root / "usr" / "local").mkdir(parents=True)
+    (top_root / "usr" / "local" / "tf_keras.py").write_text("the extra package\n")
+    base = tmp_path / "base.tar"
+    base_digest = write_image_archive(base_root, "localhost/tfk8s/tensorflow:2.21.0", ImageConfig(), base)
+    top = tmp_path / "top.tar"
+    top_digest = write_image_archive(top_root, "localhost/tfk8s/keras:2.21.0", ImageConfig(cmd=("python3",)), top, base=base)
+
+    with tarfile.open(top) as archive:
+        (manifest,) = json.load(archive.extractfile("manifest.json"))
+        config = json.load(archive.extractfile(manifest["Config"]))
+        layers = [archive.extractfile(name).read() for name in manifest["Layers"]]
+        with tarfile.open(base) as original:
+            (base_manifest,) = json.load(original.extractfile("manifest.json"))
+            base_layer = original.extractfile(base_manifest["Layers"][0]).read()
+    assert manifest["RepoTags"] == ["localhost/tfk8s/keras:2.21.0"]
+    assert config["rootfs"]["diff_ids"] == [f"sha256:{base_digest}", f"sha256:{top_digest}"]
+    assert [hashlib.sha256(layer).hexdigest() for layer in layers] == [base_digest, top_digest]
+    assert layers[0] == base_layer, "the base layer is copied byte for byte: the nodes hold it already"
+    assert config["config"]["Cmd"] == ["python3"]
+
+
+def test_the_image_is_keyed_by_its_requirements(tmp_path):
+    first = tmp_path / "a.txt"
+    first.write_text("tf-keras==2.21.0\n")
+    second = tmp_path / "b.txt"
+    second.write_text("tf-keras==2.21.0\npandas==2.3.3\n")
+    assert program_image("ctr", first).reference == "localhost/tfk8s/ctr:2.21.0"
+    assert program_image("ctr", first).key != program_image("ctr", second).key
+    assert program_image("ctr", first).archive.parent.name == "programs"
+
+
+@pytest.mark.parametrize("name, expected", [("CTR_Model", "must be lower-case letters"), ("ctr", "no such file")])
+def test_a_bad_name_or_requirements_file_is_refused_before_anything_is_built(tmp_path, name, expected):
+    with pytest.raises(ValueError, match=expected):
+        build_program_image(name, tmp_path / "missing.txt")

@@ -1,0 +1,82 @@
+"""Images for a team's program on the local cluster, which reaches no registry.
+
+- `make image NAME=<name> REQUIREMENTS=<file>` builds `localhost/tfk8s/<name>:<TensorFlow
+  version>`: the nodes' TensorFlow image plus the file's pinned packages, as a layer of its own
+  on top of the TensorFlow image's (the nodes hold that one already, and keep one copy of it).
+  The packages are installed as pinned, without their dependencies (pip's `--no-deps`): the
+  image has TensorFlow and its dependencies; list anything else the program needs. Cached by
+  its inputs: the same file builds nothing.
+- `make load-image ARCHIVE=<file>` takes an image built elsewhere (`docker save`, `podman
+  save`, an OCI tarball), as `kind load image-archive` does.
+
+Both keep the archive in the cache (`images/programs/`), whose every archive a real node
+imports when it starts (so a later `make cluster-up` has them too); `python -m
+tools.localcluster image | load-image` also imports it at once into the real nodes of a running
+local cluster (tools/localcluster/realnodes.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from .archive import ImageConfig, write_image_archive
+from .build import ensure_images
+from .images import DNS_NAME, PROGRAM_IMAGES, Image, cache_root, program_image, tensorflow_image
+
+Say = Callable[[str], None]
+
+
+def _say(message: str) -> None:
+    print(f"[image] {message}", flush=True)
+
+
+def build_program_image(name: str, requirements: Path, say: Say = _say) -> Image:
+    """The image, built unless the cache has it; the archive of an earlier build of `name` goes."""
+    if not DNS_NAME.match(name):
+        raise ValueError(f"NAME '{name}' must be lower-case letters, digits and '-' (an image name)")
+    if not requirements.is_file():
+        raise ValueError(f"REQUIREMENTS {requirements}: no such file")
+    image = program_image(name, requirements)
+    if image.archive.is_file():
+        say(f"cached: {image.reference} ({image.archive})")
+        return image
+    ensure_images()
+    base = tensorflow_image()
+    started = time.monotonic()
+    wheels = cache_root() / "wheels" / f"program-{name}-{image.key}"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
+    say(f"pip download -r {requirements} (each package as pinned, --no-deps) into {wheels}")
+    subprocess.run([*pip, "download", "--only-binary=:all:", "--no-deps", "--dest", str(wheels), "-r", str(requirements)],
+                   check=True)
+    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=image.archive.parent.parent) as work:
+        layer = Path(work) / "layer"
+        # Where the TensorFlow image's Python finds packages (tools/nodeimage/build.py).
+        target = layer / "usr" / "local" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "dist-packages"
+        subprocess.run([*pip, "install", "--no-index", "--no-deps", "--target", str(target),
+                        *map(str, sorted(wheels.glob("*.whl")))], check=True)
+        for earlier in image.archive.parent.glob(f"{name}-{image.tag}-*.tar"):
+            earlier.unlink()  # one archive per name: a node imports every archive here
+        write_image_archive(
+            layer, image.reference,
+            ImageConfig(cmd=("python3",), labels={"org.opencontainers.image.description": f"{base.reference} + {requirements.name}"}),
+            image.archive, base=base.archive,
+        )
+    say(f"built {image.reference} in {time.monotonic() - started:.0f} s -> {image.archive}")
+    return image
+
+
+def keep_archive(archive: Path) -> Path:
+    """An image archive built elsewhere, kept in the cache for the real nodes to import."""
+    if not archive.is_file():
+        raise ValueError(f"ARCHIVE {archive}: no such file")
+    folder = cache_root() / PROGRAM_IMAGES
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / f"loaded-{archive.stem}.tar"
+    shutil.copyfile(archive, kept)
+    return kept

@@ -98,9 +98,11 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
 
 
 def watch(
-    read: Callable[[], TopView], every_s: Optional[float], as_json: bool, out: TextIO = sys.stdout
+    read: Callable[[], TopView], every_s: Optional[float], as_json: bool, out: Optional[TextIO] = None
 ) -> int:
-    """Print the view once, or every `every_s` seconds until the experiment ends. 0 unless it failed."""
+    """Print the view once, or every `every_s` seconds until the experiment ends. 0 unless it failed.
+    `out`: standard output as it is when called (a default bound at import would keep the one of then)."""
+    out = out or sys.stdout
     clear = "\033[H\033[J" if every_s and not as_json and out.isatty() else ""
     while True:
         view = read()

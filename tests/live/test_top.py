@@ -177,3 +177,10 @@ def test_a_program_that_prints_no_progress_line_has_null_progress():
     # The same line tfk8s's trainer prints is read from a program's log too.
     assert chief_progress("step     936  loss 0.3176      9506.1 examples/s\n", steps_asked=None) == Progress(
         936, None, 0.3176, 9506.1)
+
+
+def test_watch_prints_to_standard_output_as_it_is_when_called(capsys):
+    """A default bound when the module was imported kept the stdout of then: in one pytest
+    session, a later test's `top` wrote to an earlier test's closed capture."""
+    assert watch(lambda: _view(phase="Succeeded"), None, True) == 0
+    assert json.loads(capsys.readouterr().out)["phase"] == "Succeeded"

@@ -102,7 +102,11 @@ def test_a_seed_experiment_trains_to_completion_and_ends_in_real_pods(real_clust
         completed = time.monotonic()
         # Checkpoints at 100..400 were written with each PS and the chief in its own pod.
         assert summary["steps"] == 400 and summary["resumed_from_step"] == 0
-        assert chief.status.container_statuses[0].restart_count == 0, "the chief never crashed"
+        container = chief.status.container_statuses[0]
+        assert container.restart_count == 0, (
+            f"the chief crashed: {container.last_state}; its previous run said: "
+            f"{real_cluster.log(chief.metadata.namespace, chief.metadata.name, previous=True).lines[-15:]}"
+        )
         assert summary["loss_last"] < summary["loss_first"]
         assert len(summary["rows_per_shard"]) == 2 and min(summary["rows_per_shard"]) > 0
         assert summary["row_imbalance"] <= 1.05

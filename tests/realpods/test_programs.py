@@ -205,6 +205,7 @@ def test_a_program_in_an_image_from_make_image_runs_with_its_extra_package(real_
     """tf-keras is not in the nodes' TensorFlow image: the program runs only in the image built with it."""
     image = build_program_image("tfk8s-keras", KERAS_PROGRAM / "requirements.txt")
     assert realnodes.import_archive(REAL_CLUSTER, image.archive) == list(REAL_SERVERS)
+    capsys.readouterr()  # what the build said; `status --json` comes next
     stack = program_stack(
         real_cluster, "real-keras-program",
         {"source": "tests/team_programs/tf-keras", "command": ["sleep", "3600"],

@@ -258,3 +258,25 @@ def test_the_plan_says_what_every_task_runs():
             " · done: workers") in text
     entrypoint = load_experiment_values(*program_values({"args": ["--epochs", "1"]}), load_trainer_bundle(PROJECT_ROOT))
     assert "program: (the image's entrypoint) --epochs 1 · done: chief" in plan_table(entrypoint.config, entrypoint.plan)
+
+
+def test_gpus_kueue_priority_and_the_chiefs_deadline_follow_the_program():
+    gpu = program_stack_run({"command": ["python", "train.py"]}, stack="gpu-p40")
+    for pod in pods_of(gpu):
+        role = pod.task.split("-")[0]
+        if role == "worker":
+            assert pod.container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+            assert pod.container["image"].endswith("-gpu")
+            assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod.spec["tolerations"]
+        else:
+            assert "nvidia.com/gpu" not in pod.container["resources"]["limits"]
+
+    queued = program_stack_run(
+        {"command": ["python", "train.py"]}, queue="team-a", priorityClass="research-low",
+        chief={"activeDeadlineSeconds": 3600},
+    )
+    (jobset,) = queued.of_kind("JobSet")
+    assert jobset.manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "tfk8s"
+    assert {pod.spec["priorityClassName"] for pod in pods_of(queued)} == {"research-low"}
+    (chief,) = [job for job in replicated_jobs(queued) if job.manifest["metadata"]["name"] == "chief"]
+    assert chief.manifest["spec"]["activeDeadlineSeconds"] == 3600

@@ -94,7 +94,7 @@ def test_a_users_own_valid_stack_keeps_the_tests_green(tmp_path):
     the generic checks run on it and pass; no test expects only the shipped stacks."""
     project = tmp_path / "project"
     ignore = shutil.ignore_patterns("venv", "__pycache__", ".pytest_cache", ".hypothesis")
-    for folder in ("components", "trainer", "tests", "stacks", "policy"):
+    for folder in ("components", "trainer", "tests", "stacks", "policy", "tools"):
         shutil.copytree(PROJECT_ROOT / folder, project / folder, ignore=ignore)
     for file in ("Pulumi.yaml", "__main__.py", "pytest.ini"):
         shutil.copy(PROJECT_ROOT / file, project / file)

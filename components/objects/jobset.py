@@ -50,6 +50,7 @@ FINISHING_WORKER_RETRIES = 6
 
 def jobset(experiment: Experiment) -> Manifest:
     cluster = experiment.config.cluster
+    finisher = _finishing_group(experiment)
     meta = metadata(experiment, JOBSET_NAME)
     if cluster.queue is not None:
         meta["labels"][QUEUE_LABEL] = LOCAL_QUEUE
@@ -72,7 +73,7 @@ def jobset(experiment: Experiment) -> Manifest:
             # JobSet's webhook would default it at creation, and a later apply that leaves it out
             # would remove it again: an unchanged experiment must apply as no change at all.
             "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
-            "successPolicy": _success_policy(experiment),
+            "successPolicy": _success_policy(finisher),
             "failurePolicy": {
                 "maxRestarts": cluster.restarts,
                 # Every task of the previous attempt is gone before the next starts:
@@ -85,7 +86,6 @@ def jobset(experiment: Experiment) -> Manifest:
                         "action": "FailJobSet",
                         "targetReplicatedJobs": [finisher.name],
                     }
-                    for finisher in [_finishing_group(experiment)]
                 ],
             },
             "replicatedJobs": [
@@ -110,20 +110,15 @@ def local_queue(experiment: Experiment) -> Optional[Manifest]:
 
 
 def _finishing_group(experiment: Experiment) -> TaskGroup:
-    """The group whose end is the experiment's: the chief's, or the workers' where there is no
-    chief (a TF1 between-graph program, `done: workers`)."""
-    role = "chief" if finishes_with_chief(experiment) else "worker"
+    """The group whose end is the experiment's: the chief's, or the workers' where the plan has
+    no chief (a TF1 between-graph program, `done: workers`: components/plan/planner.py)."""
+    role = "chief" if experiment.plan.count("chief") else "worker"
     return next(group for group in experiment.groups if group.task_type == role)
 
 
-def finishes_with_chief(experiment: Experiment) -> bool:
-    return experiment.program is None or experiment.program.done == "chief"
-
-
-def _success_policy(experiment: Experiment) -> Manifest:
+def _success_policy(finisher: TaskGroup) -> Manifest:
     """Done when the chief's Job completes, or when every worker's has (`done: workers`); JobSet
     then stops every other task and frees its server."""
-    finisher = _finishing_group(experiment)
     return {"operator": "Any" if finisher.task_type == "chief" else "All", "targetReplicatedJobs": [finisher.name]}
 
 
@@ -158,7 +153,7 @@ def _retry_limits(experiment: Experiment, group: TaskGroup) -> Manifest:
         return {"backoffLimit": experiment.config.cluster.chief.restarts}
     if group.task_type == "ps":
         return {"backoffLimit": 0}  # a lost PS fails its Job, and the JobSet restarts the experiment
-    if not finishes_with_chief(experiment):
+    if not experiment.plan.count("chief"):
         # Without a chief, each worker must finish: one that keeps failing fails the experiment.
         return {
             "backoffLimit": WORKER_BACKOFF_LIMIT,

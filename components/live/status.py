@@ -114,7 +114,7 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         if summary is not None:
             phase = Phase(phase.name, summary_text(summary))
     elif phase.name == "Failed":
-        why = [phase.detail, _failed_jobs(jobs, experiment), _failed_task(core, all_pods, first_index)]
+        why = [phase.detail, _failed_jobs(jobs, experiment), failed_task(core, all_pods, first_index)]
         phase = Phase(phase.name, "; ".join(filter(None, why)))
     return ExperimentStatus(phase, tasks, summary, pods, servers)
 
@@ -189,25 +189,32 @@ def _failed_jobs(jobs: list[Any], experiment: Experiment) -> str:
 
 
 STOPPED_EXIT_CODES = (128 + 15, 128 + 9)
+# Enough lines for a traceback's last frame and its error, or a message and the line before it:
+# a program's stdout and stderr reach the log through two pipes, so their last lines may swap.
+FAILED_TASK_LINES = 3
 
 
-def _failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str:
-    """The last task whose container failed, and the last line it wrote."""
+def failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str:
+    """The last task whose container failed, and the last lines it wrote."""
     failures = []
     for pod in pods:
         for container in pod.status.container_statuses or ():
             for state in (container.state, container.last_state):
                 terminated = state.terminated if state is not None else None
                 if terminated is not None and terminated.exit_code:
-                    failures.append((terminated.finished_at, pod, terminated.exit_code))
+                    failures.append((terminated.finished_at, pod, terminated))
     if not failures:
         return ""
     # A task stopped by a signal (143: SIGTERM, 137: SIGKILL) was most likely stopped because of
     # the failure, not its cause: the last task that exited by itself comes first.
-    _, pod, code = max(failures, key=lambda failure: (failure[2] not in STOPPED_EXIT_CODES, str(failure[0])))
+    _, pod, terminated = max(
+        failures, key=lambda failure: (failure[2].exit_code not in STOPPED_EXIT_CODES, str(failure[0]))
+    )
     task = pod_task(pod, first_index) or pod.metadata.name
-    said = last_error(pod_log(core, pod, lines=5))
-    return f"{task} exited {code}" + (f": {said}" if said else "")
+    # The kubelet keeps the tail of a failed container's log as its termination message
+    # (FallbackToLogsOnError): it belongs to that very run, where the pod's log is the newest run's.
+    said = last_error(terminated.message or pod_log(core, pod, lines=10), lines=FAILED_TASK_LINES)
+    return f"{task} exited {terminated.exit_code}" + (f": {said}" if said else "")
 
 
 def _kubeconfig_looked_for(kubeconfig: Optional[str]) -> tuple[Path, str]:

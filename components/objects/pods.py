@@ -141,6 +141,8 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
             "capabilities": {"drop": ["ALL"]},
         },
         "volumeMounts": [{"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR}],
+        # A failed task's last log lines stay in its pod's status, for `status` to say why it failed.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     if program is None:
         # ConfigMap volumes are always mounted read-only.

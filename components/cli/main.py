@@ -7,6 +7,7 @@
   python -m components export <stack>    the validated experiment as JSON (for trainer.local)
   python -m components diff <a> <b>      two experiments side by side (exit 0 same, 1 different, 2 bad stack)
   python -m components stacks            the stacks in stacks/
+  python -m components import-tfjob FILE --stack NAME   a Kubeflow TFJob as a stack file
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import json
 import sys
 from pathlib import Path
 
+from components.cli.import_tfjob import import_tfjob
+from components.cli.paths import shown
 from components.cli.plan_view import plan_table
+from components.migrate.carry import DEFAULT_POOL, ImportOptions
 from components.objects.loading import load_experiment
 from components.objects.render import render
 from components.spec.models import StackConfigError
@@ -77,6 +81,23 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", action="store_true", help="print the differences as one JSON object")
 
     commands.add_parser("stacks", help="list the stacks in stacks/")
+
+    tfjob = commands.add_parser(
+        "import-tfjob",
+        help="write stacks/Pulumi.<NAME>.yaml from a kubeflow.org/v1 TFJob (exit 0 written, 1 nothing usable)",
+        description="Write stacks/Pulumi.<NAME>.yaml from a kubeflow.org/v1 TFJob: replicas, image, command, "
+        "args, env, claims, resources, restart policies. What cannot be carried is listed on stderr, one line "
+        "each. Exit 0 when the stack is written, 1 when nothing usable came out (nothing is written).",
+    )
+    tfjob.add_argument("file", help="the TFJob manifest (the first TFJob of a multi-document file); - reads stdin")
+    tfjob.add_argument("--stack", required=True, help="the stack to write: stacks/Pulumi.<NAME>.yaml")
+    tfjob.add_argument("--image", help="the image every role runs, instead of the TFJob's (pinned: a tag or digest)")
+    tfjob.add_argument(
+        "--nodes", type=_node_names, default=(),
+        help="n1,n2,...: the nodes of the experiment's node pool (default: a placeholder to fill in)",
+    )
+    tfjob.add_argument("--pool", default=DEFAULT_POOL, help=f"the node pool's name (default: {DEFAULT_POOL})")
+    tfjob.add_argument("--force", action="store_true", help="overwrite an existing stack file")
     return parser
 
 
@@ -89,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "diff":
         return _diff(args.a, args.b, args.json)
+
+    if args.command == "import-tfjob":
+        options = ImportOptions(args.stack, args.image, args.nodes, args.pool)
+        return import_tfjob(args.file, options, force=args.force)
 
     try:
         experiment = load_experiment(args.stack)
@@ -113,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         kinds = render(experiment, out_dir)
         for kind, count in kinds.items():
             print(f"{count:6d}  {kind}")
-        print(f"{sum(kinds.values()):6d}  objects of stack {experiment.stack} in {_shown(out_dir)}")
+        print(f"{sum(kinds.values()):6d}  objects of stack {experiment.stack} in {shown(out_dir)}")
         return 0
 
     # These need the Kubernetes client; the commands above do not.
@@ -125,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     from components.live.status import cluster_status
 
     return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+
+
+def _node_names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def _positive_seconds(text: str) -> float:
@@ -176,11 +205,4 @@ def _program_export(experiment) -> dict:
         "source": str(PROJECT_ROOT / program.source) if program.source else None,
         "done": program.done,
     }
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 

@@ -149,7 +149,9 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
         container["volumeMounts"].insert(0, {"name": TRAINER_VOLUME, "mountPath": f"{CODE_ROOT}/{TRAINER_PACKAGE}"})
     else:
         container["volumeMounts"] += program_mounts(experiment)
-        if experiment.program_source is not None:
+        if program.working_dir is not None:
+            container["workingDir"] = program.working_dir
+        elif experiment.program_source is not None:
             container["workingDir"] = PROGRAM_MOUNT
     if experiment.cluster_as_file:
         container["volumeMounts"].append({"name": CLUSTER_VOLUME, "mountPath": CLUSTER_MOUNT})

@@ -35,6 +35,11 @@ Workload = Literal["jobset", "statefulset"]
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+def is_pinned(image: str) -> bool:
+    """A digest, or a tag other than latest: the image a task runs does not change under it."""
+    return "@" in image or (":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"))
+
+
 def gpu_build(image: str) -> str:
     """TensorFlow's GPU build of a tagged image: `tensorflow/tensorflow:2.21.0` -> `...:2.21.0-gpu`."""
     return image if image.endswith("-gpu") else f"{image}-gpu"
@@ -308,7 +313,7 @@ class ClusterSpec(_Model):
     @field_validator("image", "gpu_image")
     @classmethod
     def _image_pinned(cls, image: Optional[str]) -> Optional[str]:
-        if image is not None and "@" not in image and (":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")):
+        if image is not None and not is_pinned(image):
             raise ValueError(f"image '{image}' must be pinned to a tag other than latest or a digest")
         return image
 

@@ -1,6 +1,6 @@
 """`tfk8s:program`: the team's own TensorFlow program, as a stack file writes it.
 
-What every task of a program gets (components/objects/program_pods.py): TF_CONFIG,
+What every task of a program gets (components/objects/program_container.py): TF_CONFIG,
 as TensorFlow's cluster resolvers read it, and the variables the seed's
 `run.sh` took as arguments. Both are in the task's environment, so the
 kubelet expands `$(NAME)` in `command` and `args`, as in any pod; a
@@ -97,6 +97,11 @@ class ProgramSpec(_Model):
         default=None, description="what every task runs (default: the image's entrypoint); $(NAME) is expanded"
     )
     args: Optional[tuple[str, ...]] = Field(default=None, description="its arguments; $(NAME) is expanded")
+    working_dir: Optional[str] = Field(
+        default=None,
+        description="the working directory of every task, an absolute path in the image (default: /program "
+        "with source, else the image's)",
+    )
     env: dict[str, EnvValue] = Field(
         default_factory=dict,
         description="more environment: NAME: value, or NAME: {secret: <Secret>, key: <key>}",
@@ -111,6 +116,13 @@ class ProgramSpec(_Model):
     roles: dict[Role, RoleCommand] = Field(
         default_factory=dict, description="per role (chief, ps, worker): command and args instead of the program's"
     )
+
+    @field_validator("working_dir")
+    @classmethod
+    def _absolute(cls, path: Optional[str]) -> Optional[str]:
+        if path is not None and not path.startswith("/"):
+            raise ValueError(f"workingDir '{path}' must be an absolute path")
+        return path
 
     @field_validator("env")
     @classmethod

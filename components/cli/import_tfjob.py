@@ -1,0 +1,102 @@
+"""`python -m components import-tfjob FILE --stack NAME`: a Kubeflow TFJob to a stack file.
+
+Exit 0 when the stack is written (with a line on stderr for each field not carried, and each
+value to fill in), 1 when nothing usable came out (nothing is written then).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Optional, TextIO
+
+from components.cli.paths import shown
+from components.migrate.carry import CHECKED_AS, ImportedStack, ImportOptions, carry
+from components.migrate.stack_yaml import stack_yaml
+from components.migrate.tfjob import NotImportable, TFJob, read_tfjob
+from components.spec.loading import load_stack_config
+from components.spec.models import StackConfigError
+from components.spec.stack_files import STACKS_DIR
+
+# Pulumi's rule for a stack's name (tfk8s's own, a label value, is checked with the stack).
+PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+def import_tfjob(
+    file: str,
+    options: ImportOptions,
+    force: bool = False,
+    stacks_dir: Optional[Path] = None,
+    stdin: Optional[TextIO] = None,
+) -> int:
+    target = (stacks_dir or STACKS_DIR) / f"Pulumi.{options.stack}.yaml"
+    try:
+        if not PULUMI_STACK_NAME.match(options.stack):
+            raise NotImportable(f"--stack '{options.stack}' is not a valid Pulumi stack name: letters, digits, '-', "
+                                "'_' and '.', at most 100")
+        if target.exists() and not force:
+            raise NotImportable(f"{shown(target)} exists; give --force to overwrite it, or another --stack")
+        job = read_tfjob(_read(file, stdin or sys.stdin), "stdin" if file == "-" else file)
+        imported = carry(job, options)
+        _check(options.stack, imported)
+    except NotImportable as error:
+        print(f"import-tfjob: {error}; nothing written", file=sys.stderr)
+        return 1
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(stack_yaml(imported.values, _header(job, file), imported.comments), encoding="utf-8")
+    for note in imported.notes:
+        print(note, file=sys.stderr)
+    for field in imported.fill_in:
+        print(f"fill in: {field}", file=sys.stderr)
+    print(f"wrote {shown(target)} from TFJob '{job.name}': {_shape(imported)}"
+          + (f"; {_count(imported.notes, 'field')} not carried (listed above)" if imported.notes else "")
+          + (f"; fill in {_count(imported.fill_in, 'value')} before `pulumi up`" if imported.fill_in else ""))
+    return 0
+
+
+def _read(file: str, stdin: TextIO) -> str:
+    if file == "-":
+        return stdin.read()
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise NotImportable(f"{file}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
+
+
+def _check(stack: str, imported: ImportedStack) -> None:
+    """The stack as tfk8s will load it, the values to fill in standing in for valid ones."""
+
+    def stand_in(value):
+        if isinstance(value, dict):
+            return {key: stand_in(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [stand_in(item) for item in value]
+        return CHECKED_AS.get(value, value) if isinstance(value, str) else value
+
+    try:
+        load_stack_config(stack, stand_in(imported.values))
+    except StackConfigError as error:
+        raise NotImportable(f"the stack it makes is refused: {error}") from None
+
+
+def _header(job: TFJob, file: str) -> str:
+    namespace = f" (namespace {job.namespace})" if job.namespace else ""
+    return (
+        f"Imported from TFJob '{job.name}'{namespace} by `python -m components import-tfjob "
+        f"{'-' if file == '-' else Path(file).name}`.\n"
+        "The same program and image, with TF_CONFIG as TFJob gave it; what did not carry over was\n"
+        "listed when it was imported (docs/migrating-from-tfjob.md says why)."
+    )
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def _shape(imported: ImportedStack) -> str:
+    cluster, program = imported.values["tfk8s:cluster"], imported.values["tfk8s:program"]
+    roles = ["chief"] if "chief" in cluster else []
+    roles += [f"{cluster['ps']['replicas']} PS", f"{cluster['workers']['replicas']} workers"]
+    return f"{', '.join(roles)}, done: {program['done']}"
+

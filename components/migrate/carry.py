@@ -1,0 +1,304 @@
+"""A TFJob's roles to the `tfk8s:*` values of a stack: what carries over, what the user must fill
+in, and a Note for every field that does not carry."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from components.spec.models import is_pinned
+from components.spec.program import PROGRAM_VARIABLES
+
+from .containers import RoleView, read_role
+from .tfjob import Note, NotImportable, TFJob
+
+# What the user must replace: not a node name, a label value or a quantity, so the stack is
+# refused, naming the field, until they do.
+FILL_IN_NODE = "<fill in: a node's name>"
+FILL_IN_GPU_PRODUCT = "<fill in: the GPU model's label value>"
+FILL_IN_PS_MEMORY = "<fill in: memory of each PS, e.g. 8Gi>"
+# Stand-ins that the stack's check accepts, for checking the rest of an imported stack.
+CHECKED_AS = {FILL_IN_NODE: "fill-in-node", FILL_IN_GPU_PRODUCT: "fill-in", FILL_IN_PS_MEMORY: "1Gi"}
+DEFAULT_POOL = "servers"
+RESTARTING = ("OnFailure", "Always")
+# What a TFJob replica without restartPolicy gets from TFJob's controller.
+TFJOB_RESTART_POLICY = "Never"
+LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
+ROLE_KEYS = {"chief": "chief", "ps": "ps", "worker": "workers"}
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    stack: str
+    image: Optional[str] = None
+    nodes: tuple[str, ...] = ()
+    pool: str = DEFAULT_POOL
+
+
+@dataclass
+class ImportedStack:
+    """The stack's `tfk8s:*` values, comments for the stack file, and what was not carried or must be filled in."""
+
+    values: dict[str, Any]
+    comments: dict[tuple[str, ...], str]
+    notes: list[Note]
+    fill_in: list[str] = field(default_factory=list)
+
+
+def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
+    roles = {role: read_role(replica) for role, replica in job.replicas.items()}
+    notes = list(job.notes)
+    for view in roles.values():
+        notes += view.notes
+    comments: dict[tuple[str, ...], str] = {}
+    fill_in: list[str] = []
+    workers = roles["worker"]
+
+    pool: dict[str, Any] = {"name": options.pool, "nodes": list(options.nodes) or [FILL_IN_NODE]}
+    if not options.nodes:
+        comments[("tfk8s:nodePools",)] = "Fill in the nodes the experiment may use (kubectl get nodes): tfk8s labels them."
+        fill_in.append(f"tfk8s:nodePools[0].nodes: the nodes of pool '{options.pool}' (or import again with --nodes)")
+    if workers.gpus:
+        pool["gpu"] = {"product": workers.gpu_product or FILL_IN_GPU_PRODUCT, "perNode": workers.gpus}
+        if workers.gpu_product:
+            pool["gpu"]["labelledBy"] = "gfd"
+        else:
+            fill_in.append("tfk8s:nodePools[0].gpu.product: the GPU model of the pool's nodes (e.g. Tesla-P40)")
+        comments[("tfk8s:nodePools", "gpu")] = "perNode: the GPUs of one worker; set your nodes' count."
+
+    cluster: dict[str, Any] = {"placement": "spread"}
+    comments[("tfk8s:cluster", "placement")] = (
+        "spread: the scheduler places the pods, as it did the TFJob's; colocated or isolated pin\n"
+        "every task to a server (docs/stack-files.md)."
+    )
+    cluster.update(_images(job, roles, options, notes))
+    ps = roles["ps"]
+    cluster["ps"] = {"replicas": ps.replica.replicas, "pool": options.pool, **_sizes(ps)}
+    if ps.memory is None:
+        cluster["ps"]["memory"] = FILL_IN_PS_MEMORY
+        fill_in.append(f"tfk8s:cluster.ps.memory: {ps.replica.path} requests no memory, and tfk8s cannot size a PS "
+                       "for a model it does not know")
+    cluster["workers"] = {
+        "replicas": workers.replica.replicas, "pool": options.pool,
+        **({"gpus": workers.gpus} if workers.gpus else {}), **_sizes(workers),
+    }
+    chief = roles.get("chief")
+    if chief is not None:
+        cluster["chief"] = _sizes(chief)
+    _run_policy(job, roles, cluster, comments, notes)
+    _pod_wide(roles, cluster, notes)
+    program = _program(roles, notes)
+    notes += _namespace_notes(job, program, cluster)
+    values = {"tfk8s:nodePools": [pool], "tfk8s:cluster": cluster, "tfk8s:program": program}
+    return ImportedStack(values, comments, notes, fill_in)
+
+
+def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, notes: list[Note]) -> dict[str, Any]:
+    """cluster.image from the chief (else the PS under GPU workers, else the workers); gpuImage for GPU workers."""
+    if options.image is not None:
+        if not is_pinned(options.image):
+            raise NotImportable(f"--image {options.image}: tfk8s runs images pinned to a tag other than latest or a digest")
+        return {"image": options.image, **({"gpuImage": options.image} if roles["worker"].gpus else {})}
+    for view in roles.values():
+        image = view.container.get("image")
+        if not image:
+            raise NotImportable(f"TFJob '{job.name}': {view.at('image')} is missing; give --image REF")
+        if not is_pinned(image):
+            raise NotImportable(
+                f"TFJob '{job.name}': {view.at('image')} '{image}' is not pinned: tfk8s runs images pinned to a tag "
+                "other than latest or a digest; give --image REF"
+            )
+    workers = roles["worker"]
+    base_role = "chief" if "chief" in roles else "ps" if workers.gpus else "worker"
+    base = roles[base_role].container["image"]
+    images: dict[str, Any] = {"image": base}
+    if workers.gpus:
+        images["gpuImage"] = workers.container["image"]  # tfk8s would otherwise append -gpu to image's tag
+    for role, view in roles.items():
+        expected = images["gpuImage"] if role == "worker" and workers.gpus else base
+        if view.container["image"] != expected:
+            images_of = "tfk8s:cluster.gpuImage" if role == "worker" and workers.gpus else "tfk8s:cluster.image"
+            notes.append(Note(view.at("image"), f"tfk8s runs this role in {images_of}, {expected}: one image for "
+                                  "the chief and PS, and for CPU workers (GPU workers may have their own)"))
+    return images
+
+
+def _sizes(view: RoleView) -> dict[str, Any]:
+    return {key: value for key, value in (("cpu", view.cpu), ("memory", view.memory)) if value is not None} | (
+        {"tolerations": view.tolerations} if view.tolerations else {}
+    )
+
+
+def _run_policy(
+    job: TFJob, roles: dict[str, RoleView], cluster: dict[str, Any], comments: dict, notes: list[Note]
+) -> None:
+    """Restart policies, backoffLimit, the deadline, Kueue's queue and the priority, where tfk8s has the same meaning."""
+    # Early v1 TFJobs set these in spec; later ones in spec.runPolicy.
+    where_of = {key: f"spec.{key}" for key in LEGACY_RUN_KEYS if key in job.spec}
+    where_of |= {key: f"spec.runPolicy.{key}" for key in job.spec.get("runPolicy") or {}}
+    run = {key: job.spec.get(key, (job.spec.get("runPolicy") or {}).get(key)) for key in where_of}
+    backoff = run.get("backoffLimit")
+    for role, where in (("chief", ("chief",)), ("ps", ())):
+        view = roles.get(role)
+        if view is None:
+            continue
+        policy = view.replica.restart_policy or TFJOB_RESTART_POLICY
+        restarts = 0 if policy == "Never" else backoff if policy in RESTARTING else None
+        if policy == "ExitCode":
+            notes.append(Note(f"{view.replica.path}.restartPolicy", "tfk8s retries a failed task on any non-zero "
+                              "exit code, not only retryable ones"))
+        if restarts is not None:
+            target = cluster["chief"] if where else cluster
+            target["restarts"] = restarts
+            default = "" if view.replica.restart_policy else " (TFJob's default)"
+            comments[("tfk8s:cluster", *(where or ("restarts",)))] = (
+                f"From the TFJob's {view.replica.path.rsplit('.', 1)[1]} restartPolicy {policy}{default}"
+                + (f" and backoffLimit {backoff}." if policy in RESTARTING else ".")
+            )
+    worker_policy = roles["worker"].replica.restart_policy or TFJOB_RESTART_POLICY
+    if worker_policy not in RESTARTING:
+        notes.append(Note(f"{roles['worker'].replica.path}.restartPolicy", f"{worker_policy}: tfk8s restarts a failed "
+                          "worker alone (its Job retries it, whatever the exit code)"))
+    deadline = run.get("activeDeadlineSeconds")
+    if deadline is not None:
+        if "chief" in cluster:
+            cluster["chief"]["activeDeadlineSeconds"] = deadline
+        else:
+            notes.append(Note(where_of["activeDeadlineSeconds"], "tfk8s's deadline is the chief's, and this "
+                              "TFJob has no chief (done: workers)"))
+    scheduling = run.get("schedulingPolicy") or {}
+    if scheduling.get("queue"):
+        cluster["queue"] = scheduling["queue"]
+        comments[("tfk8s:cluster", "queue")] = "A Kueue ClusterQueue: Kueue admits the whole experiment or none of it."
+    if scheduling.get("priorityClass"):
+        cluster["priorityClass"] = scheduling["priorityClass"]
+    for key in sorted(set(scheduling) - {"queue", "priorityClass"}):
+        notes.append(Note(f"spec.runPolicy.schedulingPolicy.{key}", "with tfk8s:cluster.queue, Kueue admits the whole "
+                          "experiment at once; tfk8s has no gang scheduler settings"))
+    instead = {
+        "cleanPodPolicy": "JobSet ends the PS and workers when the experiment ends; `pulumi destroy` removes the rest",
+        "ttlSecondsAfterFinished": "the experiment's objects stay until `pulumi destroy`",
+        "suspend": "`pulumi up` starts the experiment",
+    }
+    for key in sorted(set(run) - {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy"}):
+        notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))
+    spec_instead = {
+        "successPolicy": "with a chief the experiment succeeds when it exits 0; without one (done: workers), "
+                         "when every worker has",
+        "enableDynamicWorker": "the number of workers is the stack's tfk8s:cluster.workers.replicas",
+    }
+    for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS}):
+        notes.append(Note(f"spec.{key}", spec_instead.get(key, "tfk8s does not know this field")))
+
+
+def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[Note]) -> None:
+    """The priority class and image pull Secrets, which tfk8s gives every pod of the experiment."""
+    priorities = {view.replica.pod.get("priorityClassName") for view in roles.values()} - {None}
+    if "priorityClass" not in cluster and len(priorities) == 1:
+        cluster["priorityClass"] = priorities.pop()
+    elif priorities - {cluster.get("priorityClass")}:
+        for view in roles.values():
+            if view.replica.pod.get("priorityClassName") not in (None, cluster.get("priorityClass")):
+                notes.append(Note(f"{view.replica.path}.template.spec.priorityClassName", "tfk8s gives every pod "
+                                  f"of the experiment one priority class ({cluster.get('priorityClass')})"))
+    secrets = sorted({s.get("name") for view in roles.values() for s in view.replica.pod.get("imagePullSecrets") or ()})
+    if secrets:
+        cluster["imagePullSecrets"] = secrets
+
+
+def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
+    """The workers' command and args for every task, a role's own where it differs; env, workingDir
+    and claims every role shares."""
+    workers = roles["worker"]
+    program: dict[str, Any] = {}
+    env = _shared_env(roles, notes)
+    known = set(PROGRAM_VARIABLES) | set(env)
+    for key in ("command", "args"):
+        if workers.container.get(key) is not None:
+            program[key] = _kept_literal(workers, key, known, notes)
+    working_dirs = {view.container.get("workingDir") for view in roles.values()}
+    if workers.container.get("workingDir"):
+        program["workingDir"] = workers.container["workingDir"]
+    if len(working_dirs) > 1:
+        for view in roles.values():
+            if view.container.get("workingDir") != workers.container.get("workingDir"):
+                notes.append(Note(view.at("workingDir"), "tfk8s gives every task the workers' working directory "
+                                  f"({workers.container.get('workingDir') or 'the image`s'})"))
+    if env:
+        program["env"] = env
+    claims = _claims(roles, notes)
+    if claims:
+        program["volumes"] = claims
+    program["done"] = "chief" if "chief" in roles else "workers"
+    own: dict[str, Any] = {}
+    for role in ("chief", "ps"):
+        view = roles.get(role)
+        if view is None:
+            continue
+        for key in ("command", "args"):
+            if view.container.get(key) == workers.container.get(key):
+                continue
+            if view.container.get(key) is None:
+                notes.append(Note(view.at(key), f"unset, where the workers' is set: tfk8s runs the workers' {key} in "
+                                  "this role too; give it in tfk8s:program.roles"))
+                continue
+            own.setdefault(role, {})[key] = _kept_literal(view, key, known, notes)
+    if own:
+        program["roles"] = own
+    return program
+
+
+def _kept_literal(view: RoleView, key: str, known: set[str], notes: list[Note]) -> list[str]:
+    """A command or args, with `$(NAME)` of a variable the task will not have escaped to `$$(NAME)`:
+    Kubernetes passed it on as literal text, and tfk8s refuses what it would not expand."""
+    words = []
+    for index, word in enumerate(view.container[key]):
+        word = str(word)
+        unknown = [name for name in re.findall(r"(?<!\$)\$\(([^)]*)\)", word) if name not in known]
+        for name in unknown:
+            word = word.replace(f"$({name})", f"$$({name})")
+            notes.append(Note(f"{view.at(key)}[{index}]", f"$({name}) names no variable a task has: kept as "
+                              "literal text ($$), as Kubernetes passed it on"))
+        words.append(word)
+    return words
+
+
+def _shared_env(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
+    """The variables every role sets alike; tfk8s gives every task the same env."""
+    names = {name for view in roles.values() for name in view.env}
+    shared = {}
+    for name in sorted(names):
+        values = [view.env.get(name) for view in roles.values()]
+        if all(value == values[0] for value in values) and values[0] is not None:
+            shared[name] = values[0]
+            continue
+        for view in roles.values():
+            if name in view.env:
+                notes.append(Note(f"{view.at('env')} ({name})", "set for some roles only, or differently: tfk8s gives "
+                                  "every task the same env (tfk8s:program.env)"))
+    return shared
+
+
+def _claims(roles: dict[str, RoleView], notes: list[Note]) -> list[dict[str, Any]]:
+    """Every claim any role mounts, mounted in every task."""
+    by_path: dict[str, dict[str, Any]] = {}
+    for view in roles.values():
+        for claim in view.claims:
+            kept = by_path.setdefault(claim["mountPath"], claim)
+            if kept["claim"] != claim["claim"]:
+                notes.append(Note(f"{view.at('volumeMounts')} ({claim['mountPath']})", f"another role mounts claim "
+                                  f"'{kept['claim']}' there; tfk8s mounts one claim per path in every task"))
+    return [{"claim": c["claim"], "mountPath": c["mountPath"], **({"readOnly": True} if c["readOnly"] else {})}
+            for c in by_path.values()]
+
+
+def _namespace_notes(job: TFJob, program: dict[str, Any], cluster: dict[str, Any]) -> list[Note]:
+    """tfk8s creates the experiment's namespace: what the program reads from the TFJob's must be made there."""
+    needed = [f"Secret '{v['secret']}'" for v in program.get("env", {}).values() if isinstance(v, dict)]
+    needed += [f"claim '{v['claim']}'" for v in program.get("volumes", ())]
+    needed += [f"Secret '{name}'" for name in cluster.get("imagePullSecrets", ())]
+    if not needed and job.namespace in (None, "default"):
+        return []
+    return [Note("metadata.namespace", f"tfk8s creates the experiment's own namespace (tf-<stack>, or "
+                 f"tfk8s:cluster.namespace){': create ' + ', '.join(dict.fromkeys(needed)) + ' there' if needed else ''}")]

@@ -1,0 +1,87 @@
+"""A stack's values written the way the seed stacks are: a comment at the top, block mappings and
+lists, small mappings and lists of words on one line, a comment above a key where it says why."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+# Wider than this, a mapping or list is written one item a line.
+FLOW_WIDTH = 88
+# Lists written one item a line whatever their width, as the seed stacks write them.
+BLOCK_LISTS = {"nodes"}
+
+Comments = dict[tuple[str, ...], str]
+
+
+def stack_yaml(values: dict[str, Any], header: str, comments: Comments) -> str:
+    """The stack file: `header` (lines, without '#'), then `config:` with `values`. `comments` maps a key's
+    path (list items are not counted: ("tfk8s:nodePools", "gpu")) to the comment written above it."""
+    lines = [f"# {line}".rstrip() for line in header.splitlines()]
+    lines.append("config:")
+    _mapping(values, 1, (), comments, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _scalar(value: Any) -> str:
+    """A scalar as YAML reads it back: plain where it can be, else double-quoted."""
+    plain = yaml.safe_dump(value, default_flow_style=True, width=10**6).removesuffix("\n...\n").strip()
+    return json.dumps(value) if plain.startswith("'") else plain
+
+
+def _flow(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_scalar(key)}: {_flow(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(item) for item in value) + "]"
+    return _scalar(value)
+
+
+def _is_flat(value: Any) -> bool:
+    items = value.values() if isinstance(value, dict) else value
+    return all(not isinstance(item, (dict, list)) for item in items)
+
+
+def _fits_on_one_line(key: str, value: Any, path: tuple[str, ...], comments: Comments, indent: int) -> bool:
+    """A flat mapping or list, or a list of flat mappings, that fits the width and holds no comment."""
+    if not value or key in BLOCK_LISTS or any(where[: len(path)] == path and where != path for where in comments):
+        return False
+    flat = _is_flat(value) or (isinstance(value, list) and all(isinstance(v, dict) and _is_flat(v) for v in value))
+    return flat and 2 * indent + len(key) + 2 + len(_flow(value)) <= FLOW_WIDTH
+
+
+def _mapping(values: dict[str, Any], indent: int, path: tuple[str, ...], comments: Comments, lines: list[str]) -> None:
+    pad = "  " * indent
+    for key, value in values.items():
+        here = (*path, key)
+        for line in comments.get(here, "").splitlines():
+            lines.append(f"{pad}# {line}")
+        _entry(f"{pad}{_scalar(key)}:", key, value, indent, here, comments, lines)
+
+
+def _entry(prefix: str, key: str, value: Any, indent: int, path: tuple[str, ...], comments: Comments,
+           lines: list[str]) -> None:
+    if not isinstance(value, (dict, list)) or _fits_on_one_line(key, value, path, comments, indent):
+        lines.append(f"{prefix} {_flow(value)}")
+    elif isinstance(value, dict):
+        lines.append(prefix)
+        _mapping(value, indent + 1, path, comments, lines)
+    else:
+        lines.append(prefix)
+        _items(value, indent + 1, path, comments, lines)
+
+
+def _items(items: list[Any], indent: int, path: tuple[str, ...], comments: Comments, lines: list[str]) -> None:
+    pad = "  " * indent
+    for item in items:
+        if not isinstance(item, dict):
+            lines.append(f"{pad}- {_flow(item)}")
+            continue
+        # The item's keys line up under its first, which sits on the dash's line.
+        nested: list[str] = []
+        _mapping(item, indent + 1, path, comments, nested)
+        first = next(index for index, line in enumerate(nested) if not line.lstrip().startswith("#"))
+        nested[first] = f"{pad}- {nested[first][len(pad) + 2:]}"
+        lines += nested

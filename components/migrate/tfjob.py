@@ -1,0 +1,181 @@
+"""A TFJob manifest, read: the TFJob (the first of a multi-document file), its roles and each role's
+TensorFlow container; anything that is not a `kubeflow.org/v1` TFJob is refused by name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import yaml
+
+TFJOB_API = "kubeflow.org/v1"
+# TFJob's replica types, as its controller compares them (case-insensitively), to tfk8s's roles.
+ROLE_OF_REPLICA_TYPE = {"chief": "chief", "master": "chief", "ps": "ps", "worker": "worker"}
+# The container TFJob's controller configures: its default container name.
+TF_CONTAINER = "tensorflow"
+# What other kinds a user may hand over by mistake, by the name they know them by.
+OTHER_KINDS = {
+    ("kubeflow.org/v2", "TrainJob"): "a Kubeflow Trainer v2 TrainJob (Trainer v2 has no TensorFlow runtime)",
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): "a Kubeflow Trainer v2 TrainJob (Trainer v2 has no TensorFlow runtime)",
+    ("kubeflow.org/v1", "PyTorchJob"): "a Kubeflow PyTorchJob",
+    ("kubeflow.org/v1", "MPIJob"): "a Kubeflow MPIJob",
+    ("kubeflow.org/v2beta1", "MPIJob"): "a Kubeflow MPIJob",
+    ("kubeflow.org/v1", "XGBoostJob"): "a Kubeflow XGBoostJob",
+    ("kubeflow.org/v1", "PaddleJob"): "a Kubeflow PaddleJob",
+    ("kubeflow.org/v1", "JAXJob"): "a Kubeflow JAXJob",
+}
+
+
+class NotImportable(ValueError):
+    """Nothing usable can come of this input; the message names the file, the field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """A field of the TFJob that the stack does not carry, and what tfk8s does instead."""
+
+    path: str
+    instead: str
+
+    def __str__(self) -> str:
+        return f"not carried: {self.path}: {self.instead}"
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica type of the TFJob, as the role tfk8s gives it."""
+
+    role: str  # chief | ps | worker
+    path: str  # spec.tfReplicaSpecs.<Type>, for messages
+    replicas: int
+    restart_policy: Optional[str]
+    pod: dict[str, Any]  # template.spec
+    container: dict[str, Any]
+    container_path: str
+
+
+@dataclass
+class TFJob:
+    name: str
+    namespace: Optional[str]
+    spec: dict[str, Any]
+    metadata: dict[str, Any]
+    replicas: dict[str, Replica]  # by role
+    notes: list[Note] = field(default_factory=list)
+
+
+def read_tfjob(text: str, source: str) -> TFJob:
+    """The first TFJob of `text` (one YAML document or several); NotImportable, naming `source`, for
+    anything else."""
+    try:
+        documents = [document for document in yaml.safe_load_all(text) if document is not None]
+    except yaml.YAMLError as error:
+        raise NotImportable(f"{source}: not YAML: {_yaml_problem(error)}") from None
+    if not documents:
+        raise NotImportable(f"{source}: empty: no Kubernetes object in it, so no TFJob")
+    kinds = []
+    for document in documents:
+        if not isinstance(document, dict):
+            raise NotImportable(f"{source}: not a Kubernetes object (a YAML {type(document).__name__}, not a mapping)")
+        api, kind = document.get("apiVersion"), document.get("kind")
+        if kind == "TFJob" and api == TFJOB_API:
+            return _tfjob(document, source)
+        kinds.append(OTHER_KINDS.get((api, kind)) or f"a {api or '(no apiVersion)'} {kind or '(no kind)'}")
+    found = kinds[0] if len(kinds) == 1 else f"{len(kinds)} objects ({', '.join(kinds)})"
+    raise NotImportable(f"{source}: no {TFJOB_API} TFJob in it: it holds {found}; import-tfjob reads TFJobs only")
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else problem
+
+
+def _tfjob(document: dict[str, Any], source: str) -> TFJob:
+    metadata = document.get("metadata") or {}
+    spec = document.get("spec") or {}
+    name = metadata.get("name") or "(unnamed)"
+    where = f"{source}: TFJob '{name}'"
+    specs = spec.get("tfReplicaSpecs") or {}
+    if not isinstance(specs, dict) or not specs:
+        raise NotImportable(f"{where}: no replicas: spec.tfReplicaSpecs is empty; it needs PS and Worker")
+    job = TFJob(name, metadata.get("namespace"), spec, metadata, {})
+    for replica_type, replica_spec in specs.items():
+        path = f"spec.tfReplicaSpecs.{replica_type}"
+        role = ROLE_OF_REPLICA_TYPE.get(str(replica_type).lower())
+        if role is None:
+            job.notes.append(Note(path, _UNCARRIED_REPLICA_TYPES.get(str(replica_type).lower(), "an unknown replica "
+                                  "type; tfk8s runs a chief, PS and workers only")))
+            continue
+        replica_spec = replica_spec or {}
+        count = replica_spec.get("replicas", 1)  # TFJob's default
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise NotImportable(f"{where}: {path}.replicas is {count!r}; it must be a whole number of 0 or more")
+        if count == 0:
+            continue
+        if role in job.replicas:
+            raise NotImportable(
+                f"{where}: {path} and {job.replicas[role].path} are both given: a TFJob has one Chief or Master"
+            )
+        if role == "chief" and count != 1:
+            raise NotImportable(f"{where}: {path}.replicas is {count}; a TFJob's {replica_type} has 1 replica")
+        if str(replica_type).lower() == "master":
+            job.notes.append(Note(path, "runs as tfk8s's chief, and TF_CONFIG names it 'chief', not 'master': "
+                                  "TensorFlow's resolvers take either; a program comparing its task type with "
+                                  "'master' must accept 'chief'"))
+        pod = ((replica_spec.get("template") or {}).get("spec")) or {}
+        container_index = _tf_container(pod, f"{where}: {path}.template.spec.containers")
+        job.replicas[role] = Replica(
+            role, path, count, replica_spec.get("restartPolicy"), pod, pod["containers"][container_index],
+            f"{path}.template.spec.containers[{container_index}]",
+        )
+        for key in sorted(set(replica_spec) - {"replicas", "restartPolicy", "template"}):
+            job.notes.append(Note(f"{path}.{key}", "tfk8s does not know this field"))
+        template_metadata = (replica_spec.get("template") or {}).get("metadata") or {}
+        for key in sorted(template_metadata):
+            job.notes.append(Note(f"{path}.template.metadata.{key}", "tfk8s labels and annotates its pods itself"))
+    job.notes += _metadata_notes(metadata)
+    for role, replica_type in (("ps", "PS"), ("worker", "Worker")):
+        if role not in job.replicas:
+            raise NotImportable(
+                f"{where}: no {replica_type} replicas: tfk8s runs parameter-server training, which needs PS and "
+                "workers (a TFJob of workers only, for MultiWorkerMirroredStrategy, has no PS to place)"
+            )
+    return job
+
+
+# What the API server writes into an object it returns: nothing of the user's to carry.
+SERVER_SET_METADATA = {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"}
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def _metadata_notes(metadata: dict[str, Any]) -> list[Note]:
+    notes = []
+    for key in sorted(set(metadata) - {"name", "namespace"} - SERVER_SET_METADATA):
+        for name in sorted(metadata[key] or {}) if key in ("labels", "annotations") else [None]:
+            path = f"metadata.{key}" + (f".{name}" if name else "")
+            if name == KUEUE_QUEUE_LABEL:
+                notes.append(Note(path, "a LocalQueue; tfk8s:cluster.queue takes the ClusterQueue it points to, and "
+                                  "tfk8s makes its own LocalQueue"))
+            else:
+                notes.append(Note(path, "tfk8s labels and annotates its objects itself"))
+    return notes
+
+
+_UNCARRIED_REPLICA_TYPES = {
+    "evaluator": "tfk8s runs no evaluator task; evaluate in the chief, or as a job of its own reading the checkpoints",
+}
+
+
+def _tf_container(pod: dict[str, Any], where: str) -> int:
+    containers = pod.get("containers") or []
+    if not containers:
+        raise NotImportable(f"{where}: no container; a TFJob's pod runs its program in the '{TF_CONTAINER}' container")
+    named = [index for index, container in enumerate(containers) if container.get("name") == TF_CONTAINER]
+    if named:
+        return named[0]
+    if len(containers) == 1:
+        return 0
+    raise NotImportable(
+        f"{where}: {len(containers)} containers and none named '{TF_CONTAINER}', the one TFJob runs TensorFlow in"
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from components.cli.paths import shown
-from components.migrate.carry import CHECKED_AS, ImportedStack, ImportOptions, carry
+from components.migrate.carry import ImportedStack, ImportOptions, carry
 from components.migrate.stack_yaml import stack_yaml
 from components.migrate.tfjob import NotImportable, TFJob, read_tfjob
 from components.spec.loading import load_stack_config
@@ -66,16 +66,8 @@ def _read(file: str, stdin: TextIO) -> str:
 
 def _check(stack: str, imported: ImportedStack) -> None:
     """The stack as tfk8s will load it, the values to fill in standing in for valid ones."""
-
-    def stand_in(value):
-        if isinstance(value, dict):
-            return {key: stand_in(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [stand_in(item) for item in value]
-        return CHECKED_AS.get(value, value) if isinstance(value, str) else value
-
     try:
-        load_stack_config(stack, stand_in(imported.values))
+        load_stack_config(stack, imported.as_checked())
     except StackConfigError as error:
         raise NotImportable(f"the stack it makes is refused: {error}") from None
 

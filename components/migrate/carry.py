@@ -45,6 +45,18 @@ class ImportedStack:
     notes: list[Note]
     fill_in: list[str] = field(default_factory=list)
 
+    def as_checked(self) -> dict[str, Any]:
+        """The values with valid stand-ins for those to fill in: what the stack's check is given."""
+
+        def stand_in(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {key: stand_in(item) for key, item in value.items()}
+            if isinstance(value, list):
+                return [stand_in(item) for item in value]
+            return CHECKED_AS.get(value, value) if isinstance(value, str) else value
+
+        return stand_in(self.values)
+
 
 def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     roles = {role: read_role(replica) for role, replica in job.replicas.items()}

@@ -81,8 +81,8 @@ def _pod_fields(view: RoleView) -> None:
     for index, container in enumerate(pod.get("containers") or ()):
         if container is not view.container:
             view.notes.append(Note(f"{path}.containers[{index}]", "a sidecar: tfk8s runs one container per task"))
+    selector = pod.get("nodeSelector") or {}
     for key in sorted(set(pod) - POD_FIELDS_READ):
-        selector = pod.get("nodeSelector") or {}
         if key == "nodeSelector" and view.replica.role == "worker" and GFD_PRODUCT_LABEL in selector:
             view.gpu_product = str(selector[GFD_PRODUCT_LABEL])  # the GPU pool's product
             if set(selector) == {GFD_PRODUCT_LABEL}:

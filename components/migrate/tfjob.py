@@ -82,7 +82,7 @@ def read_tfjob(text: str, source: str) -> TFJob:
             return _tfjob(document, source)
         kinds.append(OTHER_KINDS.get((api, kind)) or f"a {api or '(no apiVersion)'} {kind or '(no kind)'}")
     found = kinds[0] if len(kinds) == 1 else f"{len(kinds)} objects ({', '.join(kinds)})"
-    raise NotImportable(f"{source}: no {TFJOB_API} TFJob in it: it holds {found}; import-tfjob reads TFJobs only")
+    raise NotImportable(f"{source}: no {TFJOB_API} TFJob in it: it holds {found}; import-tfjob reads {TFJOB_API} TFJobs")
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:

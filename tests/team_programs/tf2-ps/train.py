@@ -34,6 +34,11 @@ def serve(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None:
     server.join()
 
 
+def shards(variable: tf.Variable) -> list[tf.Variable]:
+    """A partitioned variable's shards; a variable on one PS is not partitioned."""
+    return list(getattr(variable, "variables", [variable]))
+
+
 def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: int) -> None:
     partitioner = tf.distribute.experimental.partitioners.FixedShardsPartitioner(
         num_shards=resolver.cluster_spec().num_tasks("ps")
@@ -59,9 +64,9 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: 
                 rows = tf.nn.embedding_lookup(embedding, ids)
                 logits = tf.squeeze(tf.matmul(rows, weights), axis=1)
                 loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
-            # Every variable is partitioned over the PS: its shards; plain SGD (Keras 3's optimizers
-            # take no sharded variable).
-            variables = [*embedding.variables, *weights.variables]
+            # Every variable is partitioned over the PS: its shards (one PS: the variable itself);
+            # plain SGD (Keras 3's optimizers take no sharded variable).
+            variables = [*shards(embedding), *shards(weights)]
             for variable, gradient in zip(variables, tape.gradient(loss, variables)):
                 variable.assign_sub(LEARNING_RATE * tf.convert_to_tensor(gradient))
             return loss

@@ -20,6 +20,8 @@ import pytest
 from kubernetes import client
 from pulumi import automation as auto
 
+from components.cli import import_tfjob
+from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
 from components.objects.render import read_rendered, render
 from components.resources.entry_point import build, engine_config
@@ -258,3 +260,16 @@ def test_a_bad_stack_is_refused_before_the_engine_starts_and_nothing_is_written(
     output, _ = bad.communicate(timeout=60)
     assert bad.returncode == 2 and "stack 'engine-bad'" in output and "ps" in output, output
     assert not state.exists()
+
+
+def test_an_imported_tfjob_previews_under_the_engine_and_passes_the_policy_pack(local_cluster, tmp_path, monkeypatch):
+    """`import-tfjob` writes a stack like any other: `pulumi preview` with the pack takes it as it is."""
+    monkeypatch.setattr(import_tfjob, "STACKS_DIR", local_cluster.stacks_dir)
+    team_tfjob = PROJECT_ROOT / "tests" / "team_programs" / "ctr-tfjob" / "tfjob.yaml"
+    assert components_main(["import-tfjob", str(team_tfjob), "--stack", "engine-tfjob", "--nodes", "srv-00,srv-01"]) == 0
+    stack = str(local_cluster.stacks_dir / "Pulumi.engine-tfjob.yaml")
+    preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine")
+    assert not preview.failed, preview.tail
+    assert "✅ tfk8s@v0.0.1" in preview.text  # the policy pack ran and passed
+    assert set(preview.ops.values()) == {"create"} and "engine-tfjob-tf" in preview.ops, preview.ops
+    assert not namespace_exists(local_cluster, "tf-engine-tfjob")

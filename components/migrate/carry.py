@@ -67,18 +67,7 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     fill_in: list[str] = []
     workers = roles["worker"]
 
-    pool: dict[str, Any] = {"name": options.pool, "nodes": list(options.nodes) or [FILL_IN_NODE]}
-    if not options.nodes:
-        comments[("tfk8s:nodePools",)] = "Fill in the nodes the experiment may use (kubectl get nodes): tfk8s labels them."
-        fill_in.append(f"tfk8s:nodePools[0].nodes: the nodes of pool '{options.pool}' (or import again with --nodes)")
-    if workers.gpus:
-        pool["gpu"] = {"product": workers.gpu_product or FILL_IN_GPU_PRODUCT, "perNode": workers.gpus}
-        if workers.gpu_product:
-            pool["gpu"]["labelledBy"] = "gfd"
-        else:
-            fill_in.append("tfk8s:nodePools[0].gpu.product: the GPU model of the pool's nodes (e.g. Tesla-P40)")
-        comments[("tfk8s:nodePools", "gpu")] = "perNode: the GPUs of one worker; set your nodes' count."
-
+    pool = _pool(workers, options, comments, fill_in)
     cluster: dict[str, Any] = {"placement": "spread"}
     comments[("tfk8s:cluster", "placement")] = (
         "spread: the scheduler places the pods, as it did the TFJob's; colocated or isolated pin\n"
@@ -101,9 +90,30 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     _run_policy(job, roles, cluster, comments, notes)
     _pod_wide(roles, cluster, notes)
     program = _program(roles, notes)
+    if program["done"] == "workers":
+        comments[("tfk8s:program", "done")] = (
+            "No Chief or Master in the TFJob: its worker 0 was the chief. The experiment succeeds\n"
+            "when every worker has exited 0."
+        )
     notes += _namespace_notes(job, program, cluster)
     values = {"tfk8s:nodePools": [pool], "tfk8s:cluster": cluster, "tfk8s:program": program}
     return ImportedStack(values, comments, notes, fill_in)
+
+
+def _pool(workers: RoleView, options: ImportOptions, comments: dict, fill_in: list[str]) -> dict[str, Any]:
+    """The one node pool: the nodes given, or a placeholder; GPUs as the workers ask for them."""
+    pool: dict[str, Any] = {"name": options.pool, "nodes": list(options.nodes) or [FILL_IN_NODE]}
+    if not options.nodes:
+        comments[("tfk8s:nodePools",)] = "Fill in the nodes the experiment may use (kubectl get nodes): tfk8s labels them."
+        fill_in.append(f"tfk8s:nodePools[0].nodes: the nodes of pool '{options.pool}' (or import again with --nodes)")
+    if workers.gpus:
+        pool["gpu"] = {"product": workers.gpu_product or FILL_IN_GPU_PRODUCT, "perNode": workers.gpus}
+        if workers.gpu_product:
+            pool["gpu"]["labelledBy"] = "gfd"
+        else:
+            fill_in.append("tfk8s:nodePools[0].gpu.product: the GPU model of the pool's nodes (e.g. Tesla-P40)")
+        comments[("tfk8s:nodePools", "gpu")] = "perNode: the GPUs of one worker; set your nodes' count."
+    return pool
 
 
 def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, notes: list[Note]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 
 from tools.nodeimage.archive import ImageConfig, write_image_archive
 from tools.nodeimage.images import program_image
-from tools.nodeimage.program_images import build_program_image
+from tools.nodeimage.program_images import build_program_image, packages_beyond
 
 
 def test_a_layer_on_a_base_archive_keeps_the_base_layer_as_it_is(tmp_path):
@@ -52,3 +52,13 @@ def test_the_image_is_keyed_by_its_requirements(tmp_path):
 def test_a_bad_name_or_requirements_file_is_refused_before_anything_is_built(tmp_path, name, expected):
     with pytest.raises(ValueError, match=expected):
         build_program_image(name, tmp_path / "missing.txt")
+
+
+def test_the_image_gets_what_the_requirements_need_beyond_the_tensorflow_image():
+    """pandas brings pytz and tzdata; numpy and TensorFlow (any of its names) the image has already."""
+    image_has = {"tensorflow_cpu": "2.21.0", "numpy": "2.4.6", "protobuf": "6.33.0", "six": "1.17.0"}
+    resolved = {
+        "tensorflow": "2.21.0", "tensorflow-cpu": "2.21.0", "tf_keras": "2.21.0", "numpy": "2.4.6",
+        "pandas": "2.2.3", "pytz": "2026.6", "tzdata": "2026.6", "Six": "1.17.0",
+    }
+    assert packages_beyond(resolved, image_has) == ["pandas==2.2.3", "pytz==2026.6", "tf_keras==2.21.0", "tzdata==2026.6"]

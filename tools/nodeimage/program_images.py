@@ -3,9 +3,10 @@
 - `make image NAME=<name> REQUIREMENTS=<file>` builds `localhost/tfk8s/<name>:<TensorFlow
   version>`: the nodes' TensorFlow image plus the file's pinned packages, as a layer of its own
   on top of the TensorFlow image's (the nodes hold that one already, and keep one copy of it).
-  The packages are installed as pinned, without their dependencies (pip's `--no-deps`): the
-  image has TensorFlow and its dependencies; list anything else the program needs. Cached by
-  its inputs: the same file builds nothing.
+  The packages are installed as pinned, with what they depend on beyond the TensorFlow image
+  (pip resolves the file together with the image's TensorFlow; what the image has already, and
+  TensorFlow under any of its names, is left out). Cached by its inputs: the same file builds
+  nothing.
 - `make load-image ARCHIVE=<file>` takes an image built elsewhere (`docker save`, `podman
   save`, an OCI tarball), as `kind load image-archive` does.
 
@@ -17,6 +18,8 @@ local cluster (tools/localcluster/realnodes.py).
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -27,9 +30,12 @@ from typing import Callable
 
 from .archive import ImageConfig, write_image_archive
 from .build import ensure_images
-from .images import DNS_NAME, PROGRAM_IMAGES, Image, cache_root, program_image, tensorflow_image
+from .images import DNS_NAME, PROGRAM_IMAGES, TENSORFLOW_PACKAGE, Image, cache_root, program_image, tensorflow_image
 
 Say = Callable[[str], None]
+# One framework under several distribution names: a package that requires `tensorflow` runs on
+# the image's `tensorflow-cpu`.
+TENSORFLOW_NAMES = frozenset({"tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-gpu"})
 
 
 def _say(message: str) -> None:
@@ -51,9 +57,14 @@ def build_program_image(name: str, requirements: Path, say: Say = _say) -> Image
     started = time.monotonic()
     wheels = cache_root() / "wheels" / f"program-{name}-{image.key}"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
-    say(f"pip download -r {requirements} (each package as pinned, --no-deps) into {wheels}")
-    subprocess.run([*pip, "download", "--only-binary=:all:", "--no-deps", "--dest", str(wheels), "-r", str(requirements)],
-                   check=True)
+    base_requirement = f"{TENSORFLOW_PACKAGE}=={base.tag}"
+    say(f"pip resolves {requirements} with {base_requirement}")
+    extra = packages_beyond(_resolved(pip, "-r", str(requirements), base_requirement), _resolved(pip, base_requirement))
+    if not extra:
+        raise ValueError(f"REQUIREMENTS {requirements}: the TensorFlow image has every package it needs already; "
+                         f"use {base.reference}")
+    say(f"pip download {' '.join(extra)} into {wheels}")
+    subprocess.run([*pip, "download", "--only-binary=:all:", "--no-deps", "--dest", str(wheels), *extra], check=True)
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=image.archive.parent.parent) as work:
         layer = Path(work) / "layer"
         # Where the TensorFlow image's Python finds packages (tools/nodeimage/build.py).
@@ -69,6 +80,28 @@ def build_program_image(name: str, requirements: Path, say: Say = _say) -> Image
         )
     say(f"built {image.reference} in {time.monotonic() - started:.0f} s -> {image.archive}")
     return image
+
+
+def _resolved(pip: list[str], *requirements: str) -> dict[str, str]:
+    """Distribution name -> version, as pip resolves `requirements` for this Python (metadata only)."""
+    with tempfile.TemporaryDirectory(prefix="resolve-") as work:
+        report = Path(work) / "report.json"
+        subprocess.run([*pip, "install", "--dry-run", "--ignore-installed", "--only-binary=:all:",
+                        "--report", str(report), *requirements], check=True)
+        installs = json.loads(report.read_text())["install"]
+    return {item["metadata"]["name"]: item["metadata"]["version"] for item in installs}
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as the package index compares names (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def packages_beyond(resolved: dict[str, str], image_has: dict[str, str]) -> list[str]:
+    """`name==version` of each resolved package the TensorFlow image does not have, TensorFlow under
+    any of its names left out; the image's own versions stay as they are."""
+    kept = {_normalized(name) for name in image_has} | TENSORFLOW_NAMES
+    return sorted(f"{name}=={version}" for name, version in resolved.items() if _normalized(name) not in kept)
 
 
 def keep_archive(archive: Path) -> Path:

@@ -89,14 +89,14 @@ def _parser() -> argparse.ArgumentParser:
         "args, env, claims, resources, restart policies. What cannot be carried is listed on stderr, one line "
         "each. Exit 0 when the stack is written, 1 when nothing usable came out (nothing is written).",
     )
-    tfjob.add_argument("file", help="the TFJob manifest (the first TFJob of a multi-document file); - reads stdin")
-    tfjob.add_argument("--stack", required=True, help="the stack to write: stacks/Pulumi.<NAME>.yaml")
-    tfjob.add_argument("--image", help="the image every role runs, instead of the TFJob's (pinned: a tag or digest)")
+    tfjob.add_argument("file", metavar="FILE", help="the TFJob manifest (the first TFJob of a multi-document file); - reads stdin")
+    tfjob.add_argument("--stack", required=True, metavar="NAME", help="the stack to write: stacks/Pulumi.<NAME>.yaml")
+    tfjob.add_argument("--image", metavar="REF", help="the image every role runs, instead of the TFJob's (pinned: a tag or digest)")
     tfjob.add_argument(
-        "--nodes", type=_node_names, default=(),
+        "--nodes", type=_node_names, default=(), metavar="n1,n2,...",
         help="n1,n2,...: the nodes of the experiment's node pool (default: a placeholder to fill in)",
     )
-    tfjob.add_argument("--pool", default=DEFAULT_POOL, help=f"the node pool's name (default: {DEFAULT_POOL})")
+    tfjob.add_argument("--pool", default=DEFAULT_POOL, metavar="NAME", help=f"the node pool's name (default: {DEFAULT_POOL})")
     tfjob.add_argument("--force", action="store_true", help="overwrite an existing stack file")
     return parser
 

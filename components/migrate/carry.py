@@ -3,12 +3,11 @@ in, and a Note for every field that does not carry."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from components.spec.models import is_pinned
-from components.spec.program import PROGRAM_VARIABLES
+from components.spec.program import PROGRAM_VARIABLES, kept_literal
 
 from .containers import RoleView, read_role
 from .tfjob import Note, NotImportable, TFJob
@@ -276,10 +275,8 @@ def _kept_literal(view: RoleView, key: str, known: set[str], notes: list[Note]) 
     Kubernetes passed it on as literal text, and tfk8s refuses what it would not expand."""
     words = []
     for index, word in enumerate(view.container[key]):
-        word = str(word)
-        unknown = [name for name in re.findall(r"(?<!\$)\$\(([^)]*)\)", word) if name not in known]
+        word, unknown = kept_literal(str(word), known)
         for name in unknown:
-            word = word.replace(f"$({name})", f"$$({name})")
             notes.append(Note(f"{view.at(key)}[{index}]", f"$({name}) names no variable a task has: kept as "
                               "literal text ($$), as Kubernetes passed it on"))
         words.append(word)

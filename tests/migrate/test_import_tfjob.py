@@ -318,3 +318,15 @@ def test_restart_policies_carry_and_an_omitted_one_is_tfjobs_default_never(tmp_p
     text = (stacks_dir / "Pulumi.imported.yaml").read_text()
     assert "# From the TFJob's Chief restartPolicy Never (TFJob's default)." in text
     assert "# From the TFJob's PS restartPolicy OnFailure and backoffLimit 2." in text
+
+
+def test_a_reference_to_no_variable_a_task_has_stays_literal_as_kubernetes_passed_it(tmp_path, capsys, stacks_dir):
+    args = ["--job=$(JOB)", "--hosts=$(PS_HOSTS)", "--cost=$$(5)", "--model=$(MODEL)"]
+    job = tfjob(Chief=replica(1), PS=replica(1), Worker=replica(2, args=args, env=[{"name": "MODEL", "value": "ctr"}]))
+    job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]["env"] = [{"name": "MODEL", "value": "ctr"}]
+    job["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]["env"] = [{"name": "MODEL", "value": "ctr"}]
+    code, _, err = run_import(tmp_path, capsys, job, "--nodes", "n1")
+    assert code == 0, err
+    assert written(stacks_dir)["tfk8s:program"]["args"] == ["--job=$$(JOB)", "--hosts=$(PS_HOSTS)", "--cost=$$(5)",
+                                                            "--model=$(MODEL)"]
+    assert err.count("names no variable a task has") == 1 and "args[0]: $(JOB)" in err, err

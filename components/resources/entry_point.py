@@ -12,6 +12,7 @@ from pulumi.runtime import config as runtime_config
 from components.objects.loading import load_experiment_values
 from components.plan.experiment import Experiment
 from components.plan.trainer_bundle import load_trainer_bundle
+from components.resources.admission import refuse_never_admitted
 from components.resources.tf_experiment import experiment_outputs, register_experiment
 from components.spec.models import CONFIG_NAMESPACE, StackConfigError
 from components.spec.stack_files import PROJECT_ROOT
@@ -41,9 +42,13 @@ def build(stack: str, values: Mapping[str, Any], opts: Optional[pulumi.ResourceO
     `opts` reaches every resource: an explicit `kubernetes.Provider` (`providers=[...]`),
     `transforms`, `aliases`. The project's __main__.py passes none (the default provider
     reads `kubernetes:context` / `kubernetes:kubeconfig` from the stack file); a program
-    of one's own may pass them.
+    of one's own may pass them. A queued experiment Kueue could never admit is refused first,
+    on the default provider's cluster.
     """
     experiment = load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))
+    if opts is None or not (opts.provider or opts.providers):
+        # With a provider of the program's own, which cluster it talks to is the program's business.
+        refuse_never_admitted(experiment)
     _, cluster = register_experiment(experiment, opts)
     for name, value in experiment_outputs(experiment, cluster).items():
         pulumi.export(name, value)

@@ -273,3 +273,29 @@ def test_an_imported_tfjob_previews_under_the_engine_and_passes_the_policy_pack(
     assert "✅ tfk8s@v0.0.1" in preview.text  # the policy pack ran and passed
     assert set(preview.ops.values()) == {"create"} and "engine-tfjob-tf" in preview.ops, preview.ops
     assert not namespace_exists(local_cluster, "tf-engine-tfjob")
+
+
+@pytest.mark.parametrize("queue, workers_cpu, refused_for", [
+    pytest.param("tfk8s-local", "1", None, id="within the queue's quota: previews"),
+    pytest.param("tfk8s-local", "100000", "Kueue could never admit this experiment, which asks for cpu", id="too big"),
+    pytest.param("no-such-queue", "1", "the cluster has no such ClusterQueue", id="no such queue"),
+])
+def test_a_queued_stack_kueue_could_never_admit_is_refused_at_preview_creating_nothing(
+    local_cluster, tmp_path, queue, workers_cpu, refused_for
+):
+    def queued(values: dict) -> None:
+        values["tfk8s:cluster"]["queue"] = queue
+        values["tfk8s:cluster"]["workers"]["cpu"] = workers_cpu
+
+    stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-queued", queued)
+    preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine")
+    if refused_for is None:
+        assert not preview.failed, preview.tail
+        assert "✅ tfk8s@v0.0.1" in preview.text
+        return
+    assert preview.failed
+    assert f"stack 'engine-queued': tfk8s:cluster.queue '{queue}'" in preview.text and refused_for in preview.text, (
+        preview.tail
+    )
+    assert not preview.ops, f"refused before any resource: {preview.ops}"
+    assert not namespace_exists(local_cluster, "tf-engine-queued")

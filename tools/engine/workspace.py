@@ -61,14 +61,19 @@ def project_name() -> str:
     return yaml.safe_load(PROJECT_FILE.read_text(encoding="utf-8"))["name"]
 
 
-def write_stack_settings(stack_or_path: str, workspace: Path) -> str:
-    """Copy the stack file's config into the workspace; the stack's name.
+def write_stack_settings(stack_or_path: str, workspace: Path, kubeconfig: Path) -> str:
+    """Copy the stack file's config into the workspace, with the local cluster's kubeconfig as the
+    Kubernetes provider's (unless the stack names one); the stack's name.
 
     The engine writes the stack's secrets salt (`encryptionsalt`) into the file it
     reads: a copy keeps that out of the project's stack files, and the salt it
-    wrote before is kept, as the stack's state was encrypted with it.
+    wrote before is kept, as the stack's state was encrypted with it. The program reads the
+    provider's kubeconfig from the config too (components/resources/admission.py): an inline
+    program runs in this process, which has no $KUBECONFIG of the engine's.
     """
     stack, config = read_stack_values(stack_or_path)
+    config = {**config}
+    config.setdefault("kubernetes:kubeconfig", str(kubeconfig.resolve()))
     settings_file = workspace / f"Pulumi.{stack}.yaml"
     settings: dict[str, Any] = {}
     if settings_file.exists():
@@ -127,7 +132,7 @@ def engine_stack(
         raise EngineError(f"{cli} is missing: run `make toolchain` first")
     if not kubeconfig.exists():
         raise EngineError(f"no local cluster: {kubeconfig} is missing (start one with `make cluster-up STACK=<stack>`)")
-    stack = write_stack_settings(stack_or_path, dirs.workspace)
+    stack = write_stack_settings(stack_or_path, dirs.workspace, kubeconfig)
     dirs.state.mkdir(parents=True, exist_ok=True)
     install_provider(dirs.home)
     name = project_name()

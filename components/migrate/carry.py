@@ -238,14 +238,13 @@ def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
     for key in ("command", "args"):
         if workers.container.get(key) is not None:
             program[key] = _kept_literal(workers, key, known, notes)
-    working_dirs = {view.container.get("workingDir") for view in roles.values()}
-    if workers.container.get("workingDir"):
-        program["workingDir"] = workers.container["workingDir"]
-    if len(working_dirs) > 1:
-        for view in roles.values():
-            if view.container.get("workingDir") != workers.container.get("workingDir"):
-                notes.append(Note(view.at("workingDir"), "tfk8s gives every task the workers' working directory "
-                                  f"({workers.container.get('workingDir') or 'the image`s'})"))
+    working_dir = workers.container.get("workingDir")
+    if working_dir:
+        program["workingDir"] = working_dir
+    shown = working_dir or "the image's"
+    for view in roles.values():
+        if view.container.get("workingDir") != working_dir:
+            notes.append(Note(view.at("workingDir"), f"tfk8s gives every task the workers' working directory ({shown})"))
     if env:
         program["env"] = env
     claims = _claims(roles, notes)

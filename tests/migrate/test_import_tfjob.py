@@ -330,3 +330,13 @@ def test_a_reference_to_no_variable_a_task_has_stays_literal_as_kubernetes_passe
     assert written(stacks_dir)["tfk8s:program"]["args"] == ["--job=$$(JOB)", "--hosts=$(PS_HOSTS)", "--cost=$$(5)",
                                                             "--model=$(MODEL)"]
     assert err.count("names no variable a task has") == 1 and "args[0]: $(JOB)" in err, err
+
+
+def test_a_role_with_another_working_directory_is_listed(tmp_path, capsys, stacks_dir):
+    job = tfjob(Chief=replica(1, workingDir="/opt/chief"), PS=replica(1, workingDir="/opt/ctr"),
+                Worker=replica(2, workingDir="/opt/ctr"))
+    code, _, err = run_import(tmp_path, capsys, job, "--nodes", "n1")
+    assert code == 0
+    assert written(stacks_dir)["tfk8s:program"]["workingDir"] == "/opt/ctr"
+    assert err.strip() == ("not carried: spec.tfReplicaSpecs.Chief.template.spec.containers[0].workingDir: tfk8s gives "
+                           "every task the workers' working directory (/opt/ctr)")

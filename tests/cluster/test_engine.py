@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import pulumi
 import pytest
 from kubernetes import client
+from kubernetes.dynamic import DynamicClient
 from pulumi import automation as auto
 
 from components.cli import import_tfjob
@@ -29,7 +30,8 @@ from components.spec.stack_files import PROJECT_ROOT, stack_names
 from tests.cluster.test_cluster import _own_labels, core, node_labels, pods_by_node
 from tests.stack_variants import write_variant
 from tools.engine import EngineDirs, engine_stack, run_engine
-from tools.localcluster.experiments import task_pods, wait_for_pods
+from tools.localcluster.addons import cluster_queue_objects
+from tools.localcluster.experiments import apply_manifest, task_pods, wait_for_pods
 
 ENGINE_TIMEOUT_S = 300.0
 POD_WAIT_S = 120.0
@@ -275,13 +277,28 @@ def test_an_imported_tfjob_previews_under_the_engine_and_passes_the_policy_pack(
     assert not namespace_exists(local_cluster, "tf-engine-tfjob")
 
 
+ENGINE_QUEUE = "engine-five-servers"
+
+
+@pytest.fixture
+def five_server_queue(local_cluster) -> str:
+    """A ClusterQueue whose quota is what scene1-case2's five servers hold."""
+    nodes = client.CoreV1Api(local_cluster.api).list_node().items
+    allocatable = [node.status.allocatable for node in nodes if node.metadata.name in SCENE1]
+    for manifest in cluster_queue_objects(allocatable):
+        if manifest["kind"] == "ClusterQueue":
+            manifest["metadata"]["name"] = ENGINE_QUEUE
+        apply_manifest(DynamicClient(local_cluster.api), manifest, "tfk8s-test")
+    return ENGINE_QUEUE
+
+
 @pytest.mark.parametrize("queue, workers_cpu, refused_for", [
-    pytest.param("tfk8s-local", "1", None, id="within the queue's quota: previews"),
-    pytest.param("tfk8s-local", "100000", "Kueue could never admit this experiment, which asks for cpu", id="too big"),
+    pytest.param(ENGINE_QUEUE, "1", None, id="within the queue's quota: previews"),
+    pytest.param(ENGINE_QUEUE, "100000", "Kueue could never admit this experiment, which asks for cpu", id="too big"),
     pytest.param("no-such-queue", "1", "the cluster has no such ClusterQueue", id="no such queue"),
 ])
 def test_a_queued_stack_kueue_could_never_admit_is_refused_at_preview_creating_nothing(
-    local_cluster, tmp_path, queue, workers_cpu, refused_for
+    local_cluster, five_server_queue, tmp_path, queue, workers_cpu, refused_for
 ):
     def queued(values: dict) -> None:
         values["tfk8s:cluster"]["queue"] = queue
@@ -297,5 +314,5 @@ def test_a_queued_stack_kueue_could_never_admit_is_refused_at_preview_creating_n
     assert f"stack 'engine-queued': tfk8s:cluster.queue '{queue}'" in preview.text and refused_for in preview.text, (
         preview.tail
     )
-    assert not preview.ops, f"refused before any resource: {preview.ops}"
+    assert set(preview.ops) == {"tfk8s-engine-queued"}, f"refused before any resource: {preview.ops}"
     assert not namespace_exists(local_cluster, "tf-engine-queued")

@@ -23,7 +23,7 @@ from .drills import FaultDrills
 from .errors import LaunchError, PortClash
 from .procstat import cpu_delta, cpu_seconds
 from .stacks import PROJECT_ROOT
-from .tasks import TRAINER_COMMAND, Task, free_ports, stop_all
+from .tasks import TRAINER_COMMAND, Task, free_ports, last_lines, stop_all
 
 
 STARTUP_TIMEOUT = 90.0
@@ -285,7 +285,6 @@ def _event(line: str) -> Optional[dict[str, Any]]:
 
 def _last_lines(path: Path, count: int = 5) -> str:
     try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        return last_lines(path.read_text(errors="replace"), count, none="")
     except OSError:
         return "(no log)"
-    return " | ".join(lines[-count:])

@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from ..lifeline import LAUNCHER_PID_ENV
 from .errors import LaunchError
-from .tasks import Task, free_ports, stop_all
+from .tasks import Task, free_ports, last_lines, stop_all
 
 WORKER_RESTARTS = 5
 POLL_S = 0.2
@@ -142,7 +142,7 @@ class LocalProgram:
                     done.add(name)
                     print(f"{name} exited 0", file=out, flush=True)
                     continue
-                said = _last_line(task.output_since_start())
+                said = last_lines(task.output_since_start())
                 if role == "worker" and task.restarts < WORKER_RESTARTS:
                     print(f"{name} exited {code}: {said}; starting it again", file=out, flush=True)
                     task.restarts += 1
@@ -153,13 +153,8 @@ class LocalProgram:
             finishers = ["chief-0"] if self.program.done == "chief" else [n for n in self.tasks if n.startswith("worker-")]
             if all(name in done for name in finishers):
                 return {"phase": "Succeeded", "done": self.program.done, "seconds": round(time.monotonic() - started, 1),
-                        "worker_restarts": restarts, "log": _last_line(self.tasks[finishers[0]].output_since_start())}
+                        "worker_restarts": restarts, "log": last_lines(self.tasks[finishers[0]].output_since_start())}
             time.sleep(POLL_S)
 
     def stop(self) -> None:
         stop_all(list(self.tasks.values()))
-
-
-def _last_line(output: str) -> str:
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Optional, TextIO
 
 from components.cli.paths import shown
 from components.migrate.carry import ImportedStack, ImportOptions, carry
@@ -23,21 +22,16 @@ from components.spec.stack_files import STACKS_DIR
 PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
-def import_tfjob(
-    file: str,
-    options: ImportOptions,
-    force: bool = False,
-    stacks_dir: Optional[Path] = None,
-    stdin: Optional[TextIO] = None,
-) -> int:
-    target = (stacks_dir or STACKS_DIR) / f"Pulumi.{options.stack}.yaml"
+def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
+    """Write the stack of the TFJob in `file` (- for stdin) into stacks/; the exit code."""
+    target = STACKS_DIR / f"Pulumi.{options.stack}.yaml"
     try:
         if not PULUMI_STACK_NAME.match(options.stack):
             raise NotImportable(f"--stack '{options.stack}' is not a valid Pulumi stack name: letters, digits, '-', "
                                 "'_' and '.', at most 100")
         if target.exists() and not force:
             raise NotImportable(f"{shown(target)} exists; give --force to overwrite it, or another --stack")
-        job = read_tfjob(_read(file, stdin or sys.stdin), "stdin" if file == "-" else file)
+        job = read_tfjob(_read(file), "stdin" if file == "-" else file)
         imported = carry(job, options)
         _check(options.stack, imported)
     except NotImportable as error:
@@ -55,9 +49,9 @@ def import_tfjob(
     return 0
 
 
-def _read(file: str, stdin: TextIO) -> str:
+def _read(file: str) -> str:
     if file == "-":
-        return stdin.read()
+        return sys.stdin.read()
     try:
         return Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

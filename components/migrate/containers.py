@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from components.spec.program import OWN_MOUNTS, PROGRAM_VARIABLES, RESERVED_PREFIX, TF_CONFIG
 
-from .tfjob import Note, Replica
+from .tfjob import Note, NotImportable, Replica
 
 GPU_RESOURCE = "nvidia.com/gpu"
 # GPU Feature Discovery's product label, which a TFJob's GPU workers often select.
@@ -163,6 +163,8 @@ def _resources(view: RoleView) -> None:
     if "memory" in limits and "memory" in requests and str(limits["memory"]) != str(requests["memory"]):
         view.notes.append(Note(f"{path}.requests.memory", f"tfk8s requests what it limits: {limits['memory']}"))
     gpus = limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE))
+    if gpus is not None and not str(gpus).isdigit():
+        raise NotImportable(f"{path}.limits.{GPU_RESOURCE} is {gpus!r}; GPUs are whole numbers")
     if gpus is not None and int(gpus) > 0:
         if view.replica.role == "worker":
             view.gpus = int(gpus)

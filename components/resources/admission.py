@@ -61,7 +61,7 @@ def read_cluster_queue(name: str) -> Optional[dict[str, Any]]:
         else:
             path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
             api = config.new_client_from_config(config_file=str(Path(path).expanduser()), context=context)
-    except (config.ConfigException, OSError, yaml.YAMLError, TypeError) as error:
+    except (config.ConfigException, OSError, yaml.YAMLError, TypeError, AttributeError) as error:
         raise ClusterUnreadable(f"no kubeconfig to read the cluster with ({error})") from None
     api.configuration.retries = False
     try:

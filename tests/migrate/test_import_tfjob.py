@@ -209,6 +209,8 @@ def test_a_ps_without_memory_is_a_value_to_fill_in(tmp_path, capsys, stacks_dir)
     pytest.param(tfjob(Chief=replica(1), PS=replica(1), Worker=replica(2, image="tensorflow/tensorflow:latest")), (),
                  "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image 'tensorflow/tensorflow:latest' is not "
                  "pinned", id="latest image"),
+    pytest.param(tfjob(Chief=replica(1), PS=replica(1), Worker=replica(2, resources={"limits": {"nvidia.com/gpu": "0.5"}})),
+                 (), "resources.limits.nvidia.com/gpu is '0.5'; GPUs are whole numbers", id="half a GPU"),
     pytest.param(CHIEF_PS_WORKERS, ("--image", "tensorflow/tensorflow"), "--image tensorflow/tensorflow: tfk8s runs "
                  "images pinned", id="unpinned --image"),
     pytest.param(CHIEF_PS_WORKERS, ("--stack", "a/b"), "--stack 'a/b' is not a valid Pulumi stack name",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from components.plan.tf_config import TF_PORT
 from components.spec.program import OWN_MOUNTS, PROGRAM_VARIABLES, RESERVED_PREFIX, TF_CONFIG
 
 from .tfjob import Note, NotImportable, Replica
@@ -35,10 +36,9 @@ CONTAINER_FIELDS_INSTEAD = {
     "envFrom": "tfk8s:program.env takes values and Secret keys, one by one",
     "imagePullPolicy": "Kubernetes' default applies (IfNotPresent for a pinned tag)",
     "securityContext": POD_FIELDS_INSTEAD["securityContext"],
-    "livenessProbe": "tfk8s probes PS and workers on their gRPC port itself",
-    "readinessProbe": "tfk8s probes PS and workers on their gRPC port itself",
-    "startupProbe": "tfk8s probes PS and workers on their gRPC port itself",
-    "ports": "tfk8s serves TensorFlow on port 2222 and names it in TF_CONFIG; other ports are not opened",
+    **dict.fromkeys(("livenessProbe", "readinessProbe", "startupProbe"),
+                    "tfk8s probes PS and workers on their gRPC port itself"),
+    "ports": f"tfk8s serves TensorFlow on port {TF_PORT} and names it in TF_CONFIG; other ports are not opened",
 }
 CONTAINER_FIELDS_READ = {"name", "image", "command", "args", "env", "workingDir", "resources", "volumeMounts"}
 

@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 import yaml
 
+from components.objects.jobset import QUEUE_LABEL
+
 TFJOB_API = "kubeflow.org/v1"
 # TFJob's replica types, as its controller compares them (case-insensitively), to tfk8s's roles.
 ROLE_OF_REPLICA_TYPE = {"chief": "chief", "master": "chief", "ps": "ps", "worker": "worker"}
@@ -59,7 +61,6 @@ class TFJob:
     name: str
     namespace: Optional[str]
     spec: dict[str, Any]
-    metadata: dict[str, Any]
     replicas: dict[str, Replica]  # by role
     notes: list[Note] = field(default_factory=list)
 
@@ -99,7 +100,7 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
     specs = spec.get("tfReplicaSpecs") or {}
     if not isinstance(specs, dict) or not specs:
         raise NotImportable(f"{where}: no replicas: spec.tfReplicaSpecs is empty; it needs PS and Worker")
-    job = TFJob(name, metadata.get("namespace"), spec, metadata, {})
+    job = TFJob(name, metadata.get("namespace"), spec, {})
     for replica_type, replica_spec in specs.items():
         path = f"spec.tfReplicaSpecs.{replica_type}"
         role = ROLE_OF_REPLICA_TYPE.get(str(replica_type).lower())
@@ -146,7 +147,6 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
 
 # What the API server writes into an object it returns: nothing of the user's to carry.
 SERVER_SET_METADATA = {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"}
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _metadata_notes(metadata: dict[str, Any]) -> list[Note]:
@@ -154,7 +154,7 @@ def _metadata_notes(metadata: dict[str, Any]) -> list[Note]:
     for key in sorted(set(metadata) - {"name", "namespace"} - SERVER_SET_METADATA):
         for name in sorted(metadata[key] or {}) if key in ("labels", "annotations") else [None]:
             path = f"metadata.{key}" + (f".{name}" if name else "")
-            if name == KUEUE_QUEUE_LABEL:
+            if name == QUEUE_LABEL:
                 notes.append(Note(path, "a LocalQueue; tfk8s:cluster.queue takes the ClusterQueue it points to, and "
                                   "tfk8s makes its own LocalQueue"))
             else:

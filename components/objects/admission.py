@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 from components.plan.experiment import Experiment
 from components.spec.quantities import QUANTITY_PATTERN, quantity_value
+from components.spec.sizing import mebibytes
 
 from .jobset import jobset
 
@@ -86,7 +87,7 @@ def _shown(resource: str, amount: float) -> str:
     if amount == UNBOUNDED:
         return "unbounded"
     if resource in ("memory", "ephemeral-storage"):
-        return f"{amount / 2**30:.1f}Gi"
+        return mebibytes(int(amount))
     if resource == "cpu":
         return f"{amount:g}"
     return f"{amount:.0f}"

@@ -7,7 +7,6 @@ of tests/conftest.py are not loaded here.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -20,22 +19,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 tf = pytest.importorskip("tensorflow")
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from trainer.local.tasks import free_ports  # noqa: E402
 
 
 class InProcessCluster:
     """2 PS and 1 worker as in-process gRPC servers, and this process as the chief."""
 
     def __init__(self, ps: int = 2) -> None:
-        self.spec = {
-            "chief": [f"127.0.0.1:{_free_port()}"],
-            "ps": [f"127.0.0.1:{_free_port()}" for _ in range(ps)],
-            "worker": [f"127.0.0.1:{_free_port()}"],
-        }
+        # All ports at once: ports picked one by one can repeat, and two PS on one port never start.
+        chief, *ps_ports, worker = [f"127.0.0.1:{port}" for port in free_ports(ps + 2)]
+        self.spec = {"chief": [chief], "ps": ps_ports, "worker": [worker]}
         cluster = tf.train.ClusterSpec(self.spec)
         self.servers = [
             tf.distribute.Server(cluster, job_name=job, task_index=i, protocol="grpc", start=True)

@@ -19,7 +19,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 tf = pytest.importorskip("tensorflow")
 
-from trainer.local.tasks import free_ports  # noqa: E402
+from trainer.ports import free_ports  # noqa: E402
 
 
 class InProcessCluster:

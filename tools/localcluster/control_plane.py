@@ -22,9 +22,11 @@ from typing import Optional
 
 import yaml
 
+from trainer.ports import free_port
+
 from . import addons, paths
 from .pki import Pki, create_pki, issue_client_certificate
-from .processes import ClusterError, Launcher, free_port, group_alive, is_ours, stop_processes, wait_until
+from .processes import ClusterError, Launcher, group_alive, is_ours, stop_processes, wait_until
 
 # Pod IPs for kwok: a /16, because its default /24 runs out at 254 pods.
 POD_CIDR = "10.244.0.1/16"

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -27,33 +25,6 @@ _PR_SET_PDEATHSIG = 1
 
 class ClusterError(RuntimeError):
     pass
-
-
-# Listening ports come from below the kernel's ephemeral range. A port the kernel hands out
-# (bind to 0) is one it may also give a process's next outgoing connection as its source port:
-# between choosing the ports and starting the last process, the API server's connections to
-# etcd took one, and the controller-manager then failed with "address already in use".
-EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-LOWEST_LISTEN_PORT = 10_000
-_given: set[int] = set()
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on, outside the ephemeral range, not given before."""
-    first_ephemeral = int(EPHEMERAL_RANGE.read_text().split()[0]) if EPHEMERAL_RANGE.exists() else 32_768
-    candidates = list(range(LOWEST_LISTEN_PORT, first_ephemeral))
-    random.shuffle(candidates)
-    for port in candidates:
-        if port in _given:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _given.add(port)
-        return port
-    raise ClusterError(f"no free loopback port in {LOWEST_LISTEN_PORT}..{first_ephemeral - 1}")
 
 
 def _die_with_parent() -> None:

@@ -35,6 +35,7 @@ import yaml
 from kubernetes import client
 
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
+from trainer.ports import free_port
 
 from . import host, paths
 from .client import api_client
@@ -52,7 +53,7 @@ from .node_files import (
     nodes_dir,
 )
 from .pki import Pki, issue_client_certificate, load_pki
-from .processes import ClusterError, Launcher, free_port, stop_processes, wait_until
+from .processes import ClusterError, Launcher, stop_processes, wait_until
 
 NODE_READY_TIMEOUT_S = 120.0
 STATE_FILE = "real-nodes.json"

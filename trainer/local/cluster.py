@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..lifeline import LAUNCHER_PID_ENV
+from ..ports import free_ports
 from ..settings import SETTINGS_ENV, TrainerSettings
 from .drills import FaultDrills
 from .errors import LaunchError, PortClash
 from .procstat import cpu_delta, cpu_seconds
 from .stacks import PROJECT_ROOT
-from .tasks import TRAINER_COMMAND, Task, free_ports, last_lines, stop_all
-
+from .tasks import TRAINER_COMMAND, Task, last_lines, stop_all
 
 STARTUP_TIMEOUT = 90.0
 

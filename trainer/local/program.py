@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..lifeline import LAUNCHER_PID_ENV
+from ..ports import free_ports
 from .errors import LaunchError
-from .tasks import Task, free_ports, last_lines, stop_all
+from .tasks import Task, last_lines, stop_all
 
 WORKER_RESTARTS = 5
 POLL_S = 0.2

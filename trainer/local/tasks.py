@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,18 +21,6 @@ def last_lines(text: str, count: int = 1, none: str = "(no output)") -> str:
     """The last `count` non-empty lines of a task's output, joined by ' | ': where it says why it stopped."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " | ".join(lines[-count:]) if lines else none
-
-
-def free_ports(count: int) -> list[int]:
-    sockets, ports = [], []
-    for _ in range(count):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sockets.append(sock)
-        ports.append(sock.getsockname()[1])
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 @dataclass

@@ -36,8 +36,10 @@ debian_packages=(
 )
 need_debs=()
 for pinned in "${debian_packages[@]}"; do
-  installed="$(dpkg-query -W -f='${Version}' "${pinned%%=*}" 2>/dev/null || true)"
-  [ "$installed" = "${pinned#*=}" ] || need_debs+=("$pinned")
+  # A removed package whose configuration files remain still has a version: it counts as installed
+  # only in the state "install ok installed".
+  installed="$(dpkg-query -W -f='${Status} ${Version}' "${pinned%%=*}" 2>/dev/null || true)"
+  [ "$installed" = "install ok installed ${pinned#*=}" ] || need_debs+=("$pinned")
 done
 if [ "${#need_debs[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -35,6 +36,10 @@ class SettingsError(ValueError):
         super().__init__(f"{key}: {message}")
         self.key = key
         self.message = message
+
+
+# The largest value any setting takes: a signed 32-bit integer.
+LARGEST_NUMBER = 2**31 - 1
 
 
 def _describe(text: str, minimum: float | None = None, choices: tuple[str, ...] = ()) -> dict:
@@ -192,6 +197,12 @@ def _check_field(spec: dataclasses.Field, value: Any) -> None:
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
         ):
             raise SettingsError(key, f"must be a list of positive whole numbers (got {value!r})")
+    numbers = value if isinstance(value, tuple) else (value,)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):
+        raise SettingsError(key, f"must be a finite number (got {value!r})")
+    if any(isinstance(v, (int, float)) and not isinstance(v, bool) and v > LARGEST_NUMBER for v in numbers):
+        # Larger would overflow TensorFlow's int32 shapes and step counters long before it trained.
+        raise SettingsError(key, f"must be at most {LARGEST_NUMBER:,} (got {value!r})")
     minimum = spec.metadata.get("minimum")
     if minimum is not None and value < minimum:
         raise SettingsError(key, f"must be at least {minimum:g} (got {value!r})")

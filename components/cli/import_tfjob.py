@@ -1,7 +1,8 @@
 """`python -m components import-tfjob FILE --stack NAME`: a Kubeflow TFJob to a stack file.
 
 Exit 0 when the stack is written (with a line on stderr for each field not carried, and each
-value to fill in), 1 when nothing usable came out (nothing is written then).
+value to fill in), 1 when nothing usable came out, 2 when the stack file cannot be written
+(nothing is written then either: an existing stack file is kept as it was).
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ import re
 import sys
 from pathlib import Path
 
+from components.cli.exit_codes import BAD_INPUT
 from components.cli.paths import shown
 from components.migrate.carry import ImportedStack, ImportOptions, carry
 from components.migrate.stack_yaml import stack_yaml
 from components.migrate.tfjob import NotImportable, TFJob, read_tfjob
+from components.spec.atomic_files import write_text_atomic
 from components.spec.loading import load_stack_config
 from components.spec.models import StackConfigError
 from components.spec.stack_files import STACKS_DIR
+from components.spec.user_files import UnreadableFile, decode_user_text, read_user_text
 
 # Pulumi's rule for a stack's name (tfk8s's own, a label value, is checked with the stack).
 PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -37,8 +41,14 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
     except NotImportable as error:
         print(f"import-tfjob: {error}; nothing written", file=sys.stderr)
         return 1
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(stack_yaml(imported.values, _header(job, file), imported.comments), encoding="utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Whole or not at all: a full disk or a killed process leaves an existing stack file as it was.
+        write_text_atomic(target, stack_yaml(imported.values, _header(job, file), imported.comments))
+    except OSError as error:
+        print(f"import-tfjob: cannot write {shown(target)}: {error.strerror or error}; nothing written",
+              file=sys.stderr)
+        return BAD_INPUT
     for note in imported.notes:
         print(note, file=sys.stderr)
     for field in imported.fill_in:
@@ -50,12 +60,15 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
 
 
 def _read(file: str) -> str:
-    if file == "-":
-        return sys.stdin.read()
+    """The manifest's text: UTF-8, whole, or NotImportable naming the file as given and why not."""
     try:
-        return Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise NotImportable(f"{file}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
+        if file != "-":
+            return read_user_text(Path(file))
+        stdin = getattr(sys.stdin, "buffer", None)
+        # The bytes where there are any: the terminal's encoding is not the file's.
+        return decode_user_text(stdin.read()) if stdin is not None else sys.stdin.read()
+    except UnreadableFile as why:
+        raise NotImportable(f"{'stdin' if file == '-' else file}: {why}") from None
 
 
 def _check(stack: str, imported: ImportedStack) -> None:

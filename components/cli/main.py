@@ -8,6 +8,9 @@
   python -m components diff <a> <b>      two experiments side by side (exit 0 same, 1 different, 2 bad stack)
   python -m components stacks            the stacks in stacks/
   python -m components import-tfjob FILE --stack NAME   a Kubeflow TFJob as a stack file
+
+A stack is a name of stacks/ or a path: a value with a '/' or ending in .yaml or .yml is a path.
+Every command takes --help; docs/commands.md has them all, with the exit codes below.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ import json
 import sys
 from pathlib import Path
 
+from components.cli.exit_codes import BAD_INPUT, INTERRUPTED, exit_codes_help
 from components.cli.import_tfjob import import_tfjob
-from components.cli.paths import shown
 from components.cli.plan_view import plan_table
+from components.cli.render_command import render_command
 from components.migrate.carry import DEFAULT_POOL, ImportOptions
 from components.objects.loading import load_experiment
-from components.objects.render import render
+from components.objects.program_container import PROGRAM_SECRET
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT, stack_names
 
@@ -31,10 +35,11 @@ DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m components", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m components", description=__doc__, epilog=exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    stack_help = "stack name (stacks/Pulumi.<stack>.yaml) or a stack file path"
+    stack_help = "stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path (with a '/' or ending in .yaml)"
 
     plan = commands.add_parser("plan", help="print the server-by-task table of a stack")
     plan.add_argument("stack", help=stack_help)
@@ -43,13 +48,32 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     render_cmd = commands.add_parser(
-        "render", help="write every object the program registers, one YAML file each, in apply order"
+        "render", help="write every object the program registers, one YAML file each, in apply order",
+        description="Write every object the program registers, one YAML file each, numbered in apply order, "
+        "with a record of them (DIR/.tfk8s-render): a later render replaces or removes only the files it lists. "
+        "Exit 0 when written, 2 when nothing was (the stack is refused, DIR holds files render did not write "
+        "and --force is not given, DIR cannot be written).",
     )
     render_cmd.add_argument("stack", help=stack_help)
-    render_cmd.add_argument("--out", type=Path, help="folder to write (default: out/<stack>/)")
+    render_cmd.add_argument(
+        "--out", type=Path, metavar="DIR",
+        help="folder to write (default: out/<stack>/): missing, empty or an earlier rendering, which is replaced "
+        "whole; a folder holding other files is refused (exit 2) unless --force; - writes to standard output",
+    )
+    render_cmd.add_argument(
+        "--force", action="store_true",
+        help="write into a folder that holds other files too: they are kept, and only files an earlier render "
+        "recorded there (in its .tfk8s-render) are replaced or removed",
+    )
+    render_cmd.add_argument(
+        "-o", "--output", choices=("files", "yaml"), default="files",
+        help="files (default): one file per object in --out; yaml: one multi-document YAML stream on standard "
+        "output, nothing else there and no file written (`render STACK -o yaml | kubectl apply -f -`)",
+    )
 
     status = commands.add_parser(
-        "status", help="each task's planned server against its pod's node and phase in a cluster"
+        "status", help="each task's planned server against its pod's node and phase in a cluster",
+        description=STATUS_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("stack", help=stack_help)
     status.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
@@ -57,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
     top = commands.add_parser(
-        "top", help="each task's CPU cores and memory (kubelet Summary API), PS imbalance, the chief's progress"
+        "top", help="each task's CPU cores and memory (kubelet Summary API), PS imbalance, the chief's progress",
+        description=TOP_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("stack", help=stack_help)
     top.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
@@ -74,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("stack", help=stack_help)
 
     diff = commands.add_parser(
-        "diff", help="config, plan and objects of two experiments side by side; exit 0 same, 1 different"
+        "diff", help="config, plan and objects of two experiments side by side; exit 0 same, 1 different",
+        description="Config, plan and objects of two experiments side by side. Exit 0 when they are the same, "
+        "1 when they differ, 2 when either stack cannot be read or is refused (nothing is compared then).",
     )
     diff.add_argument("a", help=stack_help)
     diff.add_argument("b", help=stack_help)
@@ -101,7 +128,39 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+STATUS_DESCRIPTION = """\
+Each task's planned server against its pod's node and phase in a cluster, and the experiment's phase.
+
+exit codes:
+  0    the experiment succeeded, or every task runs where the plan put it
+  1    the experiment failed, or a task is not running as planned: pending, on another server,
+       missing, or crowded past its server's share (the table marks each with '!' and says why)
+  2    the stack or the kubeconfig cannot be read, the API server does not answer or refuses,
+       or the cluster has no JobSet for a stack that asks for one
+  130  interrupted (Ctrl-C)
+"""
+
+TOP_DESCRIPTION = """\
+Each task's CPU cores and memory (the kubelet's Summary API), the PS imbalance and the chief's progress.
+
+exit codes:
+  0    shown (under --watch: the experiment ended and did not fail)
+  1    the experiment failed
+  2    the stack or the kubeconfig cannot be read, or the API server does not answer or refuses
+  130  interrupted (Ctrl-C, the way to stop --watch before the experiment ends)
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit code (components/cli/exit_codes.py); Ctrl-C anywhere is 130, without a traceback."""
+    try:
+        return _command(argv)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # past the terminal's ^C, so the shell's prompt starts a line of its own
+        return INTERRUPTED
+
+
+def _command(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
 
     if args.command == "stacks":
@@ -119,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         experiment = load_experiment(args.stack)
     except StackConfigError as error:
         print(error, file=sys.stderr)
-        return 2
+        return BAD_INPUT
 
     if args.command == "plan":
         plan = experiment.plan
@@ -134,12 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "render":
-        out_dir = args.out or DEFAULT_RENDER_ROOT / experiment.stack
-        kinds = render(experiment, out_dir)
-        for kind, count in kinds.items():
-            print(f"{count:6d}  {kind}")
-        print(f"{sum(kinds.values()):6d}  objects of stack {experiment.stack} in {shown(out_dir)}")
-        return 0
+        return render_command(experiment, args.out, args.output, args.force, DEFAULT_RENDER_ROOT)
 
     # These need the Kubernetes client; the commands above do not.
     if args.command == "top":
@@ -173,7 +227,7 @@ def _diff(a: str, b: str, as_json: bool) -> int:
         first, second = load_experiment(a), load_experiment(b)
     except StackConfigError as error:
         print(error, file=sys.stderr)
-        return 2
+        return BAD_INPUT
     result = diff_experiments(first, second)
     print(json.dumps(result.to_json(), indent=2) if as_json else diff_text(result))
     return 0 if result.same else 1
@@ -192,6 +246,13 @@ def experiment_export(experiment) -> dict:
     }
 
 
+def _exported_env(experiment, name: str, value) -> object:
+    """A value as written, or where a Secret holds it (trainer.local then takes it from the shell)."""
+    if name in experiment.secret_env:
+        return {"secret": PROGRAM_SECRET, "key": name}
+    return value if isinstance(value, str) else value.model_dump()
+
+
 def _program_export(experiment) -> dict:
     """The program as trainer.local runs it: each role's command and args, env, the source's path."""
     program = experiment.program
@@ -201,7 +262,7 @@ def _program_export(experiment) -> dict:
         argv[role] = None if command is None else [*command, *(args or ())]
     return {
         "argv": argv,
-        "env": {name: value if isinstance(value, str) else value.model_dump() for name, value in program.env.items()},
+        "env": {name: _exported_env(experiment, name, value) for name, value in program.env.items()},
         "source": str(PROJECT_ROOT / program.source) if program.source else None,
         "done": program.done,
     }

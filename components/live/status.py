@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from components.live.api_errors import api_error_text
+from components.live.kubeconfig import kubeconfig_problem
 from components.live.phase import (
     Phase,
     chief_summary,
@@ -230,14 +232,15 @@ def with_cluster(
     experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], action: Callable[[Any], int]
 ) -> int:
     """Run `action(api)` against the cluster of `kubeconfig`/`context`; 2 with one clear line when the
-    cluster cannot be read (no kubeconfig, no answer, no JobSet for a stack that asks for one)."""
+    cluster cannot be read (no kubeconfig or not one, no answer, a refusal, no JobSet for a stack that
+    asks for one)."""
     from kubernetes import config
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError, MaxRetryError
 
     where = f"stack '{experiment.stack}'"
     kubeconfig_path, source = _kubeconfig_looked_for(kubeconfig)
-    if not kubeconfig_path.is_file():
+    if not kubeconfig_path.exists():
         print(
             f"{where}: no kubeconfig at {kubeconfig_path} ({source}); for the local cluster run "
             f"`make cluster-up STACK={experiment.stack}` and then `make status STACK={experiment.stack}` "
@@ -245,12 +248,22 @@ def with_cluster(
             file=sys.stderr,
         )
         return 2
+    problem = kubeconfig_problem(kubeconfig_path)
+    if problem is not None:
+        print(f"{where}: kubeconfig {kubeconfig_path} ({source}): {problem}", file=sys.stderr)
+        return 2
     # One clear line for an API server that does not answer, not urllib3's retries and warnings.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
-    api = None
     try:
         api = config.new_client_from_config(config_file=str(kubeconfig_path), context=context)
-        api.configuration.retries = False
+    except (config.ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+        # The client reads the file's clusters, users and their certificate files without checking
+        # their shapes: any of these is the kubeconfig's fault, told in one line.
+        said = str(error).splitlines()[0] if str(error) else type(error).__name__
+        print(f"{where}: kubeconfig {kubeconfig_path} ({source}) cannot be used: {said}", file=sys.stderr)
+        return 2
+    api.configuration.retries = False
+    try:
         return action(api)
     except MaxRetryError as error:
         reason = getattr(error.reason, "args", [error.reason])[-1]
@@ -259,7 +272,11 @@ def with_cluster(
     except NoJobSetError as error:
         print(error, file=sys.stderr)
         return 2
-    except (config.ConfigException, ApiException, HTTPError, OSError) as error:
+    except ApiException as error:
+        said = api_error_text(error.status, error.reason, error.body)
+        print(f"{where}: the API server at {api.configuration.host} refused: {said}", file=sys.stderr)
+        return 2
+    except (config.ConfigException, HTTPError, OSError) as error:
         print(f"{where}: cannot read the cluster from {kubeconfig_path}: {error}", file=sys.stderr)
         return 2
 

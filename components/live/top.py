@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Any, Callable, Optional, TextIO
 
+from components.live.api_errors import api_error_text
 from components.live.status import pod_log, read_status, with_cluster
 from components.live.usage import PodUsage, TaskUsage, TopView, chief_progress, pod_usage, top_text
 from components.plan.experiment import Experiment
@@ -59,8 +60,8 @@ def _why_no_metrics(core: Any, node: str, error: Exception) -> str:
     if KWOK_NODE_ANNOTATION in annotations:
         return "a kwok node (no kubelet, so no Summary API)"
     if isinstance(error, ApiException):
-        said = (error.body or error.reason or "").strip().splitlines()
-        return f"its kubelet's Summary API did not answer through the API server ({error.status}: {said[0] if said else ''})"
+        said = api_error_text(error.status, error.reason, error.body)
+        return f"its kubelet's Summary API did not answer through the API server ({said})"
     return f"its kubelet's Summary API did not answer through the API server ({error})"
 
 

@@ -6,9 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import difflib
+
 import yaml
 
 from components.objects.jobset import QUEUE_LABEL
+from components.spec.strict_yaml import load_all_yaml, yaml_problem
+
+from .manifest_shapes import CONTAINER, POD, RUN_POLICY, ShapeError, check_shape
 
 TFJOB_API = "kubeflow.org/v1"
 # TFJob's replica types, as its controller compares them (case-insensitively), to tfk8s's roles.
@@ -69,9 +74,9 @@ def read_tfjob(text: str, source: str) -> TFJob:
     """The first TFJob of `text` (one YAML document or several); NotImportable, naming `source`, for
     anything else."""
     try:
-        documents = [document for document in yaml.safe_load_all(text) if document is not None]
+        documents = [document for document in load_all_yaml(text) if document is not None]
     except yaml.YAMLError as error:
-        raise NotImportable(f"{source}: not YAML: {_yaml_problem(error)}") from None
+        raise NotImportable(f"{source}: not YAML: {yaml_problem(error)}") from None
     if not documents:
         raise NotImportable(f"{source}: empty: no Kubernetes object in it, so no TFJob")
     kinds = []
@@ -86,29 +91,32 @@ def read_tfjob(text: str, source: str) -> TFJob:
     raise NotImportable(f"{source}: no {TFJOB_API} TFJob in it: it holds {found}; import-tfjob reads {TFJOB_API} TFJobs")
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error)
-    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else problem
-
-
 def _tfjob(document: dict[str, Any], source: str) -> TFJob:
-    metadata = document.get("metadata") or {}
-    spec = document.get("spec") or {}
+    metadata = _mapping(document.get("metadata"), f"{source}: metadata")
     name = metadata.get("name") or "(unnamed)"
+    if not isinstance(name, str):
+        raise NotImportable(f"{source}: metadata.name is {name!r}; a TFJob's name is text")
     where = f"{source}: TFJob '{name}'"
-    specs = spec.get("tfReplicaSpecs") or {}
-    if not isinstance(specs, dict) or not specs:
+    spec = _mapping(document.get("spec"), f"{where}: spec")
+    specs = _mapping(spec.get("tfReplicaSpecs"), f"{where}: spec.tfReplicaSpecs")
+    _shaped(spec, {"runPolicy": RUN_POLICY}, "spec", where)
+    if not specs:
         raise NotImportable(f"{where}: no replicas: spec.tfReplicaSpecs is empty; it needs PS and Worker")
-    job = TFJob(name, metadata.get("namespace"), spec, {})
+    namespace = metadata.get("namespace")
+    job = TFJob(name, namespace if isinstance(namespace, str) else None, spec, {})
+    unknown: list[str] = []
     for replica_type, replica_spec in specs.items():
         path = f"spec.tfReplicaSpecs.{replica_type}"
-        role = ROLE_OF_REPLICA_TYPE.get(str(replica_type).lower())
+        kind = str(replica_type).lower()
+        role = ROLE_OF_REPLICA_TYPE.get(kind)
         if role is None:
-            job.notes.append(Note(path, _UNCARRIED_REPLICA_TYPES.get(str(replica_type).lower(), "an unknown replica "
-                                  "type; tfk8s runs a chief, PS and workers only")))
+            if kind not in _UNCARRIED_REPLICA_TYPES:
+                _refuse_a_misspelled_replica_type(str(replica_type), f"{where}: {path}")
+                unknown.append(str(replica_type))
+            job.notes.append(Note(path, _UNCARRIED_REPLICA_TYPES.get(kind, "an unknown replica type; tfk8s runs a "
+                                  "chief, PS and workers only")))
             continue
-        replica_spec = replica_spec or {}
+        replica_spec = _mapping(replica_spec, f"{where}: {path}")
         count = replica_spec.get("replicas", 1)  # TFJob's default
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise NotImportable(f"{where}: {path}.replicas is {count!r}; it must be a whole number of 0 or more")
@@ -124,25 +132,66 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
             job.notes.append(Note(path, "runs as tfk8s's chief, and TF_CONFIG names it 'chief', not 'master': "
                                   "TensorFlow's resolvers take either; a program comparing its task type with "
                                   "'master' must accept 'chief'"))
-        pod = ((replica_spec.get("template") or {}).get("spec")) or {}
+        template = _mapping(replica_spec.get("template"), f"{where}: {path}.template")
+        pod = _mapping(template.get("spec"), f"{where}: {path}.template.spec")
+        _shaped(pod, POD, f"{path}.template.spec", where)
         container_index = _tf_container(pod, f"{where}: {path}.template.spec.containers")
+        container_path = f"{path}.template.spec.containers[{container_index}]"
+        _shaped(pod["containers"][container_index], CONTAINER, container_path, where)
         job.replicas[role] = Replica(
             role, path, count, replica_spec.get("restartPolicy"), pod, pod["containers"][container_index],
-            f"{path}.template.spec.containers[{container_index}]",
+            container_path,
         )
-        for key in sorted(set(replica_spec) - {"replicas", "restartPolicy", "template"}):
+        for key in sorted(map(str, set(replica_spec) - {"replicas", "restartPolicy", "template"})):
             job.notes.append(Note(f"{path}.{key}", "tfk8s does not know this field"))
-        template_metadata = (replica_spec.get("template") or {}).get("metadata") or {}
-        for key in sorted(template_metadata):
+        template_metadata = _mapping(template.get("metadata"), f"{where}: {path}.template.metadata")
+        for key in sorted(map(str, template_metadata)):
             job.notes.append(Note(f"{path}.template.metadata.{key}", "tfk8s labels and annotates its pods itself"))
     job.notes += _metadata_notes(metadata)
     for role, replica_type in (("ps", "PS"), ("worker", "Worker")):
         if role not in job.replicas:
+            found = f"; it has {', '.join(unknown)}, which TFJob does not know" if unknown else ""
             raise NotImportable(
-                f"{where}: no {replica_type} replicas: tfk8s runs parameter-server training, which needs PS and "
-                "workers (a TFJob of workers only, for MultiWorkerMirroredStrategy, has no PS to place)"
+                f"{where}: no {replica_type} replicas{found}: tfk8s runs parameter-server training, which needs PS "
+                "and workers (a TFJob of workers only, for MultiWorkerMirroredStrategy, has no PS to place)"
             )
     return job
+
+
+# TFJob's replica types, as its documentation spells them.
+REPLICA_TYPES = ("Chief", "Master", "PS", "Worker", "Evaluator")
+
+
+def _refuse_a_misspelled_replica_type(replica_type: str, where: str) -> None:
+    """A replica type one typo from TFJob's own (`Wrker`) is refused naming both: carried on as an
+    unknown type, its tasks would be dropped, and the TFJob refused for missing what it has."""
+    close = difflib.get_close_matches(replica_type.lower(), [known.lower() for known in REPLICA_TYPES], n=1, cutoff=0.6)
+    if close:
+        meant = next(known for known in REPLICA_TYPES if known.lower() == close[0])
+        raise NotImportable(
+            f"{where}: '{replica_type}' is not a TFJob replica type (did you mean '{meant}'?); TFJob's are "
+            f"{', '.join(REPLICA_TYPES)}"
+        )
+
+
+def _shaped(value: dict[str, Any], schema: dict[str, Any], path: str, where: str) -> None:
+    try:
+        check_shape(value, schema, path)
+    except ShapeError as error:
+        raise NotImportable(f"{where}: {error}") from None
+
+
+def _mapping(value: Any, where: str) -> dict[Any, Any]:
+    """`value` where a mapping belongs (nothing: an empty one); NotImportable naming the field otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise NotImportable(f"{where} is a YAML {_yaml_kind(value)}; it must be a mapping")
+    return value
+
+
+def _yaml_kind(value: Any) -> str:
+    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), type(value).__name__)
 
 
 # What the API server writes into an object it returns: nothing of the user's to carry.
@@ -151,8 +200,10 @@ SERVER_SET_METADATA = {"uid", "resourceVersion", "generation", "creationTimestam
 
 def _metadata_notes(metadata: dict[str, Any]) -> list[Note]:
     notes = []
-    for key in sorted(set(metadata) - {"name", "namespace"} - SERVER_SET_METADATA):
-        for name in sorted(metadata[key] or {}) if key in ("labels", "annotations") else [None]:
+    for key in sorted(set(map(str, metadata)) - {"name", "namespace"} - SERVER_SET_METADATA):
+        entries = metadata.get(key)
+        named = key in ("labels", "annotations") and isinstance(entries, dict)
+        for name in sorted(map(str, entries)) if named else [None]:
             path = f"metadata.{key}" + (f".{name}" if name else "")
             if name == QUEUE_LABEL:
                 notes.append(Note(path, "a LocalQueue; tfk8s:cluster.queue takes the ClusterQueue it points to, and "

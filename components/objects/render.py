@@ -1,18 +1,24 @@
-"""Writes an experiment's objects as YAML files, for `kubectl apply --server-side` or GitOps.
+"""Writes an experiment's objects as YAML, for `kubectl apply --server-side` or GitOps.
 
-The files are exactly the objects the Pulumi program registers (one list,
-`objects.experiment_objects`), one per file, numbered in apply order.
+The objects are exactly those the Pulumi program registers (one list,
+`objects.experiment_objects`): one per file, numbered in apply order, in a
+folder that render_folder.py puts in place whole; or one multi-document
+stream, for `kubectl apply -f -`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, TextIO
 
 import yaml
 
 from components.objects.experiment_objects import experiment_objects
 from components.objects.manifests import Manifest
+from components.objects.render_folder import place_rendering
+from components.objects.render_record import read_record
 from components.plan.experiment import Experiment
 
 # libyaml's emitter and parser when PyYAML has them (its wheels do): a
@@ -42,22 +48,42 @@ def file_name(index: int, manifest: Manifest) -> str:
     return f"{index:04d}-{manifest['kind'].lower()}-{manifest['metadata']['name']}.yaml"
 
 
-def render(experiment: Experiment, out_dir: Path) -> Counter[str]:
-    """Write every object to `out_dir` (replacing an earlier rendering); count them per kind."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    # A stale file of a bigger experiment would otherwise be applied with this one.
-    for stale in out_dir.glob("*.yaml"):
-        stale.unlink()
+@dataclass(frozen=True)
+class Rendering:
+    kinds: Counter[str]  # objects written, per kind
+    kept: tuple[str, ...]  # files in the folder render did not write, left as they were (forced)
+    leftover: Path | None  # the earlier rendering, set aside beside the folder, where it could not be removed
+
+
+def render(experiment: Experiment, out_dir: Path, force: bool = False) -> Rendering:
+    """Write every object to `out_dir`, replacing an earlier rendering and nothing else.
+
+    A folder holding files render did not write is refused (render_folder.ForeignFile) unless
+    `force`: then the rendering is written beside them, and they are kept.
+    """
     kinds: Counter[str] = Counter()
-    for index, obj in enumerate(experiment_objects(experiment)):
-        (out_dir / file_name(index, obj.manifest)).write_text(to_yaml(obj.manifest), encoding="utf-8")
+    placed = place_rendering(out_dir, experiment.stack, _files(experiment, kinds), force=force)
+    return Rendering(kinds, placed.kept, placed.leftover)
+
+
+def write_stream(experiment: Experiment, stream: TextIO) -> Counter[str]:
+    """Every object to `stream` as one multi-document YAML stream, in apply order; counted per kind."""
+    kinds: Counter[str] = Counter()
+    for obj in experiment_objects(experiment):
+        stream.write("---\n" + to_yaml(obj.manifest))
         kinds[obj.kind] += 1
     return kinds
 
 
+def _files(experiment: Experiment, kinds: Counter[str]) -> Iterator[tuple[str, str]]:
+    for index, obj in enumerate(experiment_objects(experiment)):
+        yield file_name(index, obj.manifest), to_yaml(obj.manifest)
+        kinds[obj.kind] += 1
+
+
 def read_rendered(out_dir: Path) -> list[Manifest]:
-    """The objects of a rendered folder, in apply order."""
-    return [
-        yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
-        for path in sorted(out_dir.glob("*.yaml"))
-    ]
+    """The objects of a rendered folder, in apply order: the files its record lists (any other
+    file in the folder is not the rendering's), or every YAML file of a folder without one."""
+    record = read_record(out_dir)
+    names = record.files if record else tuple(sorted(path.name for path in out_dir.glob("*.yaml")))
+    return [yaml.load((out_dir / name).read_text(encoding="utf-8"), Loader=_SafeLoader) for name in names]

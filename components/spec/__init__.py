@@ -6,6 +6,7 @@ stack (pydantic); placement_rules.py: what each placement asks of the pools;
 cross_checks.py: the rules that relate pools to the cluster; loading.py: a
 stack's `tfk8s:*` values to a `StackConfig` or one `StackConfigError`;
 sizing.py: memory and bytes derived from the model; stack_files.py: the
-project's stack files; reference.py: the stack file reference, generated.
+project's stack files, read with user_files.py (UTF-8, or one reason why not) and
+strict_yaml.py (every key once); reference.py: the stack file reference, generated.
 Nothing here plans or touches Kubernetes or Pulumi.
 """

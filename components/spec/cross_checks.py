@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from .models import CONFIG_NAMESPACE, StackConfig
+from .models import CONFIG_NAMESPACE, MAX_TASKS, StackConfig
 from .placement_rules import placement_problems
 from .quantities import DNS_LABEL_PATTERN, quantity_value
 from .sizing import checkpoint_bytes, embedding_shard_bytes
@@ -110,6 +110,26 @@ def cross_checks(config: StackConfig) -> list[str]:
                 f"pool '{worker_pool.name}' ({worker_pool.gpu.per_node} per node)"
             )
     return errors
+
+
+def task_count_problems(config: StackConfig) -> list[str]:
+    """A stack past the largest experiment tfk8s is tested with, named by the field that makes it so:
+    checked before anything is planned, since the plan is built task by task."""
+    cluster = config.cluster
+    workers, ps = cluster.workers.replicas, cluster.ps_count
+    chief = 0 if config.program is not None and config.program.done == "workers" else 1
+    tasks = workers + ps + chief
+    if tasks <= MAX_TASKS:
+        return []
+    if ps > workers:
+        field = "ps.replicas" if cluster.ps.replicas is not None else "ratio"
+    else:
+        field = "workers.replicas"
+    return [
+        f"{CONFIG_NAMESPACE}:cluster.{field}: {workers:,} workers and {ps:,} PS make {tasks:,} tasks; tfk8s is "
+        f"tested up to {MAX_TASKS:,} tasks (1,000 PS, 10,000 workers and a chief), so it plans no more: "
+        "use fewer PS and workers"
+    ]
 
 
 def _program_checks(config: StackConfig) -> list[str]:

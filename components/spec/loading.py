@@ -17,8 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from trainer.settings import SettingsError, TrainerSettings
 
-from .cross_checks import cross_checks
+from .cross_checks import cross_checks, task_count_problems
 from .models import CONFIG_NAMESPACE, StackConfig, StackConfigError
+from .program import DNS_SUBDOMAIN, SECRET_KEY
 from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
 
 # --------------------------------------------------------------------------
@@ -42,7 +43,11 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
         )
     given: dict[str, Any] = {}
     for key, value in values.items():
+        if not isinstance(key, str):
+            errors.append(f"config key {key!r} is not text; keys are '<namespace>:<name>', e.g. tfk8s:cluster")
+            continue
         short = key.split(":", 1)[1] if key.startswith(f"{CONFIG_NAMESPACE}:") else key
+        namespace = key.split(":", 1)[0] if ":" in key else None
         if short in TOP_LEVEL_KEYS:
             given[short] = value
         elif ":" not in key or key.startswith(f"{CONFIG_NAMESPACE}:"):
@@ -50,10 +55,18 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
                 f"{CONFIG_NAMESPACE}:{short}: unknown key{_did_you_mean(short, TOP_LEVEL_KEYS)}; "
                 f"allowed: {', '.join(f'{CONFIG_NAMESPACE}:{k}' for k in TOP_LEVEL_KEYS)}"
             )
+        elif namespace is not None and is_near_namespace(namespace):
+            errors.append(_namespace_typo(key, namespace))
 
     for required in ("nodePools", "cluster"):
         if required not in given:
             errors.append(f"{CONFIG_NAMESPACE}:{required}: missing; every stack needs it")
+    if "program" in given and given["program"] is None:
+        errors.append(
+            f"{CONFIG_NAMESPACE}:program: empty; give the program's keys (docs/programs.md), or leave "
+            f"{CONFIG_NAMESPACE}:program out to run tfk8s's trainer"
+        )
+        del given["program"]
     if "program" in given and "trainer" in given:
         errors.append(
             f"{CONFIG_NAMESPACE}:program and {CONFIG_NAMESPACE}:trainer are both set: a stack runs either the "
@@ -86,13 +99,48 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
         except ValidationError as exc:
             errors.extend(_describe_validation_error(exc))
 
+    # The size bound first, alone: the other checks size memory from the task counts.
+    size_problems = task_count_problems(config) if config is not None else []
+    errors.extend(size_problems)
     # The cross checks size memory from the trainer settings: only with settings that are valid.
-    if config is not None and trainer is not None:
+    if config is not None and trainer is not None and not size_problems:
         errors.extend(cross_checks(config))
     if errors:
         raise StackConfigError.listing(stack, errors)
     assert config is not None
     return config
+
+
+def is_near_namespace(namespace: str) -> bool:
+    """A config namespace one slip from tfk8s's (`tfk8`, `tfks`, `tf8s`, `tfk8S`, `tkf8s`): a typo, since
+    a Pulumi stack passes every namespace's keys on and another namespace's are not tfk8s's to judge."""
+    if namespace == CONFIG_NAMESPACE:
+        return False
+    return _edit_distance(namespace.lower(), CONFIG_NAMESPACE) <= 1
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours."""
+    previous_row: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        before, previous_row, row = previous_row, row, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            row[j] = min(previous_row[j] + 1, row[j - 1] + 1, previous_row[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], before[j - 2] + 1)
+    return row[len(b)]
+
+
+def _namespace_typo(key: str, namespace: str) -> str:
+    name = key.split(":", 1)[1]
+    close = difflib.get_close_matches(name, list(TOP_LEVEL_KEYS), n=1)
+    meant = name if name in TOP_LEVEL_KEYS else (close[0] if close else name)
+    return (
+        f"{key}: unknown namespace '{namespace}' (did you mean '{CONFIG_NAMESPACE}:{meant}'?); tfk8s reads "
+        f"only {CONFIG_NAMESPACE}:* keys, so this one would be ignored"
+    )
 
 
 def _describe_validation_error(exc: ValidationError) -> list[str]:
@@ -115,22 +163,62 @@ def _describe_validation_error(exc: ValidationError) -> list[str]:
             message = _pattern_help(error)
         got = error.get("input")
         if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
-            message = f"{message} (got {got!r})"
+            message = f"{message} (got {_shown_input(got)})"
         messages.append(f"{field_path}: {message}")
     return messages
 
 
-_PATTERN_HELP = {
-    QUANTITY_PATTERN: "must be a Kubernetes quantity such as '500m', '2', '4Gi'",
-    DNS_LABEL_PATTERN: "must be a DNS label: lower-case letters, digits and '-', at most 63",
-    LABEL_VALUE_PATTERN: "must be a label value: letters, digits, '-', '_', '.', at most 63",
-    NODE_NAME_PATTERN: "must be a node name: lower-case letters, digits, '-' and '.'",
+# What each pattern allows, in words.
+_PATTERN_RULES = {
+    DNS_LABEL_PATTERN: "lower-case letters, digits and '-', at most 63",
+    LABEL_VALUE_PATTERN: "letters, digits, '-', '_', '.', at most 63",
+    NODE_NAME_PATTERN: "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
+    DNS_SUBDOMAIN: "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
+    SECRET_KEY: "letters, digits, '-', '_' and '.'",
+}
+# What a name names, by its key: a claim refused as "a node name" sends the user to the wrong docs.
+_NAME_KINDS = {
+    "nodes": "a node name",
+    "name": "a pool name",
+    "pool": "a pool name",
+    "claim": "a PersistentVolumeClaim's name",
+    "secret": "a Secret's name",
+    "imagePullSecrets": "a Secret's name",
+    "key": "a key of the Secret",
+    "storageClass": "a StorageClass's name",
+    "priorityClass": "a PriorityClass's name",
+    "namespace": "a namespace (a DNS label)",
+    "queue": "a ClusterQueue's name",
+    "product": "a GPU product's label value",
+}
+_KIND_OF_PATTERN = {
+    DNS_LABEL_PATTERN: "a DNS label",
+    LABEL_VALUE_PATTERN: "a label value",
+    NODE_NAME_PATTERN: "a DNS subdomain",
+    DNS_SUBDOMAIN: "a DNS subdomain",
+    SECRET_KEY: "a Secret key",
 }
 
 
 def _pattern_help(error: Mapping[str, Any]) -> str:
     pattern = (error.get("ctx") or {}).get("pattern", "")
-    return _PATTERN_HELP.get(pattern, error["msg"])
+    if pattern == QUANTITY_PATTERN:
+        return "must be a Kubernetes quantity such as '500m', '2', '4Gi'"
+    rules = _PATTERN_RULES.get(pattern)
+    if rules is None:
+        return error["msg"]
+    key = next((part for part in reversed(tuple(error["loc"])) if isinstance(part, str)), "")
+    kind = _NAME_KINDS.get(key) or _KIND_OF_PATTERN[pattern]
+    return f"must be {kind}: {rules}"
+
+
+# A value echoed back in full would bury the message (a 400-digit quantity, a pasted blob).
+SHOWN_INPUT_CHARS = 60
+
+
+def _shown_input(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= SHOWN_INPUT_CHARS else f"{shown[:SHOWN_INPUT_CHARS]}... ({len(shown):,} characters)"
 
 
 def _format_loc(loc: tuple) -> str:

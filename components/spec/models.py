@@ -15,6 +15,8 @@ from trainer.settings import TrainerSettings
 from .model_base import StackModel as _Model
 from .program import ProgramSpec
 from .quantities import (
+    INT32_MAX,
+    INT64_MAX,
     LABEL_VALUE_PATTERN,
     NODE_NAME_PATTERN,
     CpuQuantity,
@@ -26,6 +28,10 @@ from .quantities import (
 from .ratio import parse_ratio, ps_count_for_ratio
 
 CONFIG_NAMESPACE = "tfk8s"
+# The largest experiment tfk8s is tested with: scene1-case4 fifty times over (1,000 servers,
+# 1,000 PS, 10,000 workers and the chief), planned, applied and placed (docs/benchmarks.md).
+# A stack past it is refused before it is planned: the plan is built task by task.
+MAX_TASKS = 11_001
 DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0"
 
 Placement = Literal["colocated", "isolated", "spread"]
@@ -67,7 +73,7 @@ class GpuSpec(_Model):
         min_length=1,
         description="GPU model the GPU workers are scheduled on (e.g. Tesla-P40; with GFD: its product label's value)",
     )
-    per_node: int = Field(strict=True, ge=1, description="GPUs on each node of the pool")
+    per_node: int = Field(strict=True, ge=1, le=INT32_MAX, description="GPUs on each node of the pool")
     labelled_by: Optional[GpuLabeller] = Field(
         default=None,
         description="tfk8s: tfk8s labels the pool's nodes tfk8s.io/gpu-product (default for pools of nodes); "
@@ -88,7 +94,7 @@ class Toleration(_Model):
     value: Optional[str] = Field(default=None, description="taint value, with operator Equal")
     effect: Optional[TaintEffect] = Field(default=None, description="the taint effect tolerated (unset: every effect)")
     toleration_seconds: Optional[int] = Field(
-        default=None, strict=True, ge=0, description="with NoExecute: how long the pod stays after the taint"
+        default=None, strict=True, ge=0, le=INT64_MAX, description="with NoExecute: how long the pod stays after the taint"
     )
 
     @model_validator(mode="after")
@@ -173,7 +179,7 @@ class PsSpec(_Model):
 class WorkerSpec(_Model):
     replicas: int = Field(strict=True, ge=1, description="workers")
     pool: DnsLabel = Field(description="node pool the workers run in")
-    gpus: int = Field(default=0, strict=True, ge=0, description="nvidia.com/gpu per worker (0: CPU only)")
+    gpus: int = Field(default=0, strict=True, ge=0, le=INT32_MAX, description="nvidia.com/gpu per worker (0: CPU only)")
     cpu: CpuQuantity = Field(default="1", description="CPU request of each worker (no CPU limit: a limit throttles TensorFlow's threads)")
     memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
@@ -193,7 +199,7 @@ class ChiefSpec(_Model):
         description="memory request and limit of the chief (default: derived from the checkpoint it writes, at least 2Gi)",
     )
     restarts: int = Field(
-        default=6, strict=True, ge=0, description="times the chief is restarted (from its checkpoint) before the Job fails"
+        default=6, strict=True, ge=0, le=INT32_MAX, description="times the chief is restarted (from its checkpoint) before the Job fails"
     )
     checkpoint_volume: Optional[CheckpointVolumeSpec] = Field(
         default=None,
@@ -203,6 +209,7 @@ class ChiefSpec(_Model):
         default=None,
         strict=True,
         ge=1,
+        le=INT64_MAX,
         description="seconds the chief's Job may run in all before it fails (and the experiment with it): "
         "a hung chief otherwise runs forever (default: no deadline)",
     )
@@ -263,6 +270,7 @@ class ClusterSpec(_Model):
         default=3,
         strict=True,
         ge=0,
+        le=INT32_MAX,
         description="times a lost PS restarts the whole experiment (from its last checkpoint) before it fails "
         "(workload jobset)",
     )

@@ -97,9 +97,33 @@ class ClaimVolume(_Model):
         return path
 
 
+def command_problem(command: Optional[tuple[str, ...]]) -> Optional[str]:
+    """Why `command` can run nothing, or None: an empty list is dropped by Kubernetes (the image's
+    entrypoint would run instead), and an empty first word names no program."""
+    if command is None:
+        return None
+    if not command:
+        return (
+            "command is empty ([]), which runs nothing: list the program and its arguments, or leave command "
+            "out to run the image's entrypoint"
+        )
+    if not command[0].strip():
+        return "command[0] is empty: the first word is the program every task runs"
+    return None
+
+
 class RoleCommand(_Model):
     command: Optional[tuple[str, ...]] = Field(default=None, description="this role's command instead of the program's")
     args: Optional[tuple[str, ...]] = Field(default=None, description="this role's args instead of the program's")
+
+    @model_validator(mode="after")
+    def _says_something(self) -> "RoleCommand":
+        if self.command is None and self.args is None:
+            raise ValueError("gives neither command nor args: give this role's own, or drop it to run the program's")
+        problem = command_problem(self.command)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class ProgramSpec(_Model):
@@ -152,6 +176,17 @@ class ProgramSpec(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> "ProgramSpec":
+        problem = command_problem(self.command)
+        if problem:
+            raise ValueError(problem)
+        for role in ("", *sorted(self.roles)):
+            command, args = self.command_of(role) if role else (self.command, self.args)
+            if args == () and command is None:
+                where = f"roles.{role}.args" if role else "args"
+                raise ValueError(
+                    f"{where} is empty ([]) with no command: Kubernetes drops an empty list, so the image's own "
+                    "arguments would run; give a command, or leave args out"
+                )
         if self.done == "workers" and "chief" in self.roles:
             raise ValueError("roles.chief: with done: workers there is no chief task (worker 0 acts as chief)")
         known = set(PROGRAM_VARIABLES) | set(self.env)

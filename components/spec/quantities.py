@@ -20,6 +20,10 @@ QUANTITY_FACTORS = {
     "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
 }
+# What Kubernetes' own fields hold: restarts and GPU counts are int32, seconds int64, and a quantity
+# is at most 2^63 - 1 of its unit; a larger number in a stack file could never be applied.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 # The least a TensorFlow task can run with: a smaller request is a typo ("1" is one byte).
 MIN_CPU = 0.01
 MIN_MEMORY_BYTES = 128 * 2**20
@@ -30,6 +34,12 @@ def quantity_value(text: str) -> float:
     number = re.match(r"^[0-9]+(\.[0-9]+)?", text)
     assert number is not None
     return float(number.group(0)) * QUANTITY_FACTORS[text[number.end():]]
+
+
+def within_kubernetes(text: str) -> str:
+    if quantity_value(text) > INT64_MAX:
+        raise ValueError(f"quantity '{text[:24]}...' is past the largest Kubernetes holds (2^63 - 1 bytes or cores)")
+    return text
 
 
 def at_least_cpu(text: str) -> str:
@@ -47,7 +57,7 @@ def at_least_memory(text: str) -> str:
     return text
 
 
-Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
+Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN), AfterValidator(within_kubernetes)]
 CpuQuantity = Annotated[Quantity, AfterValidator(at_least_cpu)]
 MemoryQuantity = Annotated[Quantity, AfterValidator(at_least_memory)]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]

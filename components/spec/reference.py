@@ -22,6 +22,7 @@ from pydantic_core import PydanticUndefined
 
 from trainer.settings import TrainerSettings, to_camel
 
+from .atomic_files import write_text_atomic
 from .models import CONFIG_NAMESPACE, StackConfig
 from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
 from .stack_files import PROJECT_ROOT
@@ -193,7 +194,7 @@ def reference_markdown() -> str:
 
 
 def main() -> None:
-    (PROJECT_ROOT / REFERENCE_FILE).write_text(reference_markdown(), encoding="utf-8")
+    write_text_atomic(PROJECT_ROOT / REFERENCE_FILE, reference_markdown())
     print(f"wrote {REFERENCE_FILE} ({len(stack_keys())} keys)")
 
 

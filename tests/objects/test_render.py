@@ -22,9 +22,13 @@ def test_rendered_objects_equal_the_registered_ones(stack, tmp_path):
 
 def test_render_writes_one_numbered_file_per_object_in_apply_order(tmp_path, capsys):
     assert main(["render", "scene1-case2", "--out", str(tmp_path)]) == 0
-    names = sorted(path.name for path in tmp_path.iterdir())
+    names = sorted(path.name for path in tmp_path.glob("*.yaml"))
     # 5 nodes, namespace, NetworkPolicy, 2 ConfigMaps, the JobSet.
     assert len(names) == 5 + 1 + 1 + 2 + 1
+    # Beside them only the record of what render wrote there, which a later render replaces alone.
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".tfk8s-render", *names]
+    record = yaml.safe_load((tmp_path / ".tfk8s-render").read_text())
+    assert record == {"stack": "scene1-case2", "files": names}
     assert names[:6] == [f"000{i}-node-srv-0{i}.yaml" for i in range(5)] + ["0005-namespace-tf-scene1-case2.yaml"]
     # Everything a task needs comes before the tasks.
     kinds = [yaml.safe_load((tmp_path / name).read_text())["kind"] for name in names]
@@ -37,7 +41,7 @@ def test_render_writes_one_numbered_file_per_object_in_apply_order(tmp_path, cap
 def test_render_of_the_statefulset_model_has_a_workload_per_group(tmp_path, capsys):
     stack = write_variant(tmp_path, "scene1-case2", "sts", lambda v: v["tfk8s:cluster"].update(workload="statefulset"))
     assert main(["render", stack, "--out", str(tmp_path / "out")]) == 0
-    kinds = [yaml.safe_load(path.read_text())["kind"] for path in sorted((tmp_path / "out").iterdir())]
+    kinds = [yaml.safe_load(path.read_text())["kind"] for path in sorted((tmp_path / "out").glob("*.yaml"))]
     # A Service per role, the chief's Job, PS and workers per server, after what they need.
     first_task = kinds.index("Service")
     assert set(kinds[first_task:]) == {"Service", "StatefulSet", "Job"}

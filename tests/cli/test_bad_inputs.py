@@ -1,0 +1,560 @@
+"""Every bad input to `python -m components` is one clear error naming what is wrong, never a traceback,
+and every exit code means what the one table says (components/cli/exit_codes.py, docs/commands.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+import yaml
+
+import components.cli.import_tfjob as importer
+from components.cli.exit_codes import EXIT_CODES
+from components.cli.main import main
+from components.live.api_errors import api_error_text
+from tests.harness import PROJECT_ROOT
+
+STACK = """\
+config:
+  tfk8s:nodePools:
+    - name: servers
+      nodes: [srv-00, srv-01]
+  tfk8s:cluster:
+    placement: colocated
+    ps: {replicas: 1, pool: servers}
+    workers: {replicas: 3, pool: servers}
+  tfk8s:trainer: {}
+"""
+
+PROGRAM_STACK = """\
+config:
+  tfk8s:nodePools:
+    - name: servers
+      nodes: [srv-00]
+  tfk8s:cluster:
+    placement: colocated
+    ps: {replicas: 1, pool: servers, memory: 1Gi}
+    workers: {replicas: 2, pool: servers}
+  tfk8s:program:
+    command: [python, train.py]
+"""
+
+
+def edited(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new)
+
+
+def stack_file(tmp_path: Path, content: str | bytes, name: str = "Pulumi.bad.yaml") -> str:
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return str(path)
+
+
+def kubeconfig_file(tmp_path: Path, content: str | bytes) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return str(path)
+
+
+def tfjob(**replica_types: dict) -> dict:
+    def container(**fields) -> dict:
+        return {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0", "command": ["python", "train.py"],
+                "resources": {"requests": {"memory": "2Gi"}}, **fields}
+
+    types = {"PS": {"replicas": 1}, "Worker": {"replicas": 2}}
+    types.update(replica_types)
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "ctr"},
+        "spec": {"tfReplicaSpecs": {
+            name: {"replicas": spec["replicas"], "template": {"spec": {"containers": [container(**spec.get("container", {}))]}}}
+            for name, spec in types.items() if spec is not None
+        }},
+    }
+
+
+def tfjob_file(tmp_path: Path, job: dict | str | bytes) -> str:
+    path = tmp_path / "tfjob.yaml"
+    if isinstance(job, dict):
+        job = yaml.safe_dump(job, sort_keys=False)
+    path.write_bytes(job if isinstance(job, bytes) else job.encode("utf-8"))
+    return str(path)
+
+
+def deep_nesting(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+ALIAS_BOMB = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+    "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+    "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+    "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n"
+) + STACK.replace("tfk8s:trainer: {}", "tfk8s:trainer: *g")
+
+NOT_A_KUBECONFIG_LIST = "- name: c\n- name: d\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    argv: Callable[[Path], list[str]]
+    code: int
+    message: str  # a regular expression the one line on stderr must match
+
+
+def plan(content: str | bytes) -> Callable[[Path], list[str]]:
+    return lambda tmp_path: ["plan", stack_file(tmp_path, content)]
+
+
+def status_with(kubeconfig: str | bytes, command: str = "status") -> Callable[[Path], list[str]]:
+    return lambda tmp_path: [command, "scene1-case1", "--kubeconfig", kubeconfig_file(tmp_path, kubeconfig)]
+
+
+def import_of(job: dict | str | bytes) -> Callable[[Path], list[str]]:
+    return lambda tmp_path: ["import-tfjob", tfjob_file(tmp_path, job), "--stack", "imported", "--nodes", "n1"]
+
+
+def folder(tmp_path: Path) -> str:
+    path = tmp_path / "Pulumi.folder.yaml"
+    path.mkdir()
+    return str(path)
+
+
+BAD_INPUTS = {
+    # Stack files that cannot be read: one line naming the path as given, exit 2.
+    "a binary stack file": Case(plan(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), 2, r"stack file '.*Pulumi\.bad\.yaml': is binary, not text"),
+    "a UTF-16 stack file": Case(plan(STACK.encode("utf-16")), 2, r"stack file '.*': is UTF-16 text; tfk8s reads UTF-8: save it as UTF-8"),
+    "a Latin-1 stack file": Case(
+        plan(STACK.replace("srv-01", "srv-\xe9").encode("latin-1")), 2,
+        r"is not UTF-8 text \(byte 0xe9 at line 4, column 27\); save it as UTF-8",
+    ),
+    "a folder named as the stack file": Case(
+        lambda tmp_path: ["plan", folder(tmp_path)], 2, r"stack file '.*Pulumi\.folder\.yaml': is a folder, not a file"
+    ),
+    "a missing path": Case(lambda tmp_path: ["plan", "/path/missing.yaml"], 2, r"^stack file '/path/missing\.yaml': no such file$"),
+    "a missing relative path": Case(lambda tmp_path: ["plan", "experiments/mine.yml"], 2, r"^stack file 'experiments/mine\.yml': no such file$"),
+    "an empty stack file": Case(plan(""), 2, r"stack file '.*': no 'config:' mapping \(the file is empty\)"),
+    "a list at the top of the stack file": Case(plan("- config\n"), 2, r"no 'config:' mapping \(the file holds a YAML list"),
+    "config: []": Case(plan("config: []\n"), 2, r"no 'config:' mapping \('config:' holds a YAML list\)"),
+    "a config key that is not text": Case(plan(STACK + "  5: five\n"), 2, r"config key 5 is not text"),
+    "nested past any stack file": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {deep_nesting(5000)}")), 2, r"nested more than 100 deep"
+    ),
+    "aliases expanding to millions of values": Case(plan(ALIAS_BOMB), 2, r"its aliases expand it to more than 1,000,000 values"),
+    # Keys given twice: the second would silently win.
+    "tfk8s:cluster given twice": Case(
+        plan(STACK + "  tfk8s:cluster:\n    placement: isolated\n"), 2,
+        r"the key 'tfk8s:cluster' is given twice \(lines 5 and 10\)",
+    ),
+    "workers given twice": Case(
+        plan(edited(STACK, "    workers: {replicas: 3, pool: servers}\n",
+                    "    workers: {replicas: 3, pool: servers}\n    workers: {replicas: 99, pool: servers}\n")), 2,
+        r"the key 'workers' is given twice \(lines 8 and 9\)",
+    ),
+    # A namespace one slip from tfk8s's: its keys would be ignored.
+    **{
+        f"namespace {namespace}": Case(
+            plan(edited(STACK, "tfk8s:trainer: {}", f"{namespace}:trainer: {{steps: 5}}")), 2,
+            rf"{namespace}:trainer: unknown namespace '{namespace}' \(did you mean 'tfk8s:trainer'\?\)",
+        )
+        for namespace in ("tfk8", "tfks", "tf8s", "tfk8S", "tkf8s")
+    },
+    # Lists and values a program cannot use.
+    "command: []": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: []")), 2,
+        r"tfk8s:program: command is empty \(\[\]\), which runs nothing",
+    ),
+    "an empty first word of command": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: ['', train.py]")), 2,
+        r"tfk8s:program: command\[0\] is empty",
+    ),
+    "args: [] without a command": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "args: []")), 2,
+        r"tfk8s:program: args is empty \(\[\]\) with no command",
+    ),
+    "a role that overrides nothing": Case(
+        plan(PROGRAM_STACK + "    roles: {ps: {}}\n"), 2, r"tfk8s:program\.roles\.ps: gives neither command nor args",
+    ),
+    "roles.ps.command: []": Case(
+        plan(PROGRAM_STACK + "    roles: {ps: {command: []}}\n"), 2, r"tfk8s:program\.roles\.ps: command is empty",
+    ),
+    "tfk8s:program: with nothing under it": Case(
+        plan(edited(PROGRAM_STACK, "  tfk8s:program:\n    command: [python, train.py]\n", "  tfk8s:program:\n")), 2,
+        r"tfk8s:program: empty; give the program's keys",
+    ),
+    # Past the largest experiment tfk8s is tested with: refused before it is planned.
+    "10**23 workers": Case(
+        plan(edited(STACK, "replicas: 3", f"replicas: {10**23}")), 2,
+        r"tfk8s:cluster\.workers\.replicas: 100,000,000,000,000,000,000,000 workers and 1 PS make "
+        r"100,000,000,000,000,000,000,002 tasks; tfk8s is tested up to 11,001 tasks",
+    ),
+    "10**7 workers": Case(
+        plan(edited(STACK, "replicas: 3", f"replicas: {10**7}")), 2,
+        r"tfk8s:cluster\.workers\.replicas: 10,000,000 workers .* tfk8s is tested up to 11,001 tasks",
+    ),
+    "10**7 PS": Case(
+        plan(edited(STACK, "replicas: 1,", f"replicas: {10**7},")), 2,
+        r"tfk8s:cluster\.ps\.replicas: 3 workers and 10,000,000 PS .* tfk8s is tested up to 11,001 tasks",
+    ),
+    "a ratio giving 3 billion PS": Case(
+        plan(edited(STACK, "ps: {replicas: 1, pool: servers}", "ratio: '999999999:1'")), 2,
+        r"tfk8s:cluster\.ratio: 3 workers and 2,999,999,997 PS make 3,000,000,001 tasks; tfk8s is tested up to 11,001",
+    ),
+    "a ratio of 5,000 digits": Case(
+        plan(edited(STACK, "ps: {replicas: 1, pool: servers}", f"ratio: '1:{'9' * 5000}'")), 2,
+        r"tfk8s:cluster\.ratio: ratio '1:9+': P and W are whole numbers of at most 9 digits",
+    ),
+    "10**30 GPUs per worker": Case(
+        plan(edited(STACK, "workers: {replicas: 3, pool: servers}", f"workers: {{replicas: 3, pool: servers, gpus: {10**30}}}")), 2,
+        r"tfk8s:cluster\.workers\.gpus: Input should be less than or equal to 2147483647",
+    ),
+    "10**30 restarts": Case(
+        plan(edited(STACK, "placement: colocated", f"placement: colocated\n    restarts: {10**30}")), 2,
+        r"tfk8s:cluster\.restarts: Input should be less than or equal to 2147483647",
+    ),
+    "a memory quantity of 400 digits": Case(
+        plan(edited(STACK, "workers: {replicas: 3, pool: servers}", f"workers: {{replicas: 3, pool: servers, memory: '{'9' * 400}Ei'}}")), 2,
+        r"tfk8s:cluster\.workers\.memory: quantity '9{24}\.\.\.' is past the largest Kubernetes holds .*\(got '9+\.\.\. \(404 characters\)\)",
+    ),
+    # Trainer settings a model cannot take.
+    "learningRate: .nan": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {learningRate: .nan}")), 2,
+        r"tfk8s:trainer\.learningRate: must be a finite number \(got nan\)",
+    ),
+    "steps of 10**30": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {{steps: {10**30}}}")), 2,
+        r"tfk8s:trainer\.steps: must be at most 2,147,483,647",
+    ),
+    "embeddingRows of 10**30": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {{embeddingRows: {10**30}}}")), 2,
+        r"tfk8s:trainer\.embeddingRows: must be at most 2,147,483,647",
+    ),
+    # Each kind of name with its own help.
+    "a claim named Bad_Claim": Case(
+        plan(PROGRAM_STACK + "    volumes: [{claim: Bad_Claim, mountPath: /data}]\n"), 2,
+        r"tfk8s:program\.volumes\[0\]\.claim: must be a PersistentVolumeClaim's name: lower-case letters",
+    ),
+    "a Secret named Bad_Secret": Case(
+        plan(PROGRAM_STACK + "    env: {TOKEN: {secret: Bad_Secret, key: token}}\n"), 2,
+        r"tfk8s:program\.env\.TOKEN.*secret: must be a Secret's name: lower-case letters",
+    ),
+    "a pool named Bad_Pool": Case(
+        plan(STACK.replace("servers", "Bad_Pool")), 2, r"tfk8s:nodePools\[0\]\.name: must be a pool name: lower-case letters, digits and '-'",
+    ),
+    "a StorageClass named Bad_Class": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpointVolume: {size: 1Gi, storageClass: Bad_Class}}")), 2,
+        r"storageClass: must be a StorageClass's name",
+    ),
+    # diff: a stack it cannot read is exit 2, not "different".
+    "diff of a binary stack": Case(
+        lambda tmp_path: ["diff", "scene1-case1", stack_file(tmp_path, b"\x00\x01\x02")], 2, r"is binary, not text",
+    ),
+    "diff of a folder": Case(lambda tmp_path: ["diff", folder(tmp_path), "scene1-case1"], 2, r"is a folder, not a file"),
+    # Kubeconfigs the client cannot read: one line naming the file, exit 2.
+    "a kubeconfig that is not YAML": Case(
+        status_with("apiVersion: v1\nclusters: [unclosed\n"), 2, r"kubeconfig .*kubeconfig \(given with --kubeconfig\): is not YAML: .*line 3",
+    ),
+    "a kubeconfig that is a YAML list": Case(
+        status_with(NOT_A_KUBECONFIG_LIST), 2, r"is not a kubeconfig: it holds a YAML list, not a mapping of clusters",
+    ),
+    "a kubeconfig whose clusters is a number": Case(
+        status_with("apiVersion: v1\nkind: Config\nclusters: 5\ncontexts: []\n"), 2, r"is not a kubeconfig: its clusters is a YAML int",
+    ),
+    "a binary kubeconfig": Case(status_with(b"\x00\xff\x00\xff"), 2, r"kubeconfig .*: is binary, not text"),
+    "top with a kubeconfig that is not YAML": Case(
+        status_with("clusters: [unclosed\n", command="top"), 2, r"is not YAML",
+    ),
+    # TFJobs: exit 1, nothing written, the field named.
+    "a TFJob whose Worker is spelled Wrker": Case(
+        import_of(tfjob(Worker=None, Wrker={"replicas": 2})), 1,
+        r"spec\.tfReplicaSpecs\.Wrker: 'Wrker' is not a TFJob replica type \(did you mean 'Worker'\?\)",
+    ),
+    "a TFJob in UTF-16": Case(import_of(yaml.safe_dump(tfjob()).encode("utf-16")), 1, r"tfjob\.yaml: is UTF-16 text"),
+    "a TFJob with a key given twice": Case(
+        import_of(yaml.safe_dump(tfjob(), sort_keys=False).replace("kind: TFJob\n", "kind: TFJob\nkind: TFJob\n")), 1,
+        r"not YAML: the key 'kind' is given twice \(lines 2 and 3\)",
+    ),
+    "a TFJob whose env is a mapping": Case(
+        import_of(tfjob(Worker={"replicas": 2, "container": {"env": {"A": "1"}}})), 1,
+        r"spec\.tfReplicaSpecs\.Worker\.template\.spec\.containers\[0\]\.env is a mapping; it must be a list",
+    ),
+    "a TFJob whose command is one string": Case(
+        import_of(tfjob(Worker={"replicas": 2, "container": {"command": "python train.py"}})), 1,
+        r"containers\[0\]\.command is the text 'python train\.py'; it must be a list of text",
+    ),
+    "a TFJob with a number in args": Case(
+        import_of(tfjob(Worker={"replicas": 2, "container": {"args": ["--steps", 100]}})), 1,
+        r"containers\[0\]\.args\[1\] is the number 100; Kubernetes takes text only: quote it",
+    ),
+    "a TFJob whose tolerations are a mapping": Case(
+        import_of(
+            {**tfjob(), "spec": {"tfReplicaSpecs": {**tfjob()["spec"]["tfReplicaSpecs"], "PS": {
+                "replicas": 1, "template": {"spec": {"tolerations": {"key": "x"}, "containers": [
+                    {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0", "resources": {"requests": {"memory": "2Gi"}}}
+                ]}}}}}}
+        ), 1,
+        r"spec\.tfReplicaSpecs\.PS\.template\.spec\.tolerations is a mapping; it must be a list",
+    ),
+}
+
+
+@pytest.fixture
+def stacks_dir(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "stacks"
+    monkeypatch.setattr(importer, "STACKS_DIR", folder)
+    return folder
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=name) for name, case in BAD_INPUTS.items()])
+def test_a_bad_input_is_one_clear_line_and_its_exit_code(case: Case, tmp_path, capsys, stacks_dir):
+    code = main(case.argv(tmp_path))
+    said = capsys.readouterr()
+    assert code == case.code, said.err
+    lines = [line.strip(" -") for line in said.err.splitlines() if line.strip()]
+    assert any(re.search(case.message, line) for line in lines), said.err
+    assert "Traceback" not in said.err
+    assert said.out == ""
+    assert not stacks_dir.exists() or list(stacks_dir.iterdir()) == [], "nothing is written for a bad input"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file whatever its mode")
+def test_a_stack_file_without_read_permission(tmp_path, capsys):
+    path = Path(stack_file(tmp_path, STACK))
+    path.chmod(0)
+    assert main(["plan", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == f"stack file '{path}': no permission to read it"
+
+
+def test_a_stack_file_the_system_refuses_to_open_is_named_with_the_reason(tmp_path, capsys, monkeypatch):
+    """What a user without read permission sees (simulated: the tests may run as root, who reads anything)."""
+    path = stack_file(tmp_path, STACK)
+    real_open = open
+
+    def refusing_open(file, *args, **kwargs):
+        if str(file) == path:
+            raise PermissionError(13, "Permission denied", file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing_open)
+    assert main(["plan", path]) == 2
+    assert capsys.readouterr().err.strip() == f"stack file '{path}': no permission to read it"
+
+
+def test_another_namespace_stays_allowed(tmp_path, capsys):
+    """kubernetes: and pulumi: keys belong to other namespaces of the same stack file."""
+    path = stack_file(tmp_path, STACK + "  kubernetes:context: kind-tfk8s\n  pulumi:template: none\n  aws:region: x\n")
+    assert main(["plan", path]) == 0, capsys.readouterr().err
+
+
+def test_a_namespace_typo_is_refused_by_the_pulumi_program_too(recording_monitor):
+    """`pulumi up` passes the stack's keys of every namespace; the one a slip from tfk8s's is refused."""
+    import pulumi
+
+    from components.spec.stack_files import read_stack_values
+    from tests.harness import run_program
+
+    _, values = read_stack_values("scene1-case1")
+    values = {**values, "tfk8:trainer": {"steps": 5}, "kubernetes:context": "kind-tfk8s"}
+    with pytest.raises(pulumi.RunError, match=r"tfk8:trainer: unknown namespace 'tfk8' \(did you mean 'tfk8s:trainer'\?\)"):
+        run_program("scene1-case1", values, monitor=recording_monitor)
+    assert recording_monitor.registrations == []
+
+
+def test_anchors_and_merge_keys_are_not_keys_given_twice(tmp_path, capsys):
+    path = stack_file(tmp_path, STACK.replace(
+        "    workers: {replicas: 3, pool: servers}\n",
+        "    workers:\n      <<: {replicas: 1, pool: servers}\n      replicas: 3\n",
+    ))
+    assert main(["plan", path, "--json"]) == 0, capsys.readouterr().err
+
+
+def test_the_largest_tested_experiment_is_still_planned(tmp_path, capsys):
+    """1,000 PS, 10,000 workers and the chief: the bound refuses nothing tfk8s is tested with."""
+    from tests.stack_variants import write_scaled
+
+    assert main(["plan", write_scaled(tmp_path, "scene1-case4", 50), "--json"]) == 0, capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# API errors: the server's own message, and the permission a 403 lacks.
+
+FORBIDDEN_PODS = {
+    "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+    "message": 'pods is forbidden: User "system:serviceaccount:ml:viewer" cannot list resource "pods" in API group "" '
+               'in the namespace "tf-scene1-case1"',
+    "details": {"kind": "pods"},
+}
+
+
+@pytest.fixture
+def refusing_api_server(tmp_path) -> Iterator[str]:
+    """An API server that answers every request 403 with the Status object Kubernetes writes; its kubeconfig."""
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server interface
+            body = json.dumps(FORBIDDEN_PODS).encode()
+            self.send_response(403)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Audit-Id", "3f0c5a8e-headers-are-not-for-people")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }
+    try:
+        yield kubeconfig_file(tmp_path, json.dumps(kubeconfig))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("command", ["status", "top"])
+def test_a_403_says_which_permission_is_missing_in_one_line(command, refusing_api_server, capsys):
+    assert main([command, "scene1-case1", "--kubeconfig", refusing_api_server]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "refused: 403 Forbidden: pods is forbidden" in err
+    assert "missing permission: `list` on `pods` in namespace tf-scene1-case1 for system:serviceaccount:ml:viewer" in err
+    assert "Audit-Id" not in err and "HTTP response headers" not in err
+
+
+@pytest.mark.parametrize("status, reason, body, said", [
+    pytest.param(403, "Forbidden", json.dumps({**FORBIDDEN_PODS, "message": 'nodes "srv-00" is forbidden: User "u" cannot get '
+                 'resource "nodes/proxy" in API group "" at the cluster scope'}), "missing permission: `get` on `nodes/proxy` "
+                 "cluster-wide for u", id="a cluster-scoped subresource"),
+    pytest.param(403, "Forbidden", json.dumps({**FORBIDDEN_PODS, "message": 'jobsets.jobset.x-k8s.io "tf" is forbidden: User '
+                 '"u" cannot get resource "jobsets" in API group "jobset.x-k8s.io" in the namespace "tf-a"'}),
+                 "missing permission: `get` on `jobsets.jobset.x-k8s.io` in namespace tf-a for u", id="a custom resource"),
+    pytest.param(401, "Unauthorized", json.dumps({"kind": "Status", "message": "Unauthorized", "code": 401}),
+                 "401 Unauthorized: Unauthorized", id="a 401"),
+    pytest.param(500, "Internal Server Error", "upstream connect error\nmore", "500 Internal Server Error: upstream connect error",
+                 id="a body that is not a Status"),
+])
+def test_an_api_error_is_the_servers_message(status, reason, body, said):
+    assert said in api_error_text(status, reason, body)
+    assert "\n" not in api_error_text(status, reason, body)
+
+
+# --------------------------------------------------------------------------
+# Ctrl-C: 130, no traceback.
+
+
+def test_ctrl_c_is_exit_130_without_a_traceback(monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("components.live.top.cluster_top", interrupted)
+    assert main(["top", "scene1-case1", "--watch", "5"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_ctrl_c_of_the_command_line_is_exit_130_without_a_traceback():
+    """SIGINT in the middle of `python -m components plan`, as a terminal's Ctrl-C sends it."""
+    script = (
+        "import os, runpy, signal, sys\n"
+        "import components.cli.plan_view as view\n"
+        "view.plan_table = lambda *args: os.kill(os.getpid(), signal.SIGINT) or 'never'\n"
+        "import components.cli.main as cli\n"
+        "cli.plan_table = view.plan_table\n"
+        "sys.argv = ['components', 'plan', 'scene1-case1']\n"
+        "runpy.run_module('components', run_name='__main__')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 130, result.stderr
+    assert "Traceback" not in result.stderr and "never" not in result.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full is Linux's")
+def test_a_full_disk_under_standard_output_is_one_line_and_exit_2():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "components", "export", "scene1-case1"], cwd=PROJECT_ROOT,
+                                stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == "python -m components: cannot write standard output: No space left on device\n"
+
+
+# --------------------------------------------------------------------------
+# One table of exit codes.
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["plan", "/nonexistent/Pulumi.x.yaml"], id="plan"),
+    pytest.param(["render", "/nonexistent/Pulumi.x.yaml"], id="render"),
+    pytest.param(["status", "/nonexistent/Pulumi.x.yaml"], id="status"),
+    pytest.param(["top", "/nonexistent/Pulumi.x.yaml"], id="top"),
+    pytest.param(["export", "/nonexistent/Pulumi.x.yaml"], id="export"),
+    pytest.param(["diff", "scene1-case1", "/nonexistent/Pulumi.x.yaml"], id="diff"),
+    pytest.param(["stacks", "extra"], id="stacks"),
+    pytest.param(["import-tfjob", "tfjob.yaml"], id="import-tfjob without --stack"),
+    pytest.param(["top", "scene1-case1", "--watch", "-1"], id="top --watch -1"),
+    pytest.param(["no-such-command"], id="an unknown command"),
+])
+def test_every_subcommand_exits_2_for_bad_input_or_usage(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exit:  # argparse's usage errors
+        code = exit.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip()
+    if argv[0] != "stacks" and "/nonexistent/Pulumi.x.yaml" in argv:
+        assert err.strip() == "stack file '/nonexistent/Pulumi.x.yaml': no such file"
+
+
+def test_help_lists_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = _words(capsys.readouterr().out)
+    assert "exit codes:" in shown
+    for code, meaning in EXIT_CODES:
+        assert _words(f"{code} {meaning}") in shown
+
+
+def test_the_docs_hold_the_same_exit_codes_as_help():
+    page = (PROJECT_ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    rows = {int(code): _words(meaning) for code, meaning in re.findall(r"^\| `?(\d+)`? \| (.+?) \|$", page, re.M)}
+    assert rows == {code: _words(meaning) for code, meaning in EXIT_CODES}
+
+
+def test_the_docs_have_a_line_for_every_subcommand():
+    page = (PROJECT_ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    from components.cli.main import _parser
+
+    subcommands = next(action for action in _parser()._actions if action.dest == "command").choices
+    missing = [name for name in subcommands if f"`python -m components {name}" not in page]
+    assert missing == []
+
+
+def test_status_help_says_why_it_exits_1(capsys):
+    with pytest.raises(SystemExit):
+        main(["status", "--help"])
+    shown = _words(capsys.readouterr().out)
+    assert "1 the experiment failed, or a task is not running as planned" in shown
+    assert "2 the stack or the kubeconfig cannot be read" in shown

@@ -66,7 +66,13 @@ def _program_line(config: StackConfig, source: Optional[ProgramSource]) -> str:
     if command is None:
         shown = f"(the image's entrypoint) {shown}".rstrip()
     shipped = f" · source {source.folder} ({len(source.files)} files, sha256 {source.sha256[:12]})" if source else ""
-    return f"program: {shown}{shipped} · done: {program.done}"
+    line = f"program: {shown}{shipped} · done: {program.done}"
+    if source is not None and source.left_out:
+        # Never shipped: dotfiles and what .gitignore or .tfk8signore leave out (docs/programs.md).
+        more = len(source.left_out) - 3
+        listed = ", ".join(source.left_out[:3]) + (f" and {more} more" if more > 0 else "")
+        line += f"\nleft out of source: {listed}"
+    return line
 
 
 def _count(plan: Plan, share: ServerShare, task_type: str) -> str:

@@ -5,6 +5,11 @@ folder of scripts reaches every pod without an image build. ConfigMap keys
 cannot hold '/', so each file gets a flat key and the volume's `items` put it
 back at its path. What a ConfigMap cannot carry is refused before anything is
 created, with the way out: bake the program into the image.
+
+Anyone who can read the namespace can read that ConfigMap, so only the
+program's own files go in: dotfiles and what the ignore files ignore are left
+out (source_ignore.py), and a file that looks like a credential is refused,
+with the way to pass it as a secret (source_credentials.py).
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.plan.source_credentials import credential_by_content, credential_by_name
+from components.plan.source_ignore import TFK8SIGNORE, IgnoreRules
 from components.plan.tf_config import MAX_CONFIG_MAP_BYTES
+
+FIELD = "tfk8s:program.source"
 
 # A ConfigMap key: letters, digits, '-', '_', '.'.
 CONFIG_MAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -40,13 +49,20 @@ class SourceFile:
     @property
     def key(self) -> str:
         """Its ConfigMap key: the path with '/' as '__'."""
-        return self.path.replace("/", "__")
+        return self.key_of(self.path)
+
+    @staticmethod
+    def key_of(path: str) -> str:
+        return path.replace("/", "__")
 
 
 @dataclass(frozen=True)
 class ProgramSource:
     folder: str  # as the stack file names it
     files: tuple[SourceFile, ...]
+    # Paths not shipped (a folder once, '/'-terminated; its files are never
+    # read): dotfiles and what is ignored, for `plan` to say so.
+    left_out: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -82,52 +98,146 @@ class ProgramSource:
 
 
 def load_program_source(project_root: Path, folder: str) -> ProgramSource:
-    """The files of `folder` (relative to the project), or ProgramSourceError saying why not."""
-    field = "tfk8s:program.source"
+    """The files of `folder` (relative to the project) to ship, or ProgramSourceError saying why not."""
     root = project_root.resolve()
     given = Path(folder)
     if given.is_absolute():
-        raise ProgramSourceError(f"{field}: '{folder}' must be a folder of the project, relative to {root}")
+        raise ProgramSourceError(f"{FIELD}: '{folder}' must be a folder of the project, relative to {root}")
     base = (root / given).resolve()
     if base != root and root not in base.parents:
-        raise ProgramSourceError(f"{field}: '{folder}' is outside the project ({root}); {BAKE_IT_IN}")
+        raise ProgramSourceError(f"{FIELD}: '{folder}' is outside the project ({root}); {BAKE_IT_IN}")
     if not base.is_dir():
-        raise ProgramSourceError(f"{field}: '{folder}' is not a folder of the project ({base} does not exist)")
-    files: dict[str, SourceFile] = {}
-    for directory, subdirectories, names in os.walk(base, followlinks=False):
-        subdirectories[:] = sorted(name for name in subdirectories if name not in SKIPPED_DIRECTORIES)
-        linked_folders = [name for name in subdirectories if Path(directory, name).is_symlink()]
-        for name in sorted(names) + linked_folders:
-            path = Path(directory, name)
-            relative = path.relative_to(base).as_posix()
-            target = path.resolve()
-            if base not in target.parents:
-                raise ProgramSourceError(
-                    f"{field}: '{folder}/{relative}' is a link to {target}, outside the folder; copy it in or {BAKE_IT_IN}"
-                )
-            if not path.is_file() or target.is_dir():
-                raise ProgramSourceError(
-                    f"{field}: '{folder}/{relative}' is not a regular file (a folder link, a socket, ...); {BAKE_IT_IN}"
-                )
-            if not all(CONFIG_MAP_KEY.match(part) for part in relative.split("/")):
-                raise ProgramSourceError(
-                    f"{field}: '{folder}/{relative}': file and folder names may hold letters, digits, '-', '_' "
-                    f"and '.' only (a ConfigMap's keys); rename it or {BAKE_IT_IN}"
-                )
-            item = SourceFile(relative, target.read_bytes(), os.access(target, os.X_OK))
-            clash = files.get(item.key)
-            if clash is not None:
-                raise ProgramSourceError(
-                    f"{field}: '{folder}/{clash.path}' and '{folder}/{relative}' would share the ConfigMap key "
-                    f"'{item.key}' ('/' is written '__'); rename one"
-                )
-            files[item.key] = item
-    if not files:
-        raise ProgramSourceError(f"{field}: '{folder}' holds no files")
-    source = ProgramSource(folder, tuple(sorted(files.values(), key=lambda item: item.path)))
-    if source.size + OBJECT_OVERHEAD_BYTES > MAX_CONFIG_MAP_BYTES:
+        raise ProgramSourceError(f"{FIELD}: '{folder}' is not a folder of the project ({base} does not exist)")
+    try:
+        found = _walk(root, base, folder)
+        return _load(folder, found)
+    except OSError as error:
+        where = Path(error.filename or base)
+        named = f"{folder}/{where.relative_to(base).as_posix()}" if base in where.parents else str(where)
         raise ProgramSourceError(
-            f"{field}: '{folder}' holds {source.size:,} bytes in {len(files)} files, but it is shipped in a "
+            f"{FIELD}: '{named}' cannot be read ({error.strerror}); make it readable, "
+            f"or leave it out in {folder}/{TFK8SIGNORE}"
+        ) from None
+
+
+@dataclass
+class _Found:
+    files: dict[str, tuple[str, Path]]  # ConfigMap key: (path relative to the folder, the file it is or links to)
+    left_out: list[str]
+    credentials: dict[str, str]  # path: what it looks like
+
+
+def _raise(error: OSError) -> None:
+    # os.walk skips a folder it cannot list unless told otherwise: the program
+    # would then start without its files, far from here.
+    raise error
+
+
+def _walk(root: Path, base: Path, folder: str) -> _Found:
+    """Every file to ship, by its key; folders left out are not entered, so a huge ignored one costs nothing."""
+    rules = IgnoreRules(root, base)
+    found = _Found({}, [], {})
+    for directory, subdirectories, names in os.walk(base, onerror=_raise, followlinks=False):
+        here = Path(directory).relative_to(base).as_posix()
+        prefix = "" if here == "." else f"{here}/"
+        rules.enter(Path(directory), prefix.rstrip("/"))
+        kept = []
+        for name in sorted(subdirectories):
+            if name in SKIPPED_DIRECTORIES:
+                continue
+            if rules.leaves_out(prefix + name, is_folder=True):
+                found.left_out.append(f"{prefix}{name}/")
+            else:
+                kept.append(name)
+        subdirectories[:] = kept
+        linked_folders = [name for name in kept if Path(directory, name).is_symlink()]
+        for name in sorted(names) + linked_folders:
+            relative = prefix + name
+            if name not in linked_folders and rules.leaves_out(relative, is_folder=False):
+                found.left_out.append(relative)
+                continue
+            _add(found, base, folder, Path(directory, name), relative)
+    _leave_out_links_to_left_out_files(found, base, rules)
+    return found
+
+
+def _leave_out_links_to_left_out_files(found: _Found, base: Path, rules: IgnoreRules) -> None:
+    """A link to `.env` or to an ignored file would ship what was left out under another name."""
+    for key, (relative, target) in list(found.files.items()):
+        if not (base / relative).is_symlink():
+            continue
+        parts = target.relative_to(base).parts
+        folders_and_file = ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
+        if any(rules.leaves_out(path, is_folder=path != folders_and_file[-1]) for path in folders_and_file):
+            del found.files[key]
+            found.credentials.pop(relative, None)
+            found.left_out.append(relative)
+
+
+def _add(found: _Found, base: Path, folder: str, path: Path, relative: str) -> None:
+    target = path.resolve()
+    if base not in target.parents:
+        raise ProgramSourceError(
+            f"{FIELD}: '{folder}/{relative}' is a link to {target}, outside the folder; copy it in or {BAKE_IT_IN}"
+        )
+    if not path.is_file() or target.is_dir():
+        raise ProgramSourceError(
+            f"{FIELD}: '{folder}/{relative}' is not a regular file (a folder link, a socket, ...); {BAKE_IT_IN}"
+        )
+    if not all(CONFIG_MAP_KEY.match(part) for part in relative.split("/")):
+        raise ProgramSourceError(
+            f"{FIELD}: '{folder}/{relative}': file and folder names may hold letters, digits, '-', '_' "
+            f"and '.' only (a ConfigMap's keys); rename it or {BAKE_IT_IN}"
+        )
+    key = SourceFile.key_of(relative)
+    clash = found.files.get(key)
+    if clash is not None:
+        raise ProgramSourceError(
+            f"{FIELD}: '{folder}/{clash[0]}' and '{folder}/{relative}' would share the ConfigMap key "
+            f"'{key}' ('/' is written '__'); rename one"
+        )
+    found.files[key] = (relative, target)
+    kind = credential_by_name(path.name)
+    if kind is not None:
+        found.credentials[relative] = kind
+
+
+def _load(folder: str, found: _Found) -> ProgramSource:
+    """The files read, once nothing found rules them out; sizes come first, so a folder too large is never read."""
+    if not found.files:
+        raise ProgramSourceError(f"{FIELD}: '{folder}' holds no files{_left_out_note(found.left_out)}")
+    size = sum(target.stat().st_size for _, target in found.files.values())
+    files = []
+    if size + OBJECT_OVERHEAD_BYTES <= MAX_CONFIG_MAP_BYTES:
+        for relative, target in found.files.values():
+            content = target.read_bytes()
+            kind = found.credentials.get(relative) or credential_by_content(content)
+            if kind is not None:
+                found.credentials[relative] = kind
+            files.append(SourceFile(relative, content, os.access(target, os.X_OK)))
+    if found.credentials:
+        raise ProgramSourceError(_credentials_refusal(folder, found.credentials))
+    if size + OBJECT_OVERHEAD_BYTES > MAX_CONFIG_MAP_BYTES:
+        raise ProgramSourceError(
+            f"{FIELD}: '{folder}' holds {size:,} bytes in {len(found.files)} files, but it is shipped in a "
             f"ConfigMap, which holds at most {MAX_CONFIG_MAP_BYTES - OBJECT_OVERHEAD_BYTES:,} bytes of files; {BAKE_IT_IN}"
         )
-    return source
+    return ProgramSource(folder, tuple(sorted(files, key=lambda item: item.path)), tuple(sorted(found.left_out)))
+
+
+def _left_out_note(left_out: list[str]) -> str:
+    if not left_out:
+        return ""
+    return f" to ship ({len(left_out)} left out: dotfiles, and what .gitignore or {TFK8SIGNORE} ignores)"
+
+
+def _credentials_refusal(folder: str, credentials: dict[str, str]) -> str:
+    named = ", ".join(f"'{folder}/{path}' ({kind})" for path, kind in sorted(credentials.items()))
+    looks = "looks like a credential" if len(credentials) == 1 else "look like credentials"
+    return (
+        f"{FIELD}: {named} {looks}, and source is shipped in a ConfigMap that anyone who can read the namespace "
+        f"can read; pass a credential as a secret instead: pulumi config set --secret --path "
+        f"'tfk8s:program.env.NAME' < FILE (tfk8s keeps it in a Secret of its own), or "
+        f"env: {{NAME: {{secret: <Secret>, key: <key>}}}} for a Secret you have; then delete it from the folder "
+        f"or list it in {folder}/{TFK8SIGNORE} (docs/programs.md)"
+    )

@@ -20,7 +20,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-down apply delete preview up destroy status diff report docs clean
+	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-down apply delete preview up destroy pulumi status diff report docs clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -129,6 +129,12 @@ delete: $(STAMP)
 # file backend under .cluster/pulumi/, the policy pack on preview and up (tools/engine).
 preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
 	$(VENV)/bin/python -m tools.engine $@ $(STACK)
+
+# The built CLI on the same backend, for what does not run the program:
+# make pulumi STACK=<stack> ARGS='config set --secret --path tfk8s:program.env.TOKEN' (docs/secrets.md).
+ARGS ?=
+pulumi: $(STAMP) toolchain
+	$(VENV)/bin/python -m tools.engine pulumi $(STACK) -- $(ARGS)
 
 # docs/stack-reference.md, from the models' field descriptions (make test fails when it is stale).
 docs: $(STAMP)

@@ -12,9 +12,10 @@ import runpy
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pulumi
+from google.protobuf import json_format
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
@@ -53,6 +54,8 @@ class Registered:
     custom: bool
     dependencies: list[str]
     wire_inputs: Any
+    # Outputs the program asked the engine to keep secret, beyond what it detects.
+    secret_outputs: list[str] = field(default_factory=list)
     provider: str = ""  # the provider reference the resource was registered with  # the protobuf Struct the program sent; decoded on demand
 
     @cached_property
@@ -62,6 +65,11 @@ class Registered:
     @property
     def manifest(self) -> dict[str, Any]:
         return plain(self.inputs)
+
+    @property
+    def wire_text(self) -> str:
+        """The inputs as the engine receives them (a secret wrapped in Pulumi's secret signature)."""
+        return json_format.MessageToJson(self.wire_inputs)
 
     @property
     def kind(self) -> str:
@@ -140,17 +148,19 @@ def run_program(
     preview: bool = False,
     monitor: RecordingMonitor | None = None,
     program: Path = PROGRAM,
+    secret_keys: Sequence[str] = (),
 ) -> ProgramRun:
     """Run `program` (the project's `__main__.py`) for `stack` with config `values`; raise what it raises.
 
-    Pass a `monitor` to see what was registered even when the program fails.
+    Pass a `monitor` to see what was registered even when the program fails; `secret_keys`, the keys
+    the engine would hold as secrets (set with `pulumi config set --secret`).
     """
     monitor = monitor or RecordingMonitor()
     runtime_settings.reset_options(project="tfk8s", stack=stack, preview=preview)
     pulumi.runtime.set_mocks(
         monitor.mocks, project="tfk8s", stack=stack, preview=preview, monitor=monitor
     )
-    runtime_config.set_all_config(engine_values(values))
+    runtime_config.set_all_config(engine_values(values), list(secret_keys))
     try:
         runpy.run_path(str(program), run_name="__main__")
         _sync_await(wait_for_rpcs())
@@ -159,7 +169,7 @@ def run_program(
         for name, value in getattr(root, "outputs", {}).items():
             outputs[name] = _resolve(value)
     finally:
-        runtime_config.set_all_config({})
+        runtime_config.set_all_config({}, [])
     run = ProgramRun(stack=stack, outputs=outputs)
     for request, urn in monitor.registrations:
         run.resources.append(
@@ -172,6 +182,7 @@ def run_program(
                 dependencies=list(request.dependencies),
                 wire_inputs=request.object,
                 provider=request.provider,
+                secret_outputs=list(request.additionalSecretOutputs),
             )
         )
     return run
@@ -179,7 +190,7 @@ def run_program(
 
 def reset_pulumi() -> None:
     runtime_settings.reset_options()
-    runtime_config.set_all_config({})
+    runtime_config.set_all_config({}, [])
 
 
 def _resolve(value: Any) -> Any:

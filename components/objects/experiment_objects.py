@@ -52,6 +52,9 @@ def shared_objects(experiment: Experiment) -> list[KubeObject]:
     """What the tasks need in the namespace before they start."""
     objects = [KubeObject("network-policy", manifests.network_policy(experiment))]
     program = manifests.program_config_map(experiment)
+    secret = manifests.program_secret(experiment)
+    if secret is not None:
+        objects.append(KubeObject("program-env", secret))
     if program is not None:
         objects.append(KubeObject("program", program))
     elif experiment.program is None:

@@ -3,33 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from components.plan.experiment import Experiment, tf_config_size_errors
 from components.plan.program_source import ProgramSourceError, load_program_source
 from components.plan.trainer_bundle import TrainerBundle, load_trainer_bundle
 from components.spec.loading import load_stack_config
 from components.spec.models import StackConfigError
+from components.spec.secrets import split_secrets
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 
 
 def load_experiment_values(
-    stack: str, values: Mapping[str, Any], bundle: TrainerBundle, project_root: Path = PROJECT_ROOT
+    stack: str,
+    values: Mapping[str, Any],
+    bundle: TrainerBundle,
+    project_root: Path = PROJECT_ROOT,
+    secret_keys: Collection[str] = (),
 ) -> Experiment:
     """Validate a stack's values, then what only its plan and files can show; the experiment,
-    planned once.
+    planned once. `secret_keys`: the top-level keys the engine holds as secrets.
 
     The config checks (components/spec) need no plan; the checks here do,
     and reuse the plan, task groups and TF cluster the experiment then serves.
     """
-    config = load_stack_config(stack, values)
+    secrets = split_secrets(stack, values, secret_keys)
+    config = load_stack_config(stack, secrets.values)
     source = None
     if config.program is not None and config.program.source is not None:
         try:
             source = load_program_source(project_root, config.program.source)
         except ProgramSourceError as error:
             raise StackConfigError.listing(stack, [str(error)]) from None
-    experiment = Experiment(config, bundle, source)
+    experiment = Experiment(config, bundle, source, secrets.env_names)
     errors = tf_config_size_errors(experiment)
     if errors:
         raise StackConfigError.listing(stack, errors)

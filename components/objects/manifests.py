@@ -23,12 +23,18 @@ from components.objects.pods import (
     Manifest,
     pod_template,
 )
-from components.objects.program_container import PROGRAM_CONFIG_MAP, program_config_map_data, shared_program_env
+from components.objects.program_container import (
+    PROGRAM_CONFIG_MAP,
+    PROGRAM_SECRET,
+    program_config_map_data,
+    shared_program_env,
+)
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.tf_config import TF_PORT
 from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from components.spec.models import NodePoolSpec
+from components.spec.secrets import SECRET_PLACEHOLDER
 from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV
 from trainer.settings import SETTINGS_ENV
 
@@ -128,6 +134,21 @@ def program_config_map(experiment: Experiment) -> Optional[Manifest]:
         "kind": "ConfigMap",
         "metadata": metadata(experiment, PROGRAM_CONFIG_MAP),
         **program_config_map_data(experiment),
+    }
+
+
+def program_secret(experiment: Experiment) -> Optional[Manifest]:
+    """The Secret that carries the program's secret `env` values, when the stack has any. Its
+    values here are placeholders: only the Pulumi resource gets the real ones, as Pulumi secrets
+    (components/resources/tf_cluster.py), so no rendering, plan or diff can show one."""
+    if not experiment.secret_env:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(experiment, PROGRAM_SECRET),
+        "type": "Opaque",
+        "stringData": {name: SECRET_PLACEHOLDER for name in sorted(experiment.secret_env)},
     }
 
 

@@ -28,6 +28,8 @@ from trainer.cluster import CLUSTER_ENV
 Manifest = dict[str, Any]
 
 PROGRAM_CONFIG_MAP = "tfk8s-program"
+# The experiment's own Secret: the `env` values set with `pulumi config set --secret`.
+PROGRAM_SECRET = "tfk8s-program-env"
 PROGRAM_VOLUME = "program"
 TMP_VOLUME = "tmp"
 TMP_DIR = "/tmp"
@@ -60,7 +62,7 @@ def program_task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]
         {"name": "JOB_NAME", "value": group.task_type},
         {"name": "TASK_INDEX", **_task_index_source(experiment, group)},
         {"name": TF_CONFIG, "value": experiment.tf_config.render(group.task_type, "TASK_INDEX", program=True)},
-        *(_env_entry(name, value) for name, value in program.env.items()),
+        *(_env_entry(name, value, name in experiment.secret_env) for name, value in program.env.items()),
     ]
 
 
@@ -76,7 +78,9 @@ def _task_index_source(experiment: Experiment, group: TaskGroup) -> Manifest:
     return {"valueFrom": {"fieldRef": {"fieldPath": field}}}
 
 
-def _env_entry(name: str, value: str | SecretRef) -> Manifest:
+def _env_entry(name: str, value: str | SecretRef, secret: bool) -> Manifest:
+    if secret:  # its value is never written into the pod: the kubelet reads it from the Secret
+        return {"name": name, "valueFrom": {"secretKeyRef": {"name": PROGRAM_SECRET, "key": name}}}
     if isinstance(value, SecretRef):
         return {"name": name, "valueFrom": {"secretKeyRef": {"name": value.secret, "key": value.key}}}
     return {"name": name, "value": value}

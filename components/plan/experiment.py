@@ -44,6 +44,9 @@ class Experiment:
     trainer_bundle: TrainerBundle
     # The program's `source` folder, when the stack runs its own program and ships one.
     program_source: Optional[ProgramSource] = None
+    # `tfk8s:program.env` names whose values are secrets (components/spec/secrets.py): they reach the
+    # tasks through the experiment's own Secret, never as a value in an object.
+    secret_env: frozenset[str] = frozenset()
     plan: Plan = field(init=False)
 
     def __post_init__(self) -> None:

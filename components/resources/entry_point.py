@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
-from typing import Any, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional
 
 import pulumi
 from pulumi.runtime import config as runtime_config
@@ -14,6 +14,7 @@ from components.plan.experiment import Experiment
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.resources.admission import refuse_never_admitted
 from components.resources.tf_experiment import experiment_outputs, register_experiment
+from components.spec.loading import is_near_namespace
 from components.spec.models import CONFIG_NAMESPACE, StackConfigError
 from components.spec.stack_files import PROJECT_ROOT
 
@@ -27,7 +28,8 @@ def engine_config() -> dict[str, Any]:
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values: dict[str, Any] = {}
     for key, raw in merged.items():
-        if not key.startswith(f"{CONFIG_NAMESPACE}:"):
+        # A namespace one slip from tfk8s's is passed on too, so that it is refused, not ignored.
+        if not key.startswith(f"{CONFIG_NAMESPACE}:") and not is_near_namespace(key.split(":", 1)[0]):
             continue
         try:
             values[key] = json.loads(raw) if isinstance(raw, str) else raw
@@ -36,7 +38,19 @@ def engine_config() -> dict[str, Any]:
     return values
 
 
-def build(stack: str, values: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions] = None) -> Experiment:
+def engine_secret_keys() -> set[str]:
+    """The `tfk8s:*` keys the engine holds as secrets (set with `pulumi config set --secret`)."""
+    secret = {*runtime_config.get_config_secret_keys_env()}
+    secret.update(key for key in runtime_config.CONFIG.get() if runtime_config.is_config_secret(key))
+    return {key for key in secret if key.startswith(f"{CONFIG_NAMESPACE}:")}
+
+
+def build(
+    stack: str,
+    values: Mapping[str, Any],
+    opts: Optional[pulumi.ResourceOptions] = None,
+    secret_keys: Collection[str] = (),
+) -> Experiment:
     """Validate, then register every resource of the experiment and export its plan.
 
     `opts` reaches every resource: an explicit `kubernetes.Provider` (`providers=[...]`),
@@ -45,7 +59,7 @@ def build(stack: str, values: Mapping[str, Any], opts: Optional[pulumi.ResourceO
     of one's own may pass them. A queued experiment Kueue could never admit is refused first,
     on the default provider's cluster.
     """
-    experiment = load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))
+    experiment = load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT), secret_keys=secret_keys)
     if opts is None or not (opts.provider or opts.providers):
         # With a provider of the program's own, which cluster it talks to is the program's business.
         refuse_never_admitted(experiment)
@@ -74,7 +88,7 @@ def main() -> None:
     pause_garbage_collector()
     stack = pulumi.get_stack()
     try:
-        build(stack, engine_config())
+        build(stack, engine_config(), secret_keys=engine_secret_keys())
     except StackConfigError as error:
         # RunError: the CLI shows the message alone, without a Python traceback.
         raise pulumi.RunError(str(error)) from None

@@ -21,6 +21,7 @@ from pulumi_kubernetes import _utilities as provider_defaults
 RESOURCE_TOKENS = {
     ("v1", "Namespace"): "kubernetes:core/v1:Namespace",
     ("v1", "ConfigMap"): "kubernetes:core/v1:ConfigMap",
+    ("v1", "Secret"): "kubernetes:core/v1:Secret",
     ("v1", "Service"): "kubernetes:core/v1:Service",
     ("v1", "PersistentVolumeClaim"): "kubernetes:core/v1:PersistentVolumeClaim",
     ("v1", "Node"): "kubernetes:core/v1:NodePatch",

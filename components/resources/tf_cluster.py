@@ -8,7 +8,7 @@ per task group (a role's tasks on one server) one workload pinned as the plan sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import pulumi
 
@@ -51,7 +51,7 @@ class TFCluster(pulumi.ComponentResource):
         # Trainer code and settings, the NetworkPolicy that isolates the gRPC
         # port and the chief's checkpoint claim exist before any pod starts.
         shared = [
-            kube.create(f"{name}-{obj.suffix}", obj.manifest, in_namespace)
+            kube.create(f"{name}-{obj.suffix}", *self._with_secret_values(experiment, obj, in_namespace))
             for obj in shared_objects(experiment)
         ]
 
@@ -70,6 +70,22 @@ class TFCluster(pulumi.ComponentResource):
 
         self.namespace = namespace.urn.apply(lambda _: experiment.namespace)
         self.register_outputs({"namespace": self.namespace})
+
+    @staticmethod
+    def _with_secret_values(
+        experiment: Experiment, obj: KubeObject, opts: pulumi.ResourceOptions
+    ) -> tuple[Mapping[str, Any], pulumi.ResourceOptions]:
+        """The program's Secret gets the stack's real values here, and only here, as Pulumi
+        secrets: encrypted in the state, `[secret]` in every preview (the object itself holds
+        placeholders, for `render`)."""
+        if obj.kind != "Secret":
+            return obj.manifest, opts
+        program = experiment.program
+        assert program is not None
+        values = {name: program.env[name] for name in sorted(experiment.secret_env)}
+        manifest = {**obj.manifest, "stringData": pulumi.Output.secret(values)}
+        secret_outputs = pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"])
+        return manifest, pulumi.ResourceOptions.merge(opts, secret_outputs)
 
     @staticmethod
     def _replacement(obj: KubeObject) -> dict[str, object]:

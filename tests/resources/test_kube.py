@@ -14,6 +14,7 @@ from tests.harness import RecordingMonitor
 TYPED = {
     ("v1", "Namespace"): lambda: k8s.core.v1.Namespace("x"),
     ("v1", "ConfigMap"): lambda: k8s.core.v1.ConfigMap("x"),
+    ("v1", "Secret"): lambda: k8s.core.v1.Secret("x"),
     ("v1", "Service"): lambda: k8s.core.v1.Service("x"),
     ("v1", "PersistentVolumeClaim"): lambda: k8s.core.v1.PersistentVolumeClaim("x"),
     ("v1", "Node"): lambda: k8s.core.v1.NodePatch("x"),

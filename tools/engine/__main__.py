@@ -3,6 +3,7 @@
   python -m tools.engine preview STACK     what `up` would do, with the policy pack
   python -m tools.engine up STACK          create or update the experiment, with the policy pack
   python -m tools.engine destroy STACK     delete everything the stack created
+  python -m tools.engine pulumi STACK -- ARGS   the CLI itself (`make pulumi`: config set --secret ...)
 
 STACK is a stack name (stacks/Pulumi.STACK.yaml) or a stack file. The engine's
 own output is printed as it comes. Exit 0 on success, 1 when the engine failed
@@ -22,6 +23,7 @@ from components.objects.loading import load_experiment
 from components.spec.models import StackConfigError
 from tools.localcluster.paths import KUBECONFIG
 
+from . import passthrough
 from .workspace import COMMANDS, DEFAULT_DIRS, EngineDirs, EngineError, engine_stack, run_engine
 
 
@@ -50,6 +52,9 @@ def run(command: str, stack_or_path: str, kubeconfig: Path, dirs: EngineDirs) ->
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["pulumi"]:
+        return passthrough.main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m tools.engine", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -18,7 +18,8 @@ from pulumi import automation as auto
 from pulumi_kubernetes import _utilities as provider_defaults
 
 from components.resources.entry_point import main as tfk8s_program
-from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+from components.spec.atomic_files import write_text_atomic
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
 from tools.localcluster.paths import CLUSTER_ROOT
 
 # `make toolchain` builds .tools/bin/pulumi (the Automation API runs <root>/bin/pulumi)
@@ -61,29 +62,60 @@ def project_name() -> str:
     return yaml.safe_load(PROJECT_FILE.read_text(encoding="utf-8"))["name"]
 
 
+# How the stack file says which secrets provider encrypted its `secure:` values (the passphrase
+# provider's salt, or another provider and its key).
+SECRETS_PROVIDER_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt")
+PASSPHRASE_VARIABLES = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+
+
 def write_stack_settings(stack_or_path: str, workspace: Path, kubeconfig: Path) -> str:
     """Copy the stack file's config into the workspace, with the local cluster's kubeconfig as the
     Kubernetes provider's (unless the stack names one); the stack's name.
 
     The engine writes the stack's secrets salt (`encryptionsalt`) into the file it
     reads: a copy keeps that out of the project's stack files, and the salt it
-    wrote before is kept, as the stack's state was encrypted with it. The program reads the
-    provider's kubeconfig from the config too (components/resources/admission.py): an inline
-    program runs in this process, which has no $KUBECONFIG of the engine's.
+    wrote before is kept, as the stack's state was encrypted with it. A stack file that holds
+    secrets (`pulumi config set --secret`, `make pulumi`) has its own salt, with which they were
+    encrypted: that one is copied. The program reads the provider's kubeconfig from the config
+    too (components/resources/admission.py): an inline program runs in this process, which has no
+    $KUBECONFIG of the engine's.
     """
     stack, config = read_stack_values(stack_or_path)
     config = {**config}
     config.setdefault("kubernetes:kubeconfig", str(kubeconfig.resolve()))
     settings_file = workspace / f"Pulumi.{stack}.yaml"
-    settings: dict[str, Any] = {}
-    if settings_file.exists():
-        previous = yaml.safe_load(settings_file.read_text(encoding="utf-8")) or {}
-        if "encryptionsalt" in previous:
-            settings["encryptionsalt"] = previous["encryptionsalt"]
-    settings["config"] = config
+    own = _secrets_provider(stack_document(stack_or_path))
+    if not own and settings_file.exists():
+        own = _secrets_provider(yaml.safe_load(settings_file.read_text(encoding="utf-8")))
+    if holds_secrets(config) and not any(os.environ.get(name) for name in PASSPHRASE_VARIABLES):
+        raise EngineError(
+            f"stack '{stack}' holds secrets (set with `pulumi config set --secret`): set "
+            "PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase they were set with"
+        )
     workspace.mkdir(parents=True, exist_ok=True)
-    settings_file.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    write_text_atomic(settings_file, yaml.safe_dump({**own, "config": config}, sort_keys=False))
     return stack
+
+
+def stack_document(stack_or_path: str) -> dict[str, Any]:
+    """The stack file as a whole (its config already read and checked by read_stack_values)."""
+    document = yaml.safe_load(stack_path(stack_or_path).read_text(encoding="utf-8"))
+    return document if isinstance(document, dict) else {}
+
+
+def _secrets_provider(document: Any) -> dict[str, Any]:
+    if not isinstance(document, dict):
+        return {}
+    return {key: document[key] for key in SECRETS_PROVIDER_KEYS if key in document}
+
+
+def holds_secrets(value: Any) -> bool:
+    """Whether a stack's config holds a `secure:` value anywhere."""
+    if isinstance(value, dict):
+        return set(value) == {"secure"} or any(holds_secrets(item) for item in value.values())
+    if isinstance(value, list):
+        return any(holds_secrets(item) for item in value)
+    return False
 
 
 def install_provider(home: Path) -> None:
@@ -107,12 +139,18 @@ def install_provider(home: Path) -> None:
         staged.replace(plugin)
 
 
+def passphrase_env() -> dict[str, str]:
+    """The user's passphrase (or its file) as the engine reads it."""
+    given = {name: os.environ[name] for name in PASSPHRASE_VARIABLES if os.environ.get(name)}
+    return given or {"PULUMI_CONFIG_PASSPHRASE": ""}
+
+
 def engine_env(kubeconfig: Path, dirs: EngineDirs) -> dict[str, str]:
     return {
         "PULUMI_BACKEND_URL": dirs.state.resolve().as_uri(),
-        # The local state holds no secrets: its passphrase protects nothing, so it is empty
-        # unless the user gives one.
-        "PULUMI_CONFIG_PASSPHRASE": os.environ.get("PULUMI_CONFIG_PASSPHRASE", ""),
+        # A stack without secrets needs no passphrase: it is empty unless the user gives one. A
+        # stack with secrets is refused without one (write_stack_settings).
+        **passphrase_env(),
         # The default Kubernetes provider reads KUBECONFIG: the local cluster's.
         "KUBECONFIG": str(kubeconfig.resolve()),
         # Everything the engine needs is built here; it would only try the network.

@@ -1,0 +1,108 @@
+"""A secret set as a user sets it (`make pulumi ... config set --secret`) goes up with the real
+engine, reaches a running pod's environment, and is plain text nowhere else: not in the stack
+file, the engine's state, the preview, the rendered objects or anything a command printed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes.stream import stream
+
+from components.objects.loading import load_experiment
+from components.objects.program_container import PROGRAM_SECRET
+from components.objects.render import render
+from tests.cluster.test_engine import ENGINE_TIMEOUT_S, engine
+from tests.realpods.conftest import POD_WAIT_S, RealCluster, scaled_to_real_nodes
+from tests.stack_variants import write_variant
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "tfk8s-test-token-5b0d2e9c"
+PASSPHRASE = "a passphrase of the team's"
+# Every task waits, so the test reads the environment of a running pod and then ends the run.
+WAITS = ["python", "-c", "import time; print('ready', flush=True); time.sleep(600)"]
+
+
+def project_with_stack(root: Path, name: str) -> Path:
+    """A copy of the project's Pulumi.yaml with one program stack in its stacks/, as a team's checkout."""
+    root.mkdir()
+    shutil.copy(PROJECT_ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    (root / "stacks").mkdir()
+
+    def to_program(values: dict) -> None:
+        scaled_to_real_nodes("servers", "servers", {})(values)
+        del values["tfk8s:trainer"]
+        values["tfk8s:cluster"]["ps"]["memory"] = "1Gi"
+        values["tfk8s:program"] = {"command": WAITS, "env": {"LEVEL": "debug"}}
+
+    return Path(write_variant(root / "stacks", "scene1-case1", name, to_program))
+
+
+def make_pulumi(project: Path, state: Path, stack: str, *args: str, secret_input: str) -> subprocess.CompletedProcess:
+    """`make pulumi STACK=<stack> ARGS='...'` with the value typed on stdin, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "tools.engine", "pulumi", stack, "--state", str(state), "--project", str(project), "--", *args],
+        cwd=PROJECT_ROOT, input=secret_input, capture_output=True, text=True, timeout=ENGINE_TIMEOUT_S,
+        env={**os.environ, "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE},
+    )
+
+
+def running_chief(cluster: RealCluster, stack: str):
+    deadline = time.monotonic() + POD_WAIT_S
+    while time.monotonic() < deadline:
+        running = [pod for pod in cluster.pods(stack, "chief") if pod.status.phase == "Running"]
+        if running:
+            return running[0]
+        time.sleep(1)
+    pytest.fail(f"no running chief within {POD_WAIT_S:.0f} s")
+
+
+def files_holding(folder: Path, text: str) -> list[str]:
+    return [str(path) for path in folder.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
+
+
+def test_a_secret_set_with_make_pulumi_reaches_the_pod_and_is_plain_text_nowhere(real_cluster, tmp_path, monkeypatch):
+    project, state = tmp_path / "project", tmp_path / "engine"
+    stack_file = project_with_stack(project, "real-secret")
+    said: list[str] = []
+
+    set_secret = make_pulumi(project, state, "real-secret", "config", "set", "--secret", "--path",
+                             "tfk8s:program.env.TOKEN", secret_input=TOKEN)
+    said += [set_secret.stdout, set_secret.stderr]
+    assert set_secret.returncode == 0, set_secret.stderr
+    written = stack_file.read_text(encoding="utf-8")
+    assert TOKEN not in written and "secure:" in written and "encryptionsalt:" in written
+
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
+    preview = engine("preview", str(stack_file), real_cluster.kubeconfig, state)
+    said.append(preview.text)
+    assert not preview.failed, preview.tail
+    secret_inputs = preview.inputs["real-secret-program-env"]
+    assert secret_inputs["stringData"] == "[secret]", secret_inputs
+
+    up = engine("up", str(stack_file), real_cluster.kubeconfig, state)
+    said.append(up.text)
+    try:
+        assert not up.failed, up.tail
+        chief = running_chief(real_cluster, str(stack_file))
+        seen = stream(
+            real_cluster.core.connect_get_namespaced_pod_exec, chief.metadata.name, chief.metadata.namespace,
+            command=["printenv", "TOKEN"], stderr=True, stdout=True, stdin=False, tty=False,
+        )
+        assert seen.strip() == TOKEN
+        pod_spec = str(chief.spec.to_dict())
+        assert TOKEN not in pod_spec and PROGRAM_SECRET in pod_spec
+
+        rendered = tmp_path / "rendered"
+        render(load_experiment(str(stack_file)), rendered)
+        assert files_holding(rendered, TOKEN) == []
+        assert files_holding(state, TOKEN) == [], "the engine's state holds the secret in plain text"
+        assert TOKEN not in "\n".join(said)
+    finally:
+        destroy = engine("destroy", str(stack_file), real_cluster.kubeconfig, state)
+        assert not destroy.failed, destroy.tail

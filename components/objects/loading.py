@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any, Collection, Mapping, Optional
 
 from components.plan.experiment import Experiment, tf_config_size_errors
 from components.plan.program_source import ProgramSourceError, load_program_source
@@ -20,14 +20,16 @@ def load_experiment_values(
     bundle: TrainerBundle,
     project_root: Path = PROJECT_ROOT,
     secret_keys: Collection[str] = (),
+    known_encrypted: Optional[Collection[str]] = None,
 ) -> Experiment:
     """Validate a stack's values, then what only its plan and files can show; the experiment,
-    planned once. `secret_keys`: the top-level keys the engine holds as secrets.
+    planned once. `secret_keys` and `known_encrypted`: where its secrets are
+    (components/spec/secrets.py).
 
     The config checks (components/spec) need no plan; the checks here do,
     and reuse the plan, task groups and TF cluster the experiment then serves.
     """
-    secrets = split_secrets(stack, values, secret_keys)
+    secrets = split_secrets(stack, values, secret_keys, known_encrypted)
     config = load_stack_config(stack, secrets.values)
     source = None
     if config.program is not None and config.program.source is not None:

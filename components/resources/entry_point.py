@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+from pathlib import Path
 from typing import Any, Collection, Mapping, Optional
 
 import pulumi
@@ -16,7 +17,8 @@ from components.resources.admission import refuse_never_admitted
 from components.resources.tf_experiment import experiment_outputs, register_experiment
 from components.spec.loading import is_near_namespace
 from components.spec.models import CONFIG_NAMESPACE, StackConfigError
-from components.spec.stack_files import PROJECT_ROOT
+from components.spec.secrets import encrypted_paths
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
 
 
 def engine_config() -> dict[str, Any]:
@@ -50,6 +52,7 @@ def build(
     values: Mapping[str, Any],
     opts: Optional[pulumi.ResourceOptions] = None,
     secret_keys: Collection[str] = (),
+    known_encrypted: Optional[Collection[str]] = None,
 ) -> Experiment:
     """Validate, then register every resource of the experiment and export its plan.
 
@@ -59,7 +62,9 @@ def build(
     of one's own may pass them. A queued experiment Kueue could never admit is refused first,
     on the default provider's cluster.
     """
-    experiment = load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT), secret_keys=secret_keys)
+    experiment = load_experiment_values(
+        stack, values, load_trainer_bundle(PROJECT_ROOT), secret_keys=secret_keys, known_encrypted=known_encrypted
+    )
     if opts is None or not (opts.provider or opts.providers):
         # With a provider of the program's own, which cluster it talks to is the program's business.
         refuse_never_admitted(experiment)
@@ -84,11 +89,23 @@ def pause_garbage_collector() -> None:
     gc.disable()
 
 
-def main() -> None:
+def stack_file_secrets(stack_file: Path) -> Optional[set[str]]:
+    """The paths of the stack file's encrypted values, which the engine's config no longer shows;
+    None where the file cannot be read (then every plain env value of a secret key is kept secret)."""
+    try:
+        _, values = read_stack_values(str(stack_file))
+    except StackConfigError:
+        return None
+    return encrypted_paths(values)
+
+
+def main(stack_file: Optional[Path] = None) -> None:
+    """The program for `stack_file` (default: stacks/Pulumi.<stack>.yaml, where the CLI reads it)."""
     pause_garbage_collector()
     stack = pulumi.get_stack()
     try:
-        build(stack, engine_config(), secret_keys=engine_secret_keys())
+        known_encrypted = stack_file_secrets(stack_file or stack_path(stack))
+        build(stack, engine_config(), secret_keys=engine_secret_keys(), known_encrypted=known_encrypted)
     except StackConfigError as error:
         # RunError: the CLI shows the message alone, without a Python traceback.
         raise pulumi.RunError(str(error)) from None

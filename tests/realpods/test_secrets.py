@@ -4,6 +4,7 @@ file, the engine's state, the preview, the rendered objects or anything a comman
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -62,8 +63,16 @@ def running_chief(cluster: RealCluster, stack: str):
     pytest.fail(f"no running chief within {POD_WAIT_S:.0f} s")
 
 
-def files_holding(folder: Path, text: str) -> list[str]:
-    return [str(path) for path in folder.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
+# The secret as text, and as a Secret's `data` holds it.
+FORMS = (TOKEN.encode(), base64.b64encode(TOKEN.encode()))
+
+
+def files_holding(folder: Path) -> list[str]:
+    return [str(path) for path in folder.rglob("*") if path.is_file() and any(form in path.read_bytes() for form in FORMS)]
+
+
+def holds(text: str) -> bool:
+    return any(form.decode() in text for form in FORMS)
 
 
 def test_a_secret_set_with_make_pulumi_reaches_the_pod_and_is_plain_text_nowhere(real_cluster, tmp_path, monkeypatch):
@@ -76,7 +85,7 @@ def test_a_secret_set_with_make_pulumi_reaches_the_pod_and_is_plain_text_nowhere
     said += [set_secret.stdout, set_secret.stderr]
     assert set_secret.returncode == 0, set_secret.stderr
     written = stack_file.read_text(encoding="utf-8")
-    assert TOKEN not in written and "secure:" in written and "encryptionsalt:" in written
+    assert not holds(written) and "secure:" in written and "encryptionsalt:" in written
 
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
     preview = engine("preview", str(stack_file), real_cluster.kubeconfig, state)
@@ -100,9 +109,13 @@ def test_a_secret_set_with_make_pulumi_reaches_the_pod_and_is_plain_text_nowhere
 
         rendered = tmp_path / "rendered"
         render(load_experiment(str(stack_file)), rendered)
-        assert files_holding(rendered, TOKEN) == []
-        assert files_holding(state, TOKEN) == [], "the engine's state holds the secret in plain text"
-        assert TOKEN not in "\n".join(said)
+        assert files_holding(rendered) == []
+        assert files_holding(state) == [], "the engine's state holds the secret in plain text"
+        assert not holds("\n".join(said))
+        # The Secret in the cluster holds it (that is where pods read it), and nothing else there does.
+        live = real_cluster.core.read_namespaced_secret(PROGRAM_SECRET, chief.metadata.namespace)
+        assert base64.b64decode(live.data["TOKEN"]).decode() == TOKEN
+        assert not holds(str(live.metadata.to_dict()))
     finally:
         destroy = engine("destroy", str(stack_file), real_cluster.kubeconfig, state)
         assert not destroy.failed, destroy.tail

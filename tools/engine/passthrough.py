@@ -19,16 +19,31 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import yaml
+
 from components.spec.stack_files import PROJECT_ROOT
 
-from .workspace import DEFAULT_DIRS, PASSPHRASE_VARIABLES, TOOLS_ROOT, EngineDirs, EngineError, passphrase_env
+from .workspace import (
+    DEFAULT_DIRS,
+    PASSPHRASE_VARIABLES,
+    TOOLS_ROOT,
+    EngineDirs,
+    EngineError,
+    passphrase_env,
+    passphrase_given,
+    stack_document,
+)
 
 CLI = TOOLS_ROOT / "bin" / "pulumi"
 
 
+# What the CLI can do here without running the program (there is no Python language host).
+COMMANDS = ("config", "stack", "state")
+
+
 def cli_env(dirs: EngineDirs) -> dict[str, str]:
     """The CLI's environment: the engine's own home and file backend, the user's passphrase."""
-    if not any(os.environ.get(name) for name in PASSPHRASE_VARIABLES):
+    if not passphrase_given():
         raise EngineError(
             "set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE): it encrypts the stack's secrets, "
             "and `make up` needs the same one (docs/secrets.md)"
@@ -48,10 +63,17 @@ def cli_env(dirs: EngineDirs) -> dict[str, str]:
 def run_pulumi(stack: str, args: Sequence[str], dirs: EngineDirs, project: Path = PROJECT_ROOT) -> int:
     """`pulumi ARGS` for `stack` in `project` (its Pulumi.yaml and stacks/); the CLI's exit status.
     Its output and prompts pass through: a secret left off the command line is read from stdin."""
+    if not args or args[0] not in COMMANDS:
+        raise EngineError(
+            f"make pulumi runs the CLI's {', '.join(COMMANDS)} commands; `make preview|up|destroy STACK={stack}` "
+            "run the program"
+        )
     if not CLI.exists():
         raise EngineError(f"{CLI} is missing: run `make toolchain` first")
     if not (project / "Pulumi.yaml").exists():
         raise EngineError(f"{project} has no Pulumi.yaml")
+    if args[0] == "config":
+        refuse_a_new_salt_under_old_state(stack, project, dirs)
     env = cli_env(dirs)
     selected = subprocess.run(
         [str(CLI), "stack", "select", "--create", "--stack", stack, "--non-interactive"],
@@ -60,6 +82,22 @@ def run_pulumi(stack: str, args: Sequence[str], dirs: EngineDirs, project: Path 
     if selected.returncode != 0:
         raise EngineError(f"stack '{stack}' could not be selected: {selected.stderr.strip() or selected.stdout.strip()}")
     return subprocess.run([str(CLI), *args], cwd=project, env=env).returncode
+
+
+def refuse_a_new_salt_under_old_state(stack: str, project: Path, dirs: EngineDirs) -> None:
+    """A stack that went up before any secret was set has its state encrypted under the engine's
+    own salt and an empty passphrase; the first secret set now would come with a new salt and
+    passphrase, under which that state no longer decrypts. Say so before the stack file changes."""
+    stack_file = project / "stacks" / f"Pulumi.{stack}.yaml"
+    if not stack_file.exists() or "encryptionsalt" in stack_document(str(stack_file)):
+        return
+    name = yaml.safe_load((project / "Pulumi.yaml").read_text(encoding="utf-8"))["name"]
+    checkpoint = dirs.state / ".pulumi" / "stacks" / name / f"{stack}.json"
+    if checkpoint.exists():
+        raise EngineError(
+            f"stack '{stack}' has gone up before it had secrets, its state under an empty passphrase: run "
+            f"`make destroy STACK={stack}` and `make pulumi STACK={stack} ARGS='stack rm --yes'`, then set the secret"
+        )
 
 
 def main(argv: Sequence[str]) -> int:

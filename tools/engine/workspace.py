@@ -8,6 +8,7 @@ cluster they describe).
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from pulumi_kubernetes import _utilities as provider_defaults
 
 from components.resources.entry_point import main as tfk8s_program
 from components.spec.atomic_files import write_text_atomic
+from components.spec.secrets import encrypted_paths
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
 from tools.localcluster.paths import CLUSTER_ROOT
 
@@ -87,7 +89,7 @@ def write_stack_settings(stack_or_path: str, workspace: Path, kubeconfig: Path) 
     own = _secrets_provider(stack_document(stack_or_path))
     if not own and settings_file.exists():
         own = _secrets_provider(yaml.safe_load(settings_file.read_text(encoding="utf-8")))
-    if holds_secrets(config) and not any(os.environ.get(name) for name in PASSPHRASE_VARIABLES):
+    if encrypted_paths(config) and not passphrase_given():
         raise EngineError(
             f"stack '{stack}' holds secrets (set with `pulumi config set --secret`): set "
             "PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase they were set with"
@@ -107,15 +109,6 @@ def _secrets_provider(document: Any) -> dict[str, Any]:
     if not isinstance(document, dict):
         return {}
     return {key: document[key] for key in SECRETS_PROVIDER_KEYS if key in document}
-
-
-def holds_secrets(value: Any) -> bool:
-    """Whether a stack's config holds a `secure:` value anywhere."""
-    if isinstance(value, dict):
-        return set(value) == {"secure"} or any(holds_secrets(item) for item in value.values())
-    if isinstance(value, list):
-        return any(holds_secrets(item) for item in value)
-    return False
 
 
 def install_provider(home: Path) -> None:
@@ -139,10 +132,23 @@ def install_provider(home: Path) -> None:
         staged.replace(plugin)
 
 
+def passphrase_given() -> bool:
+    return any(os.environ.get(name) for name in PASSPHRASE_VARIABLES)
+
+
 def passphrase_env() -> dict[str, str]:
-    """The user's passphrase (or its file) as the engine reads it."""
-    given = {name: os.environ[name] for name in PASSPHRASE_VARIABLES if os.environ.get(name)}
-    return given or {"PULUMI_CONFIG_PASSPHRASE": ""}
+    """The user's passphrase as the CLI is given it: the variable, else the file's content (read
+    here, trimmed as the CLI trims it: the CLI takes a variable that is set, even empty, over
+    the file), else empty."""
+    if os.environ.get("PULUMI_CONFIG_PASSPHRASE"):
+        return {"PULUMI_CONFIG_PASSPHRASE": os.environ["PULUMI_CONFIG_PASSPHRASE"]}
+    passphrase_file = os.environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")
+    if passphrase_file:
+        try:
+            return {"PULUMI_CONFIG_PASSPHRASE": Path(passphrase_file).read_text(encoding="utf-8").strip()}
+        except (OSError, UnicodeDecodeError) as error:
+            raise EngineError(f"PULUMI_CONFIG_PASSPHRASE_FILE {passphrase_file} cannot be read: {error}") from None
+    return {"PULUMI_CONFIG_PASSPHRASE": ""}
 
 
 def engine_env(kubeconfig: Path, dirs: EngineDirs) -> dict[str, str]:
@@ -181,6 +187,9 @@ def engine_stack(
         project_settings=auto.ProjectSettings(name=name, runtime="python"),
         pulumi_command=auto.PulumiCommand(root=str(TOOLS_ROOT)),
     )
+    if program is tfk8s_program:
+        # The program reads which values are secrets from the stack file the engine was given.
+        program = functools.partial(tfk8s_program, stack_file=stack_path(stack_or_path))
     return auto.create_or_select_stack(stack, project_name=name, program=program, opts=options)
 
 

@@ -5,23 +5,22 @@ import os
 import signal
 import sys
 
-# As components.cli.exit_codes says; here, before anything is imported.
-BAD_INPUT = 2
-INTERRUPTED = 130
+# The standard library alone: loaded before a Ctrl-C could need its code.
+from components.cli.exit_codes import BAD_INPUT, INTERRUPTED
 
 
-def _run() -> int:
-    # Killed quietly by a closed pipe (`plan ... | head`), as command-line tools are.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+def run(argv: list[str] | None = None) -> int:
+    """The command's exit code: Ctrl-C is 130 and a full standard output 2, each in one line, no traceback.
+    The one place that catches them, around the import too."""
     try:
         # Imported here: Ctrl-C while the Kubernetes and Pulumi modules load is an interruption too.
         from components.cli.main import main
 
-        code = main()
+        code = main(argv)
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:
-        print(file=sys.stderr)
+        print(file=sys.stderr)  # past the terminal's ^C, so the shell's prompt starts a line of its own
         return INTERRUPTED
     except OSError as error:
         if error.filename is not None:
@@ -33,4 +32,6 @@ def _run() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_run())
+    # Killed quietly by a closed pipe (`plan ... | head`), as command-line tools are.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(run())

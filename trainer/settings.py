@@ -38,7 +38,9 @@ class SettingsError(ValueError):
         self.message = message
 
 
-# The largest value any setting takes: a signed 32-bit integer.
+# The largest signed 32-bit integer: the most any setting takes (TensorFlow's int32 shapes and step
+# counters), and the most Kubernetes' int32 fields hold (restarts, GPU counts), which the stack's models
+# take from here: one definition, in the package that may import nothing of components.
 LARGEST_NUMBER = 2**31 - 1
 
 

@@ -1,8 +1,10 @@
 """`python -m components import-tfjob FILE --stack NAME`: a Kubeflow TFJob to a stack file.
 
 Exit 0 when the stack is written (with a line on stderr for each field not carried, and each
-value to fill in), 1 when nothing usable came out, 2 when the stack file cannot be written
-(nothing is written then either: an existing stack file is kept as it was).
+value to fill in); 1 when nothing usable came of the TFJob, or the stack file exists and --force
+is not given; 2 when FILE cannot be read as text or the stack file cannot be written (the table of
+components/cli/exit_codes.py). Nothing is written unless it exits 0: an existing stack file is kept
+as it was. A --stack that is not a stack name is refused before this runs (main.py: argparse, 2).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from components.cli.exit_codes import BAD_INPUT
+from components.cli.exit_codes import BAD_INPUT, NO, OK
 from components.cli.paths import shown
 from components.migrate.carry import ImportedStack, ImportOptions, carry
 from components.migrate.stack_yaml import stack_yaml
@@ -24,31 +26,32 @@ from components.spec.user_files import UnreadableFile, decode_user_text, read_us
 
 # Pulumi's rule for a stack's name (tfk8s's own, a label value, is checked with the stack).
 PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+STACK_NAME_RULE = "letters, digits, '-', '_' and '.', at most 100"
 
 
 def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
     """Write the stack of the TFJob in `file` (- for stdin) into stacks/; the exit code."""
     target = STACKS_DIR / f"Pulumi.{options.stack}.yaml"
+    source = "stdin" if file == "-" else file
     try:
-        if not PULUMI_STACK_NAME.match(options.stack):
-            raise NotImportable(f"--stack '{options.stack}' is not a valid Pulumi stack name: letters, digits, '-', "
-                                "'_' and '.', at most 100")
+        text = _read(file)
+    except UnreadableFile as why:
+        # A file tfk8s cannot read is bad input, as an unreadable stack file or kubeconfig is.
+        return _nothing_written(f"{source}: {why}", BAD_INPUT)
+    try:
         if target.exists() and not force:
             raise NotImportable(f"{shown(target)} exists; give --force to overwrite it, or another --stack")
-        job = read_tfjob(_read(file), "stdin" if file == "-" else file)
+        job = read_tfjob(text, source)
         imported = carry(job, options)
         _check(options.stack, imported)
     except NotImportable as error:
-        print(f"import-tfjob: {error}; nothing written", file=sys.stderr)
-        return 1
+        return _nothing_written(str(error), NO)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a full disk or a killed process leaves an existing stack file as it was.
         write_text_atomic(target, stack_yaml(imported.values, _header(job, file), imported.comments))
     except OSError as error:
-        print(f"import-tfjob: cannot write {shown(target)}: {error.strerror or error}; nothing written",
-              file=sys.stderr)
-        return BAD_INPUT
+        return _nothing_written(f"cannot write {shown(target)}: {error.strerror or error}", BAD_INPUT)
     for note in imported.notes:
         print(note, file=sys.stderr)
     for field in imported.fill_in:
@@ -56,19 +59,21 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
     print(f"wrote {shown(target)} from TFJob '{job.name}': {_shape(imported)}"
           + (f"; {_count(imported.notes, 'field')} not carried (listed above)" if imported.notes else "")
           + (f"; fill in {_count(imported.fill_in, 'value')} before `pulumi up`" if imported.fill_in else ""))
-    return 0
+    return OK
+
+
+def _nothing_written(why: str, code: int) -> int:
+    print(f"import-tfjob: {why}; nothing written", file=sys.stderr)
+    return code
 
 
 def _read(file: str) -> str:
-    """The manifest's text: UTF-8, whole, or NotImportable naming the file as given and why not."""
-    try:
-        if file != "-":
-            return read_user_text(Path(file))
-        stdin = getattr(sys.stdin, "buffer", None)
-        # The bytes where there are any: the terminal's encoding is not the file's.
-        return decode_user_text(stdin.read()) if stdin is not None else sys.stdin.read()
-    except UnreadableFile as why:
-        raise NotImportable(f"{'stdin' if file == '-' else file}: {why}") from None
+    """The manifest's text: UTF-8, whole, or UnreadableFile saying why not."""
+    if file != "-":
+        return read_user_text(Path(file))
+    stdin = getattr(sys.stdin, "buffer", None)
+    # The bytes where there are any: the terminal's encoding is not the file's.
+    return decode_user_text(stdin.read()) if stdin is not None else sys.stdin.read()
 
 
 def _check(stack: str, imported: ImportedStack) -> None:

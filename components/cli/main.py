@@ -20,8 +20,8 @@ import json
 import sys
 from pathlib import Path
 
-from components.cli.exit_codes import BAD_INPUT, INTERRUPTED, exit_codes_help
-from components.cli.import_tfjob import import_tfjob
+from components.cli.exit_codes import BAD_INPUT, exit_codes_help
+from components.cli.import_tfjob import PULUMI_STACK_NAME, STACK_NAME_RULE, import_tfjob
 from components.cli.plan_view import plan_table
 from components.cli.render_command import render_command
 from components.migrate.carry import DEFAULT_POOL, ImportOptions
@@ -111,13 +111,19 @@ def _parser() -> argparse.ArgumentParser:
 
     tfjob = commands.add_parser(
         "import-tfjob",
-        help="write stacks/Pulumi.<NAME>.yaml from a kubeflow.org/v1 TFJob (exit 0 written, 1 nothing usable)",
+        help="write stacks/Pulumi.<NAME>.yaml from a kubeflow.org/v1 TFJob (exit 0 written, 1 nothing usable, "
+        "2 bad input)",
         description="Write stacks/Pulumi.<NAME>.yaml from a kubeflow.org/v1 TFJob: replicas, image, command, "
         "args, env, claims, resources, restart policies. What cannot be carried is listed on stderr, one line "
-        "each. Exit 0 when the stack is written, 1 when nothing usable came out (nothing is written).",
+        "each. Exit 0 when the stack is written; 1 when nothing usable came of the TFJob, or the stack file "
+        "exists and --force is not given; 2 when FILE cannot be read as text, a flag's value is not of its "
+        "form, or the stack file cannot be written. Nothing is written unless it exits 0.",
     )
     tfjob.add_argument("file", metavar="FILE", help="the TFJob manifest (the first TFJob of a multi-document file); - reads stdin")
-    tfjob.add_argument("--stack", required=True, metavar="NAME", help="the stack to write: stacks/Pulumi.<NAME>.yaml")
+    tfjob.add_argument(
+        "--stack", required=True, type=_stack_name, metavar="NAME",
+        help=f"the stack to write: stacks/Pulumi.<NAME>.yaml ({STACK_NAME_RULE})",
+    )
     tfjob.add_argument("--image", metavar="REF", help="the image every role runs, instead of the TFJob's (pinned: a tag or digest)")
     tfjob.add_argument(
         "--nodes", type=_node_names, default=(), metavar="n1,n2,...",
@@ -152,15 +158,8 @@ exit codes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command's exit code (components/cli/exit_codes.py); Ctrl-C anywhere is 130, without a traceback."""
-    try:
-        return _command(argv)
-    except KeyboardInterrupt:
-        print(file=sys.stderr)  # past the terminal's ^C, so the shell's prompt starts a line of its own
-        return INTERRUPTED
-
-
-def _command(argv: list[str] | None) -> int:
+    """The command's exit code (components/cli/exit_codes.py). Ctrl-C is components/__main__.py's to turn
+    into its code, since it may come while this module is still being imported."""
     args = _parser().parse_args(argv)
 
     if args.command == "stacks":
@@ -208,6 +207,12 @@ def _command(argv: list[str] | None) -> int:
 
 def _node_names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _stack_name(text: str) -> str:
+    if not PULUMI_STACK_NAME.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a stack name: {STACK_NAME_RULE}")
+    return text
 
 
 def _positive_seconds(text: str) -> float:

@@ -1,53 +1,166 @@
 """A kubeconfig file, checked before the Kubernetes client reads it: the client's own errors for a file that is
-not YAML or not a kubeconfig are tracebacks from deep inside it, naming neither the file nor what is wrong."""
+not YAML or not a kubeconfig are tracebacks from deep inside it, naming neither the file nor what is wrong.
+
+The client also runs a user's exec plugin (the program that fetches credentials, `aws eks get-token`) as it
+loads the file; when the plugin cannot run it logs the error on the root logger (an `ERROR:root:` line of
+its own on stderr) and goes on without credentials, so the failure would surface later as an API server
+that does not answer or refuses. `new_api_client` keeps that log and names the plugin instead.
+"""
 
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import yaml
 
-from components.spec.strict_yaml import yaml_problem
+from components.spec.strict_yaml import described, yaml_problem
 from components.spec.user_files import UnreadableFile, read_user_text
 
 KUBECONFIG_LISTS = ("clusters", "contexts", "users")
 
 
-def kubeconfig_problem(path: Path) -> Optional[str]:
-    """Why `path` is not a kubeconfig the client can read (a phrase to follow its name), or None."""
+class KubeconfigError(ValueError):
+    """The kubeconfig cannot be used; the message says why, to follow the file's name."""
+
+
+@dataclass(frozen=True)
+class Kubeconfig:
+    """A kubeconfig whose shape the client can read, and the context it is read for."""
+
+    path: Path
+    context_name: Optional[str]  # as given: None for the file's current-context
+    document: dict[str, Any]
+    context: dict[str, Any]
+
+    def exec_plugin(self) -> Optional[tuple[str, str]]:
+        """The context's user and the command of its exec plugin; None where it has none."""
+        user_name = self.context.get("user")
+        credentials = (_named(self.document.get("users"), user_name) or {}).get("user")
+        plugin = credentials.get("exec") if isinstance(credentials, dict) else None
+        if not isinstance(plugin, dict):
+            return None
+        return str(user_name), str(plugin.get("command"))
+
+
+def read_kubeconfig(path: Path, context: Optional[str]) -> Kubeconfig:
+    """The kubeconfig at `path` for `context` (None: its current-context); KubeconfigError where the client
+    could not read it or would not find the context or its cluster."""
+    document = _document(path)
+    chosen = _context(document, context)
+    cluster = chosen.get("cluster")
+    if isinstance(cluster, str) and _named(document.get("clusters"), cluster) is None:
+        raise KubeconfigError(
+            f"context '{_chosen_name(document, context)}' names cluster '{cluster}', which it does not list; "
+            f"it has: {_names(document.get('clusters'))}"
+        )
+    return Kubeconfig(path, context, document, chosen)
+
+
+def _chosen_name(document: dict[str, Any], context: Optional[str]) -> Any:
+    return context if context is not None else document.get("current-context")
+
+
+def _document(path: Path) -> dict[str, Any]:
     try:
         text = read_user_text(path)
     except UnreadableFile as why:
-        return str(why)
+        raise KubeconfigError(str(why)) from None
     try:
         # As kubectl reads it: no stricter (a key given twice is kubectl's business, not tfk8s's).
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        return f"is not YAML: {yaml_problem(error)}"
+        raise KubeconfigError(f"is not YAML: {yaml_problem(error)}") from None
     if not isinstance(document, dict):
-        return f"is not a kubeconfig: it holds {_kind(document)}, not a mapping of clusters, contexts and users"
+        raise KubeconfigError(
+            f"is not a kubeconfig: it holds {described(document)}, not a mapping of clusters, contexts and users"
+        )
     for key in KUBECONFIG_LISTS:
         entries = document.get(key)
         if entries is None:
             continue
         if not isinstance(entries, list):
-            return f"is not a kubeconfig: its {key} is {_kind(entries)}, not a list"
+            raise KubeconfigError(f"is not a kubeconfig: its {key} is {described(entries)}, not a list")
         for index, entry in enumerate(entries):
             if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                return f"is not a kubeconfig: its {key}[{index}] is not a mapping with a name"
+                raise KubeconfigError(f"is not a kubeconfig: its {key}[{index}] is not a mapping with a name")
     if not document.get("clusters") and not document.get("contexts"):
-        return "is not a kubeconfig: it lists no clusters and no contexts"
-    return None
+        raise KubeconfigError("is not a kubeconfig: it lists no clusters and no contexts")
+    return document
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, list):
-        return "a YAML list"
-    if isinstance(value, dict):
-        return "a YAML mapping"
-    if isinstance(value, str):
-        return "a YAML string"
-    return f"a YAML {type(value).__name__}"
+def _context(document: dict[str, Any], context: Optional[str]) -> dict[str, Any]:
+    """The `context:` mapping of the context the client will use, or the one line where the client's own
+    would be `Expected object with name y in <file>/contexts list`."""
+    name = _chosen_name(document, context)
+    named_by = "--context" if context is not None else "current-context"
+    if name is None:
+        raise KubeconfigError(f"it sets no current-context; give --context, one of: {_names(document.get('contexts'))}")
+    entry = _named(document.get("contexts"), name)
+    if entry is None:
+        raise KubeconfigError(f"{named_by} '{name}' names no context; it has: {_names(document.get('contexts'))}")
+    chosen = entry.get("context")
+    if not isinstance(chosen, dict):
+        raise KubeconfigError(f"its context '{name}' is {described(chosen)}, not a mapping of cluster and user")
+    return chosen
+
+
+def _named(entries: Any, name: Any) -> Optional[dict[str, Any]]:
+    return next((entry for entry in entries or () if entry.get("name") == name), None)
+
+
+def _names(entries: Any) -> str:
+    return ", ".join(entry["name"] for entry in entries or ()) or "none"
+
+
+class _Kept(logging.Handler):
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__(logging.ERROR)
+        self.messages = messages
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextmanager
+def kept_client_log() -> Iterator[list[str]]:
+    """The errors the client logs on the root logger meanwhile, kept from stderr: with a handler of its
+    own, the root logger makes none for stderr (logging.error's basicConfig)."""
+    messages: list[str] = []
+    handler = _Kept(messages)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        root.removeHandler(handler)
+
+
+def credentials_failure(kubeconfig: Kubeconfig, logged: list[str]) -> str:
+    """What the client logged when it could not get credentials, naming the exec plugin that failed."""
+    said = (logged[-1].strip().splitlines() or ["no reason given"])[0]
+    plugin = kubeconfig.exec_plugin()
+    if plugin is None:
+        return f"the Kubernetes client could not load its credentials: {said}"
+    user, command = plugin
+    return f"the exec plugin '{command}', which gets user '{user}' its credentials, failed: {said}"
+
+
+def new_api_client(kubeconfig: Kubeconfig) -> Any:
+    """The Kubernetes client of `kubeconfig`; KubeconfigError where it cannot be used."""
+    from kubernetes import config
+
+    with kept_client_log() as logged:
+        try:
+            api = config.new_client_from_config(config_file=str(kubeconfig.path), context=kubeconfig.context_name)
+        except (config.ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+            # The client reads the file's clusters, users and their certificate files without checking
+            # their shapes: any of these is the kubeconfig's fault, told in one line.
+            said = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise KubeconfigError(f"cannot be used: {said}") from None
+    if logged:
+        raise KubeconfigError(credentials_failure(kubeconfig, logged))
+    return api

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from components.live.api_errors import api_error_text
-from components.live.kubeconfig import kubeconfig_problem
+from components.live.kubeconfig import (
+    Kubeconfig,
+    KubeconfigError,
+    credentials_failure,
+    kept_client_log,
+    new_api_client,
+    read_kubeconfig,
+)
 from components.live.phase import (
     Phase,
     chief_summary,
@@ -219,13 +226,60 @@ def failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str:
     return f"{task} exited {terminated.exit_code}" + (f": {said}" if said else "")
 
 
+class _ClusterUnreadable(Exception):
+    """The cluster cannot be read; the message says why, to follow the stack's name."""
+
+
 def _kubeconfig_looked_for(kubeconfig: Optional[str]) -> tuple[Path, str]:
     """The kubeconfig file the client reads, and why that one."""
-    if kubeconfig:
+    if kubeconfig is not None:
+        if not kubeconfig.strip():
+            # `--kubeconfig "$UNSET"`: the client would quietly read ~/.kube/config, another cluster perhaps.
+            raise _ClusterUnreadable(
+                "--kubeconfig is empty; give a kubeconfig file's path, or leave --kubeconfig out for $KUBECONFIG, "
+                "then ~/.kube/config"
+            )
         return Path(kubeconfig), "given with --kubeconfig"
     if os.environ.get("KUBECONFIG"):
         return Path(os.environ["KUBECONFIG"].split(os.pathsep)[0]).expanduser(), "from $KUBECONFIG"
     return Path("~/.kube/config").expanduser(), "the default; set --kubeconfig or $KUBECONFIG for another"
+
+
+def _api_client(stack: str, kubeconfig: Optional[str], context: Optional[str]) -> tuple[Any, Kubeconfig]:
+    """The client of the kubeconfig looked for, and the kubeconfig as checked; _ClusterUnreadable where
+    there is none or it cannot be used."""
+    path, source = _kubeconfig_looked_for(kubeconfig)
+    if not path.exists():
+        raise _ClusterUnreadable(
+            f"no kubeconfig at {path} ({source}); for the local cluster run `make cluster-up STACK={stack}` and "
+            f"then `make status STACK={stack}` (which passes --kubeconfig .cluster/kubeconfig)"
+        )
+    try:
+        checked = read_kubeconfig(path, context)
+        return new_api_client(checked), checked
+    except KubeconfigError as why:
+        raise _ClusterUnreadable(f"kubeconfig {path} ({source}): {why}") from None
+
+
+def _answered(api: Any, kubeconfig: Kubeconfig, action: Callable[[Any], int]) -> int:
+    """`action(api)`; _ClusterUnreadable where the API server does not answer or refuses."""
+    from kubernetes import config
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError, MaxRetryError
+
+    host = api.configuration.host
+    with kept_client_log() as logged:
+        try:
+            return action(api)
+        except MaxRetryError as error:
+            reason = getattr(error.reason, "args", [error.reason])[-1]
+            said = f"the API server at {host} does not answer ({reason})"
+        except ApiException as error:
+            said = f"the API server at {host} refused: {api_error_text(error.status, error.reason, error.body)}"
+        except (config.ConfigException, HTTPError, OSError) as error:
+            said = f"cannot read the cluster from {kubeconfig.path}: {error}"
+    # Credentials that expired meanwhile, and an exec plugin that could not renew them: the cause, not its effect.
+    raise _ClusterUnreadable(credentials_failure(kubeconfig, logged) if logged else said)
 
 
 def with_cluster(
@@ -234,50 +288,17 @@ def with_cluster(
     """Run `action(api)` against the cluster of `kubeconfig`/`context`; 2 with one clear line when the
     cluster cannot be read (no kubeconfig or not one, no answer, a refusal, no JobSet for a stack that
     asks for one)."""
-    from kubernetes import config
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError, MaxRetryError
-
-    where = f"stack '{experiment.stack}'"
-    kubeconfig_path, source = _kubeconfig_looked_for(kubeconfig)
-    if not kubeconfig_path.exists():
-        print(
-            f"{where}: no kubeconfig at {kubeconfig_path} ({source}); for the local cluster run "
-            f"`make cluster-up STACK={experiment.stack}` and then `make status STACK={experiment.stack}` "
-            "(which passes --kubeconfig .cluster/kubeconfig)",
-            file=sys.stderr,
-        )
-        return 2
-    problem = kubeconfig_problem(kubeconfig_path)
-    if problem is not None:
-        print(f"{where}: kubeconfig {kubeconfig_path} ({source}): {problem}", file=sys.stderr)
-        return 2
     # One clear line for an API server that does not answer, not urllib3's retries and warnings.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
     try:
-        api = config.new_client_from_config(config_file=str(kubeconfig_path), context=context)
-    except (config.ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as error:
-        # The client reads the file's clusters, users and their certificate files without checking
-        # their shapes: any of these is the kubeconfig's fault, told in one line.
-        said = str(error).splitlines()[0] if str(error) else type(error).__name__
-        print(f"{where}: kubeconfig {kubeconfig_path} ({source}) cannot be used: {said}", file=sys.stderr)
-        return 2
-    api.configuration.retries = False
-    try:
-        return action(api)
-    except MaxRetryError as error:
-        reason = getattr(error.reason, "args", [error.reason])[-1]
-        print(f"{where}: the API server at {api.configuration.host} does not answer ({reason})", file=sys.stderr)
+        api, checked = _api_client(experiment.stack, kubeconfig, context)
+        api.configuration.retries = False
+        return _answered(api, checked, action)
+    except _ClusterUnreadable as why:
+        print(f"stack '{experiment.stack}': {why}", file=sys.stderr)
         return 2
     except NoJobSetError as error:
         print(error, file=sys.stderr)
-        return 2
-    except ApiException as error:
-        said = api_error_text(error.status, error.reason, error.body)
-        print(f"{where}: the API server at {api.configuration.host} refused: {said}", file=sys.stderr)
-        return 2
-    except (config.ConfigException, HTTPError, OSError) as error:
-        print(f"{where}: cannot read the cluster from {kubeconfig_path}: {error}", file=sys.stderr)
         return 2
 
 

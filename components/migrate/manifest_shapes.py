@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Union
 
+from components.spec.strict_yaml import described
+
 # A field's shape: "text", "mapping", "list of text", a nested schema (a mapping whose fields are
 # checked in turn) or a one-item list holding the schema of each item of a list of mappings.
 Shape = Union[str, dict, list]
@@ -51,34 +53,21 @@ def check_shape(value: Any, schema: dict[str, Shape], where: str) -> None:
 def _check(value: Any, shape: Shape, where: str) -> None:
     if shape == "text":
         if not isinstance(value, str):
-            raise ShapeError(f"{where} is {_described(value)}; it must be text")
+            raise ShapeError(f"{where} is {described(value)}; it must be text")
     elif shape == "list of text":
         if not isinstance(value, list):
-            raise ShapeError(f"{where} is {_described(value)}; it must be a list of text")
+            raise ShapeError(f"{where} is {described(value)}; it must be a list of text")
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                raise ShapeError(f"{where}[{index}] is {_described(item)}; Kubernetes takes text only: quote it")
+                raise ShapeError(f"{where}[{index}] is {described(item)}; Kubernetes takes text only: quote it")
     elif shape == "mapping" or isinstance(shape, dict):
         if not isinstance(value, dict):
-            raise ShapeError(f"{where} is {_described(value)}; it must be a mapping")
+            raise ShapeError(f"{where} is {described(value)}; it must be a mapping")
         if isinstance(shape, dict):
             check_shape(value, shape, where)
     elif isinstance(shape, list):
         if not isinstance(value, list):
-            raise ShapeError(f"{where} is {_described(value)}; it must be a list")
+            raise ShapeError(f"{where} is {described(value)}; it must be a list")
         for index, item in enumerate(value):
             _check(item, shape[0], f"{where}[{index}]")
 
-
-def _described(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"the boolean {value!r}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the text {value[:40]!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a YAML {type(value).__name__}"

@@ -11,7 +11,7 @@ import difflib
 import yaml
 
 from components.objects.jobset import QUEUE_LABEL
-from components.spec.strict_yaml import load_all_yaml, yaml_problem
+from components.spec.strict_yaml import described, load_all_yaml, yaml_problem
 
 from .manifest_shapes import CONTAINER, POD, RUN_POLICY, ShapeError, check_shape
 
@@ -82,7 +82,7 @@ def read_tfjob(text: str, source: str) -> TFJob:
     kinds = []
     for document in documents:
         if not isinstance(document, dict):
-            raise NotImportable(f"{source}: not a Kubernetes object (a YAML {type(document).__name__}, not a mapping)")
+            raise NotImportable(f"{source}: not a Kubernetes object ({described(document)}, not a mapping)")
         api, kind = document.get("apiVersion"), document.get("kind")
         if kind == "TFJob" and api == TFJOB_API:
             return _tfjob(document, source)
@@ -186,12 +186,8 @@ def _mapping(value: Any, where: str) -> dict[Any, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise NotImportable(f"{where} is a YAML {_yaml_kind(value)}; it must be a mapping")
+        raise NotImportable(f"{where} is {described(value)}; it must be a mapping")
     return value
-
-
-def _yaml_kind(value: Any) -> str:
-    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), type(value).__name__)
 
 
 # What the API server writes into an object it returns: nothing of the user's to carry.

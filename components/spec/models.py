@@ -10,12 +10,12 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from trainer.settings import TrainerSettings
+# Kubernetes' int32 fields (restarts, GPU counts) hold what a trainer setting does: one definition.
+from trainer.settings import LARGEST_NUMBER as INT32_MAX, TrainerSettings
 
 from .model_base import StackModel as _Model
 from .program import ProgramSpec
 from .quantities import (
-    INT32_MAX,
     INT64_MAX,
     LABEL_VALUE_PATTERN,
     NODE_NAME_PATTERN,

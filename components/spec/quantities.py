@@ -20,9 +20,9 @@ QUANTITY_FACTORS = {
     "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
 }
-# What Kubernetes' own fields hold: restarts and GPU counts are int32, seconds int64, and a quantity
-# is at most 2^63 - 1 of its unit; a larger number in a stack file could never be applied.
-INT32_MAX = 2**31 - 1
+# What Kubernetes' own fields hold: seconds are int64, and a quantity is at most 2^63 - 1 of its unit
+# (restarts and GPU counts are int32: trainer.settings.LARGEST_NUMBER); a larger number in a stack file
+# could never be applied.
 INT64_MAX = 2**63 - 1
 # The least a TensorFlow task can run with: a smaller request is a typo ("1" is one byte).
 MIN_CPU = 0.01

@@ -9,7 +9,7 @@ import yaml
 
 from .loading import load_stack_config
 from .models import StackConfig, StackConfigError
-from .strict_yaml import TooLargeError, load_yaml, yaml_problem
+from .strict_yaml import TooLargeError, described, load_yaml, yaml_problem
 from .user_files import UnreadableFile, read_user_text
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +43,10 @@ def stack_name_of(path: Path) -> str:
 def read_stack_values(stack_or_path: str) -> tuple[str, dict[str, Any]]:
     """The stack's name and its `config:` mapping as the stack file writes it; StackConfigError, in one
     line naming the stack or path as given, for a file that cannot be read as a stack file."""
+    if not stack_or_path.strip():
+        # Else it would be looked for as stacks/Pulumi..yaml, a file nobody named.
+        raise StackConfigError(f"the stack name is empty; give a stack of stacks/ ({_known_stacks()}) or a stack "
+                               "file's path")
     path = stack_path(stack_or_path)
     # Named as the user gave it: a path as typed, a stack by its name and its file.
     if looks_like_a_path(stack_or_path):
@@ -53,8 +57,7 @@ def read_stack_values(stack_or_path: str) -> tuple[str, dict[str, Any]]:
         text = read_user_text(path)
     except UnreadableFile as why:
         if not looks_like_a_path(stack_or_path) and not path.exists():
-            known = ", ".join(stack_names()) or "none"
-            raise StackConfigError(f"stack '{stack_or_path}': no file {path}; known stacks: {known}") from None
+            raise StackConfigError(f"stack '{stack_or_path}': no file {path}; {_known_stacks()}") from None
         raise StackConfigError(f"{where}: {why}") from None
     try:
         document = load_yaml(text)
@@ -73,6 +76,10 @@ def read_stack_values(stack_or_path: str) -> tuple[str, dict[str, Any]]:
     return stack_name_of(path), config
 
 
+def _known_stacks() -> str:
+    return f"known stacks: {', '.join(stack_names()) or 'none'}"
+
+
 def shown_path(path: Path) -> str:
     """The path relative to the project where it is in it, as a user would type it there."""
     try:
@@ -85,22 +92,10 @@ def _instead(document: Any) -> str:
     if document is None:
         return " (the file is empty)"
     if not isinstance(document, dict):
-        return f" (the file holds a YAML {_yaml_kind(document)}, not a mapping with a 'config:' key)"
+        return f" (the file holds {described(document)}, not a mapping with a 'config:' key)"
     if "config" not in document:
         return f" (its keys: {', '.join(map(str, document)) or 'none'})"
-    return f" ('config:' holds a YAML {_yaml_kind(document['config'])})"
-
-
-def _yaml_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
+    return f" ('config:' holds {described(document['config'])})"
 
 
 def load_stack_file(stack_or_path: str) -> StackConfig:

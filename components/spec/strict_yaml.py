@@ -118,6 +118,28 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+# Enough of a text value to recognise it by, in a line that must stay one line.
+DESCRIBED_TEXT_CHARS = 40
+
+
+def described(value: Any) -> str:
+    """A YAML value as a message names it where another kind belongs: `the text 'python train.py'`,
+    `the number 5`, `a list`; every command describes a wrong value the same way."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"  # as YAML writes it
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the text {value[:DESCRIBED_TEXT_CHARS]!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a YAML {type(value).__name__}"  # a timestamp, binary: what the safe loader makes of its tags
+
+
 def yaml_problem(error: yaml.YAMLError) -> str:
     """What is wrong and where, in one line (PyYAML's own text spans several, with the source quoted)."""
     if isinstance(error, DuplicateKeyError):

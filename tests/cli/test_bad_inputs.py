@@ -107,6 +107,21 @@ ALIAS_BOMB = (
 NOT_A_KUBECONFIG_LIST = "- name: c\n- name: d\n"
 
 
+def kubeconfig_yaml(current_context: str = "a", user: str = "{token: t}") -> str:
+    """Two contexts, a and b, of one cluster that nothing listens on."""
+    return (
+        f"apiVersion: v1\nkind: Config\ncurrent-context: {current_context}\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        f"users: [{{name: u, user: {user}}}]\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}, {name: b, context: {cluster: c, user: u}}]\n"
+    )
+
+
+MISSING_EXEC_PLUGIN = kubeconfig_yaml(
+    user="{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: /nonexistent-helper}}"
+)
+
+
 @dataclass(frozen=True)
 class Case:
     argv: Callable[[Path], list[str]]
@@ -118,12 +133,16 @@ def plan(content: str | bytes) -> Callable[[Path], list[str]]:
     return lambda tmp_path: ["plan", stack_file(tmp_path, content)]
 
 
-def status_with(kubeconfig: str | bytes, command: str = "status") -> Callable[[Path], list[str]]:
-    return lambda tmp_path: [command, "scene1-case1", "--kubeconfig", kubeconfig_file(tmp_path, kubeconfig)]
+def status_with(kubeconfig: str | bytes, command: str = "status", *flags: str) -> Callable[[Path], list[str]]:
+    return lambda tmp_path: [command, "scene1-case1", "--kubeconfig", kubeconfig_file(tmp_path, kubeconfig), *flags]
 
 
 def import_of(job: dict | str | bytes) -> Callable[[Path], list[str]]:
     return lambda tmp_path: ["import-tfjob", tfjob_file(tmp_path, job), "--stack", "imported", "--nodes", "n1"]
+
+
+def import_as(stack: str) -> Callable[[Path], list[str]]:
+    return lambda tmp_path: ["import-tfjob", tfjob_file(tmp_path, tfjob()), "--stack", stack, "--nodes", "n1"]
 
 
 def folder(tmp_path: Path) -> str:
@@ -146,8 +165,12 @@ BAD_INPUTS = {
     "a missing path": Case(lambda tmp_path: ["plan", "/path/missing.yaml"], 2, r"^stack file '/path/missing\.yaml': no such file$"),
     "a missing relative path": Case(lambda tmp_path: ["plan", "experiments/mine.yml"], 2, r"^stack file 'experiments/mine\.yml': no such file$"),
     "an empty stack file": Case(plan(""), 2, r"stack file '.*': no 'config:' mapping \(the file is empty\)"),
-    "a list at the top of the stack file": Case(plan("- config\n"), 2, r"no 'config:' mapping \(the file holds a YAML list"),
-    "config: []": Case(plan("config: []\n"), 2, r"no 'config:' mapping \('config:' holds a YAML list\)"),
+    "a list at the top of the stack file": Case(plan("- config\n"), 2, r"no 'config:' mapping \(the file holds a list"),
+    "config: []": Case(plan("config: []\n"), 2, r"no 'config:' mapping \('config:' holds a list\)"),
+    "an empty stack name": Case(
+        lambda tmp_path: ["plan", ""], 2, r"^the stack name is empty; give a stack of stacks/ \(known stacks: .*scene1-case1"
+    ),
+    "a stack name of spaces": Case(lambda tmp_path: ["diff", "scene1-case1", "  "], 2, r"^the stack name is empty"),
     "a config key that is not text": Case(plan(STACK + "  5: five\n"), 2, r"config key 5 is not text"),
     "nested past any stack file": Case(
         plan(edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {deep_nesting(5000)}")), 2, r"nested more than 100 deep"
@@ -267,10 +290,36 @@ BAD_INPUTS = {
         status_with("apiVersion: v1\nclusters: [unclosed\n"), 2, r"kubeconfig .*kubeconfig \(given with --kubeconfig\): is not YAML: .*line 3",
     ),
     "a kubeconfig that is a YAML list": Case(
-        status_with(NOT_A_KUBECONFIG_LIST), 2, r"is not a kubeconfig: it holds a YAML list, not a mapping of clusters",
+        status_with(NOT_A_KUBECONFIG_LIST), 2, r"is not a kubeconfig: it holds a list, not a mapping of clusters",
     ),
     "a kubeconfig whose clusters is a number": Case(
-        status_with("apiVersion: v1\nkind: Config\nclusters: 5\ncontexts: []\n"), 2, r"is not a kubeconfig: its clusters is a YAML int",
+        status_with("apiVersion: v1\nkind: Config\nclusters: 5\ncontexts: []\n"), 2,
+        r"is not a kubeconfig: its clusters is the number 5, not a list",
+    ),
+    "an empty --kubeconfig": Case(
+        lambda tmp_path: ["status", "scene1-case1", "--kubeconfig", ""], 2,
+        r"^stack 'scene1-case1': --kubeconfig is empty; give a kubeconfig file's path, or leave --kubeconfig out",
+    ),
+    "a current-context that names no context": Case(
+        status_with(kubeconfig_yaml(current_context="y")), 2,
+        r"\(given with --kubeconfig\): current-context 'y' names no context; it has: a, b$",
+    ),
+    "a --context that names no context": Case(
+        status_with(kubeconfig_yaml(), "top", "--context", "y"), 2,
+        r"\(given with --kubeconfig\): --context 'y' names no context; it has: a, b$",
+    ),
+    "a kubeconfig without current-context or --context": Case(
+        status_with(kubeconfig_yaml().replace("current-context: a\n", "")), 2,
+        r"it sets no current-context; give --context, one of: a, b$",
+    ),
+    "a context whose cluster is not listed": Case(
+        status_with(kubeconfig_yaml().replace("{name: a, context: {cluster: c,", "{name: a, context: {cluster: z,")), 2,
+        r"context 'a' names cluster 'z', which it does not list; it has: c$",
+    ),
+    "an exec plugin that is not installed": Case(
+        status_with(MISSING_EXEC_PLUGIN), 2,
+        r"\(given with --kubeconfig\): the exec plugin '/nonexistent-helper', which gets user 'u' its credentials, "
+        r"failed: \[Errno 2\] No such file or directory",
     ),
     "a binary kubeconfig": Case(status_with(b"\x00\xff\x00\xff"), 2, r"kubeconfig .*: is binary, not text"),
     "top with a kubeconfig that is not YAML": Case(
@@ -281,7 +330,15 @@ BAD_INPUTS = {
         import_of(tfjob(Worker=None, Wrker={"replicas": 2})), 1,
         r"spec\.tfReplicaSpecs\.Wrker: 'Wrker' is not a TFJob replica type \(did you mean 'Worker'\?\)",
     ),
-    "a TFJob in UTF-16": Case(import_of(yaml.safe_dump(tfjob()).encode("utf-16")), 1, r"tfjob\.yaml: is UTF-16 text"),
+    # A FILE it cannot read, or a --stack that is no stack name: bad input, exit 2, as for any command.
+    "a TFJob in UTF-16": Case(import_of(yaml.safe_dump(tfjob()).encode("utf-16")), 2, r"tfjob\.yaml: is UTF-16 text"),
+    "a folder named as the TFJob": Case(
+        lambda tmp_path: ["import-tfjob", folder(tmp_path), "--stack", "imported"], 2,
+        r"^import-tfjob: .*Pulumi\.folder\.yaml: is a folder, not a file; nothing written$",
+    ),
+    "--stack 'a b'": Case(import_as("a b"), 2, r"argument --stack: 'a b' is not a stack name: letters, digits, '-', '_'"),
+    "--stack ''": Case(import_as(""), 2, r"argument --stack: '' is not a stack name"),
+    "--stack a/b": Case(import_as("a/b"), 2, r"argument --stack: 'a/b' is not a stack name"),
     "a TFJob with a key given twice": Case(
         import_of(yaml.safe_dump(tfjob(), sort_keys=False).replace("kind: TFJob\n", "kind: TFJob\nkind: TFJob\n")), 1,
         r"not YAML: the key 'kind' is given twice \(lines 2 and 3\)",
@@ -319,7 +376,10 @@ def stacks_dir(tmp_path, monkeypatch) -> Path:
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=name) for name, case in BAD_INPUTS.items()])
 def test_a_bad_input_is_one_clear_line_and_its_exit_code(case: Case, tmp_path, capsys, stacks_dir):
-    code = main(case.argv(tmp_path))
+    try:
+        code = main(case.argv(tmp_path))
+    except SystemExit as exit:  # argparse's usage errors
+        code = exit.code
     said = capsys.readouterr()
     assert code == case.code, said.err
     lines = [line.strip(" -") for line in said.err.splitlines() if line.strip()]
@@ -463,11 +523,13 @@ def test_an_api_error_is_the_servers_message(status, reason, body, said):
 
 
 def test_ctrl_c_is_exit_130_without_a_traceback(monkeypatch, capsys):
+    from components.__main__ import run
+
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("components.live.top.cluster_top", interrupted)
-    assert main(["top", "scene1-case1", "--watch", "5"]) == 130
+    assert run(["top", "scene1-case1", "--watch", "5"]) == 130
     assert "Traceback" not in capsys.readouterr().err
 
 
@@ -485,6 +547,32 @@ def test_ctrl_c_of_the_command_line_is_exit_130_without_a_traceback():
     result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 130, result.stderr
     assert "Traceback" not in result.stderr and "never" not in result.stdout
+
+
+def test_an_exec_plugin_that_cannot_run_is_one_line_without_the_clients_log(tmp_path):
+    """The client logs the plugin's error on the root logger (`ERROR:root:...`) and goes on without
+    credentials; what a user sees is the one line naming the plugin, and no attempt at the API server."""
+    kubeconfig = kubeconfig_file(tmp_path, MISSING_EXEC_PLUGIN)
+    result = subprocess.run(
+        [sys.executable, "-m", "components", "status", "scene1-case1", "--kubeconfig", kubeconfig],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "the exec plugin '/nonexistent-helper'" in result.stderr and "does not answer" not in result.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(lambda tmp_path: ["plan", stack_file(tmp_path, "config: 5\n")], id="a stack file"),
+    pytest.param(status_with("apiVersion: v1\nclusters: 5\ncontexts: []\n"), id="a kubeconfig"),
+    pytest.param(import_of({**tfjob(), "spec": 5}), id="a TFJob's spec"),
+    pytest.param(import_of(tfjob(Worker={"replicas": 2, "container": {"image": 5}})), id="a TFJob's image"),
+])
+def test_a_value_of_the_wrong_kind_is_named_alike_by_every_command(argv, tmp_path, capsys, stacks_dir):
+    """`5` where a mapping, a list or text belongs: the same words whichever file it is in."""
+    assert main(argv(tmp_path)) != 0
+    err = capsys.readouterr().err
+    assert "the number 5" in err, err
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full is Linux's")

@@ -34,11 +34,13 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
     target = STACKS_DIR / f"Pulumi.{options.stack}.yaml"
     source = "stdin" if file == "-" else file
     try:
-        text = _read(file)
-    except UnreadableFile as why:
-        # A file tfk8s cannot read is bad input, as an unreadable stack file or kubeconfig is.
-        return _nothing_written(f"{source}: {why}", BAD_INPUT)
-    try:
+        # import-tfjob's contract since it exists: 0 written, 1 nothing usable came of the input.
+        if not PULUMI_STACK_NAME.match(options.stack):
+            raise NotImportable(f"--stack '{options.stack}' is not a valid Pulumi stack name: {STACK_NAME_RULE}")
+        try:
+            text = _read(file)
+        except UnreadableFile as why:
+            raise NotImportable(f"{source}: {why}") from None
         if target.exists() and not force:
             raise NotImportable(f"{shown(target)} exists; give --force to overwrite it, or another --stack")
         job = read_tfjob(text, source)

@@ -14,14 +14,15 @@ from typing import TextIO
 from components.cli.exit_codes import BAD_INPUT, OK
 from components.cli.paths import shown
 from components.objects.render import render, write_stream
-from components.objects.render_folder import ForeignFile, RenderError, WouldOverwrite
+from components.objects.render_folder import UNCHECKED, ForeignFile, RenderError, WouldOverwrite
+from components.objects.render_record import RECORD_NAME
 from components.objects.program_container import PROGRAM_SECRET
 from components.plan.experiment import Experiment
 from components.spec.secrets import SECRET_PLACEHOLDER
 
 STDOUT = "-"
 FORCE_MEANS = ("--force to write there anyway (every file render did not write is kept; only files an earlier "
-               "render recorded there are replaced or removed)")
+               "render recorded there, as it wrote them, are replaced or removed)")
 
 
 def render_command(experiment: Experiment, out: Path | None, output: str, force: bool, default_root: Path) -> int:
@@ -35,37 +36,52 @@ def render_command(experiment: Experiment, out: Path | None, output: str, force:
         # Standard output holds the objects alone, for `| kubectl apply -f -`; the counts go to stderr.
         kinds = write_stream(experiment, sys.stdout)
         _print_counts(kinds, f"objects of stack {experiment.stack} on standard output", sys.stderr)
-        _note_placeholders(experiment)
+        _note_secret(experiment, "is left out of the stream")
         return OK
 
     out_dir = out or default_root / experiment.stack
     try:
         rendering = render(experiment, out_dir, force=force)
     except RenderError as error:
-        if isinstance(error, ForeignFile) and not isinstance(error, WouldOverwrite):
-            message = (f"{shown(error.folder)} holds {error.name}, which render did not write; nothing written: "
-                       f"give another --out, or {FORCE_MEANS}")
-        else:
-            message = error.describe(shown(error.folder))
-        print(f"render: {message}", file=sys.stderr)
+        print(f"render: {_refusal(error)}", file=sys.stderr)
         return BAD_INPUT
     _print_counts(rendering.kinds, f"objects of stack {experiment.stack} in {shown(out_dir)}", sys.stdout)
-    _note_placeholders(experiment)
+    for template in rendering.templates:
+        _note_secret(experiment, f"is written as {shown(out_dir / template)}, which `kubectl apply -f "
+                                 f"{shown(out_dir)}` does not read")
     if rendering.kept:
-        print(f"render: kept {_listed(rendering.kept)} in {shown(out_dir)}, which render did not write; "
-              "`kubectl apply -f` on the folder applies any of them that are manifests too", file=sys.stderr)
+        print(f"render: kept {_listed(rendering.kept)} in {shown(out_dir)}: render did not write them, or they "
+              "were changed since; `kubectl apply -f` on the folder applies any of them that are manifests too",
+              file=sys.stderr)
     if rendering.leftover:
         print(f"render: the earlier rendering, set aside in {shown(rendering.leftover)}, could not be removed: "
               "remove it", file=sys.stderr)
     return OK
 
 
-def _note_placeholders(experiment: Experiment) -> None:
-    """The stack's secrets are rendered as placeholders: say so, before anyone applies them."""
-    if experiment.secret_env:
-        print(f"render: Secret {PROGRAM_SECRET} holds the placeholder {SECRET_PLACEHOLDER} for "
-              f"{_listed(tuple(sorted(experiment.secret_env)))}, not the stack's secret values: replace them before "
-              f"applying, or create that Secret yourself (docs/secrets.md)", file=sys.stderr)
+def _refusal(error: RenderError) -> str:
+    """What stopped render, and what the user can do about it."""
+    folder = shown(error.folder)
+    if not isinstance(error, ForeignFile) or isinstance(error, WouldOverwrite):
+        return error.describe(folder)
+    if error.why is UNCHECKED:
+        # --force would keep such files and then refuse to overwrite them: only the user can tell.
+        return (f"{folder} holds {error.name}, {error.why.holds}; nothing written: check the files "
+                f"{RECORD_NAME} lists, remove those that hold nothing of yours (or the folder), and render again")
+    return f"{folder} holds {error.name}, {error.why.holds}; nothing written: give another --out, or {FORCE_MEANS}"
+
+
+def _note_secret(experiment: Experiment, where: str) -> None:
+    """The Secret of the stack's secrets is not applied (its values would be placeholders): say
+    where it went, and how to create it with the real values."""
+    if not experiment.secret_env:
+        return
+    names = sorted(experiment.secret_env)
+    literals = " ".join(f"--from-literal={name}=..." for name in names)
+    print(f"render: Secret {PROGRAM_SECRET} {where}: its values of {', '.join(names)} are the stack's secrets, "
+          f"which render cannot read, and applied with placeholders ({SECRET_PLACEHOLDER}) it would replace the real "
+          f"Secret. Create it with the real values (docs/secrets.md):\n"
+          f"  kubectl -n {experiment.namespace} create secret generic {PROGRAM_SECRET} {literals}", file=sys.stderr)
 
 
 def _listed(names: tuple[str, ...]) -> str:

@@ -4,6 +4,12 @@ The objects are exactly those the Pulumi program registers (one list,
 `objects.experiment_objects`): one per file, numbered in apply order, in a
 folder that render_folder.py puts in place whole; or one multi-document
 stream, for `kubectl apply -f -`.
+
+All but one: the Secret of the stack's secret `env` values. Read from the
+stack file those values are encrypted, so the Secret holds placeholders, and
+applied it would replace the team's real Secret with them. In a folder it is a
+`.yaml.template` file, which `kubectl apply -f FOLDER` does not read (kubectl
+reads .json, .yaml and .yml); in the stream it is left out.
 """
 
 from __future__ import annotations
@@ -43,15 +49,26 @@ def to_yaml(manifest: Manifest) -> str:
     return yaml.dump(manifest, Dumper=_ManifestDumper, sort_keys=False, width=120)
 
 
+# What a file of an object that is not applied ends with: kubectl reads a folder's .json, .yaml and .yml files only.
+TEMPLATE_SUFFIX = ".yaml.template"
+
+
 def file_name(index: int, manifest: Manifest) -> str:
     """`0007-statefulset-ps-0.yaml`: the number keeps apply order in a directory listing."""
-    return f"{index:04d}-{manifest['kind'].lower()}-{manifest['metadata']['name']}.yaml"
+    suffix = TEMPLATE_SUFFIX if not is_applied(manifest) else ".yaml"
+    return f"{index:04d}-{manifest['kind'].lower()}-{manifest['metadata']['name']}{suffix}"
+
+
+def is_applied(manifest: Manifest) -> bool:
+    """Whether a rendering's object is one to apply: not the Secret, whose values are placeholders."""
+    return manifest["kind"] != "Secret"
 
 
 @dataclass(frozen=True)
 class Rendering:
-    kinds: Counter[str]  # objects written, per kind
-    kept: tuple[str, ...]  # files in the folder render did not write, left as they were (forced)
+    kinds: Counter[str]  # objects written to be applied, per kind
+    templates: tuple[str, ...]  # files of the objects not to be applied as they are (the Secret)
+    kept: tuple[str, ...]  # files in the folder that are not render's, left as they were (forced)
     leftover: Path | None  # the earlier rendering, set aside beside the folder, where it could not be removed
 
 
@@ -63,27 +80,32 @@ def render(experiment: Experiment, out_dir: Path, force: bool = False) -> Render
     """
     kinds: Counter[str] = Counter()
     placed = place_rendering(out_dir, experiment.stack, _files(experiment, kinds), force=force)
-    return Rendering(kinds, placed.kept, placed.leftover)
+    templates = tuple(name for name in placed.written if name.endswith(TEMPLATE_SUFFIX))
+    return Rendering(kinds, templates, placed.kept, placed.leftover)
 
 
 def write_stream(experiment: Experiment, stream: TextIO) -> Counter[str]:
-    """Every object to `stream` as one multi-document YAML stream, in apply order; counted per kind."""
+    """Every object to apply to `stream` as one multi-document YAML stream, in apply order; counted per kind."""
     kinds: Counter[str] = Counter()
     for obj in experiment_objects(experiment):
-        stream.write("---\n" + to_yaml(obj.manifest))
-        kinds[obj.kind] += 1
+        if is_applied(obj.manifest):
+            stream.write("---\n" + to_yaml(obj.manifest))
+            kinds[obj.kind] += 1
     return kinds
 
 
 def _files(experiment: Experiment, kinds: Counter[str]) -> Iterator[tuple[str, str]]:
     for index, obj in enumerate(experiment_objects(experiment)):
         yield file_name(index, obj.manifest), to_yaml(obj.manifest)
-        kinds[obj.kind] += 1
+        if is_applied(obj.manifest):
+            kinds[obj.kind] += 1
 
 
 def read_rendered(out_dir: Path) -> list[Manifest]:
-    """The objects of a rendered folder, in apply order: the files its record lists (any other
-    file in the folder is not the rendering's), or every YAML file of a folder without one."""
+    """The objects `kubectl apply -f` applies from a rendered folder, in apply order: the YAML files
+    its record lists (any other file in the folder is not the rendering's, and a template is not
+    applied), or every YAML file of a folder without one."""
     record = read_record(out_dir)
-    names = record.files if record else tuple(sorted(path.name for path in out_dir.glob("*.yaml")))
-    return [yaml.load((out_dir / name).read_text(encoding="utf-8"), Loader=_SafeLoader) for name in names]
+    names = record.names if record else tuple(sorted(path.name for path in out_dir.glob("*.yaml")))
+    return [yaml.load((out_dir / name).read_text(encoding="utf-8"), Loader=_SafeLoader)
+            for name in names if name.endswith(".yaml")]

@@ -20,7 +20,7 @@ def write_bytes_atomic(path: Path, content: bytes, mode: int | None = None) -> N
         try:
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
-            mode = 0o666 & ~_umask()
+            mode = 0o666 & ~current_umask()
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as handle:
@@ -38,7 +38,8 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
     write_bytes_atomic(path, text.encode("utf-8"), mode)
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The permission bits a new file or folder is created without."""
     # The process umask can only be read by setting it; set it straight back.
     current = os.umask(0)
     os.umask(current)

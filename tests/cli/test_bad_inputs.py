@@ -330,15 +330,16 @@ BAD_INPUTS = {
         import_of(tfjob(Worker=None, Wrker={"replicas": 2})), 1,
         r"spec\.tfReplicaSpecs\.Wrker: 'Wrker' is not a TFJob replica type \(did you mean 'Worker'\?\)",
     ),
-    # A FILE it cannot read, or a --stack that is no stack name: bad input, exit 2, as for any command.
-    "a TFJob in UTF-16": Case(import_of(yaml.safe_dump(tfjob()).encode("utf-16")), 2, r"tfjob\.yaml: is UTF-16 text"),
+    # A FILE it cannot read, or a --stack that is no stack name: nothing usable, exit 1 (import-tfjob's
+    # contract: 0 written, 1 not).
+    "a TFJob in UTF-16": Case(import_of(yaml.safe_dump(tfjob()).encode("utf-16")), 1, r"tfjob\.yaml: is UTF-16 text"),
     "a folder named as the TFJob": Case(
-        lambda tmp_path: ["import-tfjob", folder(tmp_path), "--stack", "imported"], 2,
+        lambda tmp_path: ["import-tfjob", folder(tmp_path), "--stack", "imported"], 1,
         r"^import-tfjob: .*Pulumi\.folder\.yaml: is a folder, not a file; nothing written$",
     ),
-    "--stack 'a b'": Case(import_as("a b"), 2, r"argument --stack: 'a b' is not a stack name: letters, digits, '-', '_'"),
-    "--stack ''": Case(import_as(""), 2, r"argument --stack: '' is not a stack name"),
-    "--stack a/b": Case(import_as("a/b"), 2, r"argument --stack: 'a/b' is not a stack name"),
+    "--stack 'a b'": Case(import_as("a b"), 1, r"--stack 'a b' is not a valid Pulumi stack name: letters, digits, '-', '_'"),
+    "--stack ''": Case(import_as(""), 1, r"--stack '' is not a valid Pulumi stack name"),
+    "--stack a/b": Case(import_as("a/b"), 1, r"--stack 'a/b' is not a valid Pulumi stack name"),
     "a TFJob with a key given twice": Case(
         import_of(yaml.safe_dump(tfjob(), sort_keys=False).replace("kind: TFJob\n", "kind: TFJob\nkind: TFJob\n")), 1,
         r"not YAML: the key 'kind' is given twice \(lines 2 and 3\)",

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import errno
+import hashlib
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import yaml
 import components.cli.main as cli_main
 import components.objects.render as render_module
 import components.objects.render_folder as render_folder
+import components.objects.render_record as render_record
 from components.cli.main import main
 from components.objects.loading import load_experiment
 from components.objects.render import read_rendered
@@ -191,11 +195,168 @@ def test_a_record_naming_files_outside_its_folder_is_not_trusted(tmp_path, capsy
     assert main(["render", "scene1-case1", "--out", str(out)]) == 0
     (tmp_path / "precious.yaml").write_text("mine\n")
     record = out / ".tfk8s-render"
-    record.write_text(record.read_text() + "- ../precious.yaml\n")
+    record.write_text(record.read_text() + f"  ../precious.yaml: {sha256_of_file(tmp_path / 'precious.yaml')}\n")
     before = snapshot(tmp_path)
     assert main(["render", "scene1-case1", "--out", str(out), "--force"]) == 2
     assert snapshot(tmp_path) == before
-    assert ".tfk8s-render is not the record render writes" in capsys.readouterr().err
+    assert ".tfk8s-render is not a record render can trust (it needs `stack:` and `files:`" in capsys.readouterr().err
+
+
+def sha256_of_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_record_holds_the_sha256_of_each_file_as_render_wrote_it(tmp_path):
+    out = tmp_path / "out"
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 0
+    record = yaml.safe_load((out / ".tfk8s-render").read_text())
+    assert record["files"] == {name: sha256_of_file(out / name) for name in rendered_names(out)}
+
+
+def test_a_users_file_listed_by_a_record_without_checksums_is_refused_not_removed(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes\n")
+    (out / ".tfk8s-render").write_text("stack: x\nfiles: [notes.txt]\n")
+    before = snapshot(tmp_path)
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 2
+    assert snapshot(tmp_path) == before
+    assert capsys.readouterr().err == (
+        f"render: {out} holds notes.txt, which an older render recorded without its sha256, so render cannot tell "
+        "whether it was changed since; nothing written: check the files .tfk8s-render lists, remove those that hold "
+        "nothing of yours (or the folder), and render again\n")
+
+
+@pytest.mark.parametrize("files", ["[README.md]", f"{{README.md: {'ab' * 32}}}"],
+                         ids=["older record", "checksum unmatched"])
+def test_force_keeps_a_users_file_that_a_record_lists(tmp_path, capsys, files):
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy2(PROJECT_ROOT / "README.md", out / "README.md")
+    (out / ".tfk8s-render").write_text(f"stack: x\nfiles: {files}\n")
+    assert main(["render", "scene1-case1", "--out", str(out), "--force"]) == 0
+    assert (out / "README.md").read_bytes() == (PROJECT_ROOT / "README.md").read_bytes()
+    assert f"kept README.md in {out}: render did not write them, or they were changed since" in capsys.readouterr().err
+    assert len(read_rendered(out)) == 6
+
+
+def edit_namespace_file(out: Path, stack: str) -> Path:
+    """What a user does to a rendered file: a label of their own."""
+    (path,) = out.glob(f"*-namespace-tf-{stack}.yaml")
+    namespace = yaml.safe_load(path.read_text())
+    namespace["metadata"]["labels"]["team"] = "ranking"
+    path.write_text(yaml.safe_dump(namespace))
+    return path
+
+
+def test_a_rendered_file_the_user_edited_is_never_replaced(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 0
+    edited = edit_namespace_file(out, "scene1-case1")
+    before = snapshot(tmp_path)
+    capsys.readouterr()
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 2
+    assert f"holds {edited.name}, which render wrote but which was changed since; nothing written" in (
+        capsys.readouterr().err)
+    assert main(["render", "scene1-case1", "--out", str(out), "--force"]) == 2
+    assert capsys.readouterr().err == (
+        f"render: {edited} was changed since render wrote it, and the rendering has a file of that name: render "
+        "never overwrites it; move it, or render into another folder\n")
+    assert snapshot(tmp_path) == before
+
+
+def test_force_keeps_an_edited_file_the_new_rendering_does_not_have(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 0
+    edited = edit_namespace_file(out, "scene1-case1")
+    text = edited.read_text()
+    assert main(["render", "scene1-case3", "--out", str(out), "--force"]) == 0
+    assert edited.read_text() == text
+    assert f"kept {edited.name} in {out}: render did not write them, or they were changed since" in (
+        capsys.readouterr().err)
+    # Now the user's: not in the record, so no later render removes it.
+    assert edited.name not in yaml.safe_load((out / ".tfk8s-render").read_text())["files"]
+
+
+def test_a_forced_render_cut_off_part_way_is_recognised_as_renders_by_the_next(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 0
+    (out / "notes.txt").write_text("my notes\n")
+    # The record, then three of the six files renamed into place: the trainer's source changed meanwhile.
+    monkeypatch.setattr(render_module, "to_yaml", lambda manifest: yaml.safe_dump(manifest) + "# changed\n")
+    monkeypatch.setattr(os, "replace", fail_after(1 + 3, KeyboardInterrupt(), os.replace))
+    with pytest.raises(KeyboardInterrupt):
+        render_module.render(load_experiment("scene1-case1"), out, force=True)
+    monkeypatch.undo()
+    assert main(["render", "scene1-case1", "--out", str(out), "--force"]) == 0
+    assert rendered_names(out) == rendered_names_of("scene1-case1", tmp_path)
+    assert read_rendered(out) == read_rendered(tmp_path / "fresh-scene1-case1")
+
+
+def render_unprivileged(*args: str) -> subprocess.CompletedProcess:
+    """`render ARGS` as a user runs it, cut off (and failed) should it wait on what it reads."""
+    try:
+        return run_python("-m", "components", "render", *args)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"render {' '.join(args)} hung")
+
+
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "pipe", "link to the user's file", "folder"])
+def test_a_record_that_is_not_a_plain_file_is_never_read_or_replaced(tmp_path, kind):
+    out = tmp_path / "out"
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 0
+    record = out / ".tfk8s-render"
+    users_record = tmp_path / "my-record.yaml"
+    users_record.write_bytes(record.read_bytes())
+    record.unlink()
+    if kind == "pipe":
+        os.mkfifo(record)
+    elif kind == "folder":
+        record.mkdir()
+    else:
+        record.symlink_to("/dev/zero" if kind == "link to /dev/zero" else users_record)
+    before = snapshot(tmp_path)
+    result = render_unprivileged("scene1-case1", "--out", str(out))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"render: {out} holds .tfk8s-render, which is not a plain file, as render's "
+                                    "record is; nothing written")
+    result = render_unprivileged("scene1-case1", "--out", str(out), "--force")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"render: {record} is not a plain file, and the rendering has a file of that name")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_record_that_cannot_be_read_is_named_as_such(tmp_path):
+    out = tmp_path / "out"
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 0
+    (out / ".tfk8s-render").chmod(0)
+    before = snapshot(tmp_path)
+    result = render_unprivileged("scene1-case1", "--out", str(out))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"render: {out / '.tfk8s-render'} is not a record render can trust (cannot read "
+                                    "it: Permission denied)")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_record_bigger_than_any_render_writes_is_not_read_whole(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 0
+    monkeypatch.setattr(render_record, "MAX_RECORD_BYTES", 100)
+    assert main(["render", "scene1-case1", "--out", str(out)]) == 2
+    assert "is not a record render can trust (larger than any record render writes)" in capsys.readouterr().err
+
+
+def test_a_writable_folder_in_a_read_only_one_is_rendered_in_place(tmp_path):
+    shared = tmp_path / "shared"
+    out = shared / "team"
+    assert main(["render", "scene1-case3", "--out", str(out)]) == 0
+    shared.chmod(0o555)
+    result = render_unprivileged("scene1-case1", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    fresh = rendered_names_of("scene1-case1", tmp_path)
+    assert sorted(path.name for path in out.iterdir()) == [".tfk8s-render", *fresh]
+    assert read_rendered(out) == read_rendered(tmp_path / "fresh-scene1-case1")
+    assert [path.name for path in shared.iterdir()] == ["team"]
 
 
 def test_a_read_only_folder_is_one_clear_error_and_keeps_its_rendering(tmp_path):

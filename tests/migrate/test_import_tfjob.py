@@ -213,6 +213,8 @@ def test_a_ps_without_memory_is_a_value_to_fill_in(tmp_path, capsys, stacks_dir)
                  (), "resources.limits.nvidia.com/gpu is '0.5'; GPUs are whole numbers", id="half a GPU"),
     pytest.param(CHIEF_PS_WORKERS, ("--image", "tensorflow/tensorflow"), "--image tensorflow/tensorflow: tfk8s runs "
                  "images pinned", id="unpinned --image"),
+    pytest.param(CHIEF_PS_WORKERS, ("--stack", "a/b"), "--stack 'a/b' is not a valid Pulumi stack name",
+                 id="bad stack name"),
     pytest.param(CHIEF_PS_WORKERS, ("--nodes", "Srv_0"), "tfk8s:nodePools[0].nodes[0]: must be a node name",
                  id="bad node name"),
 ])

@@ -16,6 +16,7 @@ import yaml
 
 from components.cli.main import main as components_main
 from components.objects.program_container import PROGRAM_SECRET
+from components.objects.render import read_rendered
 from components.spec.secrets import SECRET_PLACEHOLDER
 from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
@@ -116,22 +117,38 @@ def test_commands_reading_the_stack_file_show_the_secret_as_a_placeholder_and_re
         printed = capsys.readouterr()
         assert ENCRYPTED not in printed.out + printed.err, command
         if command[0] == "export":
-            # trainer.local takes a Secret's value from the shell, as it does for a team's own Secret.
+            # trainer.local takes a Secret's value from the shell, as it does for a team's own Secret;
+            # a plain value stays a value.
             exported = json.loads(printed.out)["program"]["env"]
-            # Which value of tfk8s:program was set with --secret, the engine does not say: every
-            # plain one goes through the Secret, from the stack file as under the engine.
-            assert exported == {name: {"secret": PROGRAM_SECRET, "key": name} for name in ("TOKEN", "LEVEL")}
+            assert exported == {"TOKEN": {"secret": PROGRAM_SECRET, "key": "TOKEN"}, "LEVEL": "debug"}
 
     out = tmp_path / "rendered"
     assert components_main(["render", str(stack), "--out", str(out)]) == 0
     printed = capsys.readouterr()
-    assert "placeholder" in printed.out + printed.err and PROGRAM_SECRET in printed.out + printed.err
-    rendered = "".join(path.read_text(encoding="utf-8") for path in sorted(out.glob("*.yaml")))
-    assert ENCRYPTED not in rendered
-    (secret,) = [yaml.safe_load(path.read_text(encoding="utf-8")) for path in out.glob(f"*-secret-{PROGRAM_SECRET}.yaml")]
-    assert secret["stringData"] == {"LEVEL": SECRET_PLACEHOLDER, "TOKEN": SECRET_PLACEHOLDER}
+    # The Secret, with placeholders, is a template that `kubectl apply -f` on the folder does not read.
+    (template,) = out.glob(f"*-secret-{PROGRAM_SECRET}.yaml.template")
+    secret = yaml.safe_load(template.read_text(encoding="utf-8"))
+    assert secret["stringData"] == {"TOKEN": SECRET_PLACEHOLDER}
+    create = (f"  kubectl -n {secret['metadata']['namespace']} create secret generic {PROGRAM_SECRET} "
+              "--from-literal=TOKEN=...")
+    said = f"render: Secret {PROGRAM_SECRET} is written as {template}, which `kubectl apply -f {out}` does not read"
+    assert said in printed.err
+    assert create in printed.err.splitlines()
+    # What kubectl reads of the folder (.json, .yaml, .yml) holds neither the value nor a placeholder.
+    applied = "".join(path.read_text(encoding="utf-8") for path in out.iterdir()
+                      if path.suffix in (".json", ".yaml", ".yml"))
+    assert ENCRYPTED not in applied and SECRET_PLACEHOLDER not in applied and "kind: Secret" not in applied
+    assert "Secret" not in [manifest["kind"] for manifest in read_rendered(out)]
     pods = [yaml.safe_load(path.read_text()) for path in out.glob("*-jobset-*.yaml")]
     assert "secretKeyRef" in json.dumps(pods) and '"TOKEN", "value"' not in json.dumps(pods)
+
+    # One stream for `| kubectl apply -f -`: the Secret left out of it, and said so.
+    assert components_main(["render", str(stack), "-o", "yaml"]) == 0
+    printed = capsys.readouterr()
+    assert "Secret" not in [manifest["kind"] for manifest in yaml.safe_load_all(printed.out)]
+    assert SECRET_PLACEHOLDER not in printed.out and ENCRYPTED not in printed.out
+    assert f"render: Secret {PROGRAM_SECRET} is left out of the stream" in printed.err
+    assert create in printed.err.splitlines()
 
 
 def test_an_encrypted_value_anywhere_but_program_env_is_refused_naming_its_path(tmp_path, capsys):
@@ -142,3 +159,39 @@ def test_an_encrypted_value_anywhere_but_program_env_is_refused_naming_its_path(
     assert components_main(["plan", str(path)]) == 2
     error = capsys.readouterr().err
     assert "tfk8s:cluster.image: is a secret" in error and "tfk8s:program.env" in error and ENCRYPTED not in error
+
+
+def test_under_the_engine_a_secret_outside_env_is_refused_by_its_path_from_the_stack_file(tmp_path, monkeypatch):
+    """The engine says only that tfk8s:program holds a secret; the stack file says where. A secret
+    argument would be plain text in every pod spec: refused, naming the path and never the value."""
+    stack, values = program_values({"LEVEL": "debug"})
+    values["tfk8s:program"]["args"] = ["--token", TOKEN]
+    on_disk = copy.deepcopy(values)
+    on_disk["tfk8s:program"]["args"] = ["--token", {"secure": ENCRYPTED}]
+    monkeypatch.setattr("components.spec.stack_files.STACKS_DIR", tmp_path)
+    (tmp_path / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump({"config": on_disk}), encoding="utf-8")
+    with pytest.raises(Exception) as raised:
+        run_program(stack, values, secret_keys=["tfk8s:program"])
+    message = str(raised.value)
+    assert "tfk8s:program.args[1]: is a secret" in message and TOKEN not in message
+
+
+def test_under_the_engine_only_the_values_the_stack_file_encrypts_go_through_the_secret(tmp_path, monkeypatch):
+    stack, values = program_values({"TOKEN": TOKEN, "LEVEL": "debug"})
+    on_disk = copy.deepcopy(values)
+    on_disk["tfk8s:program"]["env"]["TOKEN"] = {"secure": ENCRYPTED}
+    monkeypatch.setattr("components.spec.stack_files.STACKS_DIR", tmp_path)
+    (tmp_path / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump({"config": on_disk}), encoding="utf-8")
+    run = run_program(stack, values, secret_keys=["tfk8s:program"])
+    (secret,) = run.of_kind("Secret")
+    assert secret.manifest["stringData"]["value"] == {"TOKEN": TOKEN}
+    for spec in pod_specs(run):
+        # A plain value stays a value: the kubelet expands $(NAME) in it, which it would not in a Secret's.
+        assert env_of(spec)["LEVEL"] == {"name": "LEVEL", "value": "debug"}
+
+
+def test_a_secret_typed_as_a_number_is_carried_as_text_and_never_echoed():
+    stack, values = program_values({"PIN": 987654321, "LEVEL": "debug"})
+    run = run_program(stack, values, secret_keys=["tfk8s:program"])
+    (secret,) = run.of_kind("Secret")
+    assert secret.manifest["stringData"]["value"]["PIN"] == "987654321"

@@ -1,10 +1,12 @@
-"""The program's run for each stack in stacks/, made once per test session.
+"""The program's run for each stack in stacks/, made once per test session, and a stack's config.
 
 A finished run is plain data, so tests can share it.
 """
 
 from __future__ import annotations
 
+from components.spec.loading import load_stack_config
+from components.spec.models import StackConfig
 from components.spec.stack_files import read_stack_values, stack_names
 from tests.harness import ProgramRun, run_program
 
@@ -24,3 +26,9 @@ def program_run(stack: str) -> ProgramRun:
         name, values = read_stack_values(stack)
         _runs[stack] = run_program(name, values)
     return _runs[stack]
+
+
+def stack_config(stack_or_path: str) -> StackConfig:
+    """The stack's config as the program validates it, read from its stack file."""
+    name, values = read_stack_values(stack_or_path)
+    return load_stack_config(name, values)

@@ -11,7 +11,6 @@ from typing import Mapping
 from .settings import SETTINGS_ENV, TrainerSettings
 
 TF_CONFIG_ENV = "TF_CONFIG"
-SETTINGS_FILE_ENV = "TFK8S_TRAINER_FILE"
 ROLES = ("chief", "ps", "worker")
 UNEXPANDED_REFERENCE = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")
 # Set in each pod from its StatefulSet ordinal (components/plan/tf_config.py).
@@ -124,12 +123,9 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
 
 
 def read_settings(environ: Mapping[str, str] = os.environ) -> TrainerSettings:
-    """The settings the Pulumi program validated: env JSON, or a mounted JSON file."""
+    """The settings the Pulumi program validated, from their env JSON; the defaults where unset."""
     if environ.get(SETTINGS_ENV):
         return TrainerSettings.from_json(environ[SETTINGS_ENV])
-    if environ.get(SETTINGS_FILE_ENV):
-        with open(environ[SETTINGS_FILE_ENV], encoding="utf-8") as handle:
-            return TrainerSettings.from_json(handle.read())
     return TrainerSettings()
 
 

@@ -174,10 +174,6 @@ def to_camel(snake: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def _type_name(value: Any) -> str:
-    return type(value).__name__
-
-
 def _check_field(spec: dataclasses.Field, value: Any) -> None:
     key = to_camel(spec.name)
     default = spec.default

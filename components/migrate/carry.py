@@ -24,7 +24,6 @@ RESTARTING = ("OnFailure", "Always")
 # What a TFJob replica without restartPolicy gets from TFJob's controller.
 TFJOB_RESTART_POLICY = "Never"
 LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
-ROLE_KEYS = {"chief": "chief", "ps": "ps", "worker": "workers"}
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,7 @@ from typing import Any
 
 import yaml
 
-from .loading import load_stack_config
-from .models import StackConfig, StackConfigError
+from .models import StackConfigError
 from .strict_yaml import TooLargeError, described, load_yaml, yaml_problem
 from .user_files import UnreadableFile, read_user_text
 
@@ -97,7 +96,3 @@ def _instead(document: Any) -> str:
         return f" (its keys: {', '.join(map(str, document)) or 'none'})"
     return f" ('config:' holds {described(document['config'])})"
 
-
-def load_stack_file(stack_or_path: str) -> StackConfig:
-    stack, values = read_stack_values(stack_or_path)
-    return load_stack_config(stack, values)

@@ -11,7 +11,6 @@ import pytest
 from components.objects.admission import UNBOUNDED, lendable, never_admitted, requested
 from components.objects.loading import load_experiment_values
 from components.plan.trainer_bundle import load_trainer_bundle
-from components.spec.quantities import quantity_value
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 
 
@@ -39,8 +38,9 @@ def test_what_an_experiment_requests_is_every_pod_of_every_role():
     experiment = queued()  # scene1-case2: a chief of 1 CPU, 5 PS of 2, 50 workers of 1
     asked = requested(experiment)
     assert asked["cpu"] == pytest.approx(1 + 5 * 2 + 50 * 1)
-    memory = 50 * 2 * 2**30 + 5 * quantity_value(experiment.ps_memory) + quantity_value(experiment.chief_memory)
-    assert asked["memory"] == pytest.approx(memory)
+    # 50 workers of 2Gi, 5 PS of 805Mi (sized from the model: the stack's psMemory output), a chief of 2Gi.
+    mi, gi = 2**20, 2**30
+    assert asked["memory"] == pytest.approx(50 * 2 * gi + 5 * 805 * mi + 2 * gi)
     assert "nvidia.com/gpu" not in asked
 
 

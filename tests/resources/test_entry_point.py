@@ -12,10 +12,10 @@ import pytest
 
 from components.plan import labels as L
 from components.spec.sizing import ps_memory_request
-from components.spec.stack_files import load_stack_file, read_stack_values
+from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.pods import config_maps_of, pods_of, replicated_jobs
-from tests.runs import SEED_STACKS, program_run
+from tests.runs import SEED_STACKS, program_run, stack_config
 from tests.scheduling import admitted_nodes
 
 KUBERNETES_VERSION = "1.34.0"
@@ -58,7 +58,7 @@ def expected_statefulset_workloads(run) -> int:
 
 
 def test_registers_the_expected_objects(stack_run):
-    config = load_stack_file(stack_run.stack)
+    config = stack_config(stack_run.stack)
     ps, workers = config.cluster.ps_count, config.cluster.workers.replicas
     labelled_nodes = sum(
         len(pool.nodes)
@@ -192,7 +192,7 @@ def spread_constraints(stack: str, role: str, pool_servers: int, share: int, str
 def test_each_task_admits_exactly_its_pools_servers_and_each_server_its_share(stack_run):
     """JobSet: a Job per role, whose pods may use every server of the pool, and the scheduler gives
     each server exactly its share (tests/cluster proves it on the local control plane)."""
-    config = load_stack_file(stack_run.stack)
+    config = stack_config(stack_run.stack)
     if config.cluster.placement == "spread":
         return  # test_spread_pins_nothing_and_keeps_ps_apart
     nodes = _nodes_as_labelled(stack_run)
@@ -231,7 +231,7 @@ def test_preferred_placement_keeps_the_pool_and_spreads_evenly():
     values["tfk8s:cluster"]["strict"] = False
     run = run_program(name, values)
     nodes = _nodes_as_labelled(run)
-    config = load_stack_file("scene2-case2")
+    config = stack_config("scene2-case2")
     for pod in pods_of(run):
         if pod.task == "chief-0":
             continue
@@ -249,7 +249,7 @@ def test_preferred_placement_under_the_statefulset_model_prefers_the_server():
     values["tfk8s:cluster"].update(strict=False, workload="statefulset")
     run = run_program(name, values)
     nodes = _nodes_as_labelled(run)
-    config = load_stack_file("scene2-case2")
+    config = stack_config("scene2-case2")
     planned = {t: s for s, tasks in run.outputs["placement"].items() for t in tasks}
     assert len(planned) == 55
     for pod in pods_of(run):
@@ -265,7 +265,7 @@ def test_preferred_placement_under_the_statefulset_model_prefers_the_server():
 
 
 def test_placement_output_lists_every_task_once(stack_run):
-    config = load_stack_file(stack_run.stack)
+    config = stack_config(stack_run.stack)
     listed = [t for tasks in stack_run.outputs["placement"].values() for t in tasks]
     listed += [t for tasks in stack_run.outputs["unpinned"].values() for t in tasks]
     assert len(listed) == len(set(listed))
@@ -280,7 +280,7 @@ def test_placement_output_lists_every_task_once(stack_run):
 @pytest.mark.parametrize("stack", [s for s in SEED_STACKS if s.startswith("scene1")])
 def test_scene1_every_server_runs_ten_workers_and_one_ps(stack):
     run = program_run(stack)
-    servers = load_stack_file(stack).pools["servers"].nodes
+    servers = stack_config(stack).pools["servers"].nodes
     assert run.outputs["perServer"] == {server: {"ps": 1, "worker": 10} for server in servers}
     assert run.outputs["pinning"] == "count"
     (unpinned,) = run.outputs["unpinned"].values()
@@ -290,7 +290,7 @@ def test_scene1_every_server_runs_ten_workers_and_one_ps(stack):
 @pytest.mark.parametrize("stack", [s for s in SEED_STACKS if s.startswith("scene2")])
 def test_scene2_ps_and_workers_never_share_a_server(stack):
     run = program_run(stack)
-    config = load_stack_file(stack)
+    config = stack_config(stack)
     ps_servers = config.pools["ps-servers"].nodes
     worker_servers = config.pools["worker-servers"].nodes
     assert not set(ps_servers) & set(worker_servers)
@@ -326,7 +326,7 @@ EXPECTED_PS_MEMORY = {
 
 
 def test_resources_gpus_only_on_workers_and_ps_memory_from_model(stack_run):
-    config = load_stack_file(stack_run.stack)
+    config = stack_config(stack_run.stack)
     # The shipped stacks' figures are worked out by hand above; any other stack's come from the model.
     expected_ps_memory = EXPECTED_PS_MEMORY.get(stack_run.stack) or ps_memory_request(config)
     assert stack_run.outputs["psMemory"] == expected_ps_memory
@@ -378,7 +378,7 @@ def test_tf_port_reachable_only_from_the_experiment(stack_run):
 
 
 def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
-    config = load_stack_file(stack_run.stack)
+    config = stack_config(stack_run.stack)
     (jobset,) = stack_run.of_kind("JobSet")
     spec = jobset.manifest["spec"]
     assert spec["successPolicy"] == {"operator": "Any", "targetReplicatedJobs": ["chief"]}
@@ -436,7 +436,7 @@ def test_trainer_shipped_in_a_configmap_and_run_from_a_pinned_image(stack_run):
     code = config_maps["tfk8s-trainer"]["data"]
     assert "settings.py" in code and "__init__.py" in code
     settings = json.loads(config_maps["tfk8s-trainer-env"]["data"]["TFK8S_TRAINER"])
-    config = load_stack_file(stack_run.stack)
+    config = stack_config(stack_run.stack)
     expected = config.trainer.to_config()
     if config.cluster.chief.checkpoint_volume:  # the one setting tfk8s decides: where the volume is
         expected["checkpointDir"] = "/checkpoints"
@@ -450,7 +450,7 @@ def test_trainer_shipped_in_a_configmap_and_run_from_a_pinned_image(stack_run):
 
 
 def test_node_labels_replace_kubectl_label(stack_run):
-    config = load_stack_file(stack_run.stack)
+    config = stack_config(stack_run.stack)
     for patch in stack_run.of_kind("NodePatch"):
         metadata = patch.manifest["metadata"]
         pool = next(p for p in config.node_pools if p.nodes and metadata["name"] in p.nodes)

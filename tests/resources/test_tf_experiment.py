@@ -6,7 +6,6 @@ import copy
 
 import pytest
 
-from components.plan import labels as L
 from components.spec.models import StackConfigError
 from components.spec.stack_files import read_stack_values
 from tests.harness import PROJECT_ROOT, RecordingMonitor, reset_pulumi, run_program
@@ -47,7 +46,6 @@ def test_outputs_name_the_workloads_and_the_chiefs_log_selector():
     assert outputs["chiefSelector"] == (
         "app.kubernetes.io/instance=scene1-case2,app.kubernetes.io/part-of=tfk8s,app.kubernetes.io/component in (chief)"
     )
-    assert outputs["chiefSelector"] == L.selector_text("scene1-case2", ("chief",))
 
     name, values = read_stack_values("scene1-case2")
     values = copy.deepcopy(values)

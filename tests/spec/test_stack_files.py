@@ -16,8 +16,9 @@ from components.objects import manifests
 from components.plan.experiment import Experiment
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.loading import load_stack_config
-from components.spec.stack_files import STACKS_DIR, load_stack_file, read_stack_values
+from components.spec.stack_files import STACKS_DIR, read_stack_values
 from tests.harness import PROJECT_ROOT
+from tests.runs import stack_config
 
 # Between two cases of one scene only counts and node lists may differ.
 ALLOWED_CHANGE = re.compile(r"^\s+- (srv|ps-srv|wk-srv)-\d+$|^\s+(ps|workers): \{replicas: \d+, pool: [\w-]+\}$")
@@ -35,7 +36,7 @@ def test_cases_of_a_scene_differ_only_in_counts_and_nodes(scene):
 
 
 def test_a_trainer_change_rolls_the_pods():
-    config = load_stack_file("scene1-case1")
+    config = stack_config("scene1-case1")
     bundle = load_trainer_bundle(PROJECT_ROOT)
     changed = dataclasses.replace(bundle, files={**bundle.files, "settings.py": bundle.files["settings.py"] + "\n# changed\n"})
     before, after = Experiment(config, bundle), Experiment(config, changed)
@@ -49,7 +50,7 @@ def test_a_trainer_change_rolls_the_pods():
 
 
 def test_a_settings_change_rolls_the_pods():
-    config = load_stack_file("scene1-case1")
+    config = stack_config("scene1-case1")
     bundle = load_trainer_bundle(PROJECT_ROOT)
     faster = config.model_copy(update={"trainer": dataclasses.replace(config.trainer, learning_rate=0.5)})
     before, after = Experiment(config, bundle), Experiment(faster, bundle)

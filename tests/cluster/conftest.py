@@ -54,7 +54,7 @@ class LocalCluster:
         return api_client(self.kubeconfig)
 
     def render(self, stack: str, out: Path) -> list[dict]:
-        render(load_experiment(stack), out)
+        render(load_experiment(stack), out, force=True)  # the test's folder may hold its other files
         return read_rendered(out)
 
     def apply(self, stack: str, out: Path, wait: bool = True) -> list[dict]:

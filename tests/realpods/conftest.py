@@ -123,7 +123,7 @@ class RealCluster:
 
     def apply(self, stack: str, out: Path, wait: bool = True) -> None:
         experiment = load_experiment(stack)
-        render(experiment, out)
+        render(experiment, out, force=True)  # the test's folder may hold its other files
         apply_manifests(self.api, experiment.stack, read_rendered(out))
         if wait:
             wait_for_pods(self.api, experiment, POD_WAIT_S)
@@ -139,7 +139,7 @@ class RealCluster:
 
     def delete(self, stack: str, out: Path) -> None:
         experiment = load_experiment(stack)
-        render(experiment, out)
+        render(experiment, out, force=True)  # the test's folder may hold its other files
         delete_manifests(self.api, experiment.stack, read_rendered(out))
 
     def pods(self, stack: str, role: str) -> list[Any]:

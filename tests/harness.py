@@ -56,7 +56,8 @@ class Registered:
     wire_inputs: Any
     # Outputs the program asked the engine to keep secret, beyond what it detects.
     secret_outputs: list[str] = field(default_factory=list)
-    provider: str = ""  # the provider reference the resource was registered with  # the protobuf Struct the program sent; decoded on demand
+    provider: str = ""  # the provider reference the resource was registered with
+    retain_on_delete: bool = False  # `pulumi destroy` forgets it instead of deleting it
 
     @cached_property
     def inputs(self) -> dict[str, Any]:
@@ -183,6 +184,7 @@ def run_program(
                 wire_inputs=request.object,
                 provider=request.provider,
                 secret_outputs=list(request.additionalSecretOutputs),
+                retain_on_delete=bool(request.retainOnDelete),
             )
         )
     return run

@@ -26,7 +26,6 @@ from components.cli.plan_view import plan_table
 from components.cli.render_command import render_command
 from components.migrate.carry import DEFAULT_POOL, ImportOptions
 from components.objects.loading import load_experiment
-from components.objects.program_container import PROGRAM_SECRET
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT, stack_names
 
@@ -250,7 +249,7 @@ def experiment_export(experiment) -> dict:
 def _exported_env(experiment, name: str, value) -> object:
     """A value as written, or where a Secret holds it (trainer.local then takes it from the shell)."""
     if name in experiment.secret_env:
-        return {"secret": PROGRAM_SECRET, "key": name}
+        return {"secret": experiment.names.program_secret, "key": name}
     return value if isinstance(value, str) else value.model_dump()
 
 

@@ -16,7 +16,6 @@ from components.cli.paths import shown
 from components.objects.render import render, write_stream
 from components.objects.render_folder import UNCHECKED, ForeignFile, RenderError, WouldOverwrite
 from components.objects.render_record import RECORD_NAME
-from components.objects.program_container import PROGRAM_SECRET
 from components.plan.experiment import Experiment
 from components.spec.secrets import SECRET_PLACEHOLDER
 
@@ -77,11 +76,12 @@ def _note_secret(experiment: Experiment, where: str) -> None:
     if not experiment.secret_env:
         return
     names = sorted(experiment.secret_env)
+    secret = experiment.names.program_secret
     literals = " ".join(f"--from-literal={name}=..." for name in names)
-    print(f"render: Secret {PROGRAM_SECRET} {where}: its values of {', '.join(names)} are the stack's secrets, "
+    print(f"render: Secret {secret} {where}: its values of {', '.join(names)} are the stack's secrets, "
           f"which render cannot read, and applied with placeholders ({SECRET_PLACEHOLDER}) it would replace the real "
           f"Secret. Create it with the real values (docs/secrets.md):\n"
-          f"  kubectl -n {experiment.namespace} create secret generic {PROGRAM_SECRET} {literals}", file=sys.stderr)
+          f"  kubectl -n {experiment.namespace} create secret generic {secret} {literals}", file=sys.stderr)
 
 
 def _listed(names: tuple[str, ...]) -> str:

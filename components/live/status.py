@@ -48,7 +48,6 @@ from components.live.tasks import (
 )
 from components.plan import labels as L
 from components.plan.experiment import Experiment
-from components.plan.workloads import JOBSET_NAME
 
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 
@@ -141,10 +140,10 @@ def _kueue_view(api: Any, experiment: Experiment) -> tuple[list[dict[str, Any]],
         listed = []  # no Kueue: the events say why
     workloads = [
         w for w in listed
-        if any(o.get("kind") == "JobSet" and o.get("name") == JOBSET_NAME for o in w["metadata"].get("ownerReferences") or ())
+        if any(o.get("kind") == "JobSet" and o.get("name") == experiment.names.jobset for o in w["metadata"].get("ownerReferences") or ())
     ]
     events = client.CoreV1Api(api).list_namespaced_event(
-        experiment.namespace, field_selector=f"involvedObject.kind=JobSet,involvedObject.name={JOBSET_NAME}"
+        experiment.namespace, field_selector=f"involvedObject.kind=JobSet,involvedObject.name={experiment.names.jobset}"
     ).items
     events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
     return workloads, events
@@ -158,7 +157,7 @@ def read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
 
     try:
         return client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", JOBSET_NAME
+            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", experiment.names.jobset
         )
     except ApiException as error:
         if error.status != 404:

@@ -15,8 +15,9 @@ from components.objects import jobset, manifests
 from components.objects.manifests import Manifest
 from components.plan.experiment import Experiment
 from components.plan.planner import TASK_TYPES
-from components.plan.workloads import JOBSET_NAME, TaskGroup
-from components.spec.models import NodePoolSpec
+from components.plan.object_names import JOBSET
+from components.plan.workloads import TaskGroup
+from components.spec.pools import NodePoolSpec
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class KubeObject:
     manifest: Manifest
     # The task group this workload runs; None for every other object.
     group: Optional[TaskGroup] = None
+    # `pulumi destroy` leaves it on the cluster: the checkpoints, the trained model.
+    kept_on_destroy: bool = False
 
     @property
     def kind(self) -> str:
@@ -44,8 +47,33 @@ def node_pool_objects(experiment: Experiment, pool: NodePoolSpec) -> list[KubeOb
     return [KubeObject(node, manifests.node_patch(experiment, node, pool)) for node in pool.nodes]
 
 
-def namespace_object(experiment: Experiment) -> KubeObject:
-    return KubeObject("namespace", manifests.namespace(experiment))
+def namespace_object(experiment: Experiment) -> Optional[KubeObject]:
+    """The experiment's own namespace; None in a team's namespace, which tfk8s never creates."""
+    if experiment.shares_namespace:
+        return None
+    # Deleting a namespace deletes what is in it: it stays while it holds the kept checkpoints.
+    return KubeObject("namespace", manifests.namespace(experiment), kept_on_destroy=keeps_checkpoints(experiment))
+
+
+def keeps_checkpoints(experiment: Experiment) -> bool:
+    """`pulumi destroy` keeps the chief's checkpoint claim (checkpointVolume.keep, the default)."""
+    volume = experiment.config.cluster.chief.checkpoint_volume
+    return volume is not None and volume.keep
+
+
+def kept_on_destroy_note(experiment: Experiment) -> Optional[str]:
+    """What `pulumi destroy` leaves on the cluster, and how to delete it; None when nothing."""
+    if not keeps_checkpoints(experiment):
+        return None
+    namespace, claim = experiment.namespace, experiment.names.checkpoint_claim
+    if experiment.shares_namespace:
+        kept, delete = f"the checkpoint claim {claim} in namespace {namespace}", f"kubectl -n {namespace} delete pvc {claim}"
+    else:
+        kept = f"namespace {namespace} with the checkpoint claim {claim} (and nothing else of the experiment)"
+        delete = f"kubectl delete namespace {namespace}"
+    return (f"stack '{experiment.stack}': pulumi destroy keeps {kept}, so the next pulumi up resumes from the "
+            f"last checkpoint; to delete the checkpoints: {delete}, or set "
+            "tfk8s:cluster.chief.checkpointVolume.keep: false and pulumi up before destroying")
 
 
 def shared_objects(experiment: Experiment) -> list[KubeObject]:
@@ -65,7 +93,7 @@ def shared_objects(experiment: Experiment) -> list[KubeObject]:
         objects.append(KubeObject("cluster", cluster))
     claim = manifests.checkpoint_claim(experiment)
     if claim is not None:
-        objects.append(KubeObject("checkpoints", claim))
+        objects.append(KubeObject("checkpoints", claim, kept_on_destroy=keeps_checkpoints(experiment)))
     return objects
 
 
@@ -84,7 +112,7 @@ def workload_objects(experiment: Experiment) -> list[KubeObject]:
         queue = jobset.local_queue(experiment)
         return [
             *([KubeObject("local-queue", queue)] if queue is not None else []),
-            KubeObject(JOBSET_NAME, jobset.jobset(experiment)),
+            KubeObject(JOBSET, jobset.jobset(experiment))  # the Pulumi name: steady URNs,
         ]
     return [KubeObject(group.name, manifests.group_workload(experiment, group), group)
             for group in experiment.groups]
@@ -93,7 +121,9 @@ def workload_objects(experiment: Experiment) -> list[KubeObject]:
 def experiment_objects(experiment: Experiment) -> list[KubeObject]:
     """All objects in the order they can be applied: node labels, namespace, shared, Services, workloads."""
     objects = [obj for pool in labelled_pools(experiment) for obj in node_pool_objects(experiment, pool)]
-    objects.append(namespace_object(experiment))
+    namespace = namespace_object(experiment)
+    if namespace is not None:
+        objects.append(namespace)
     objects.extend(shared_objects(experiment))
     objects.extend(role_services(experiment))
     objects.extend(workload_objects(experiment))

@@ -28,12 +28,10 @@ from components.objects.manifests import chief_deadline, metadata
 from components.objects.pods import Manifest, pod_template
 from components.plan import labels as L
 from components.plan.experiment import Experiment
-from components.plan.workloads import JOBSET_NAME, TaskGroup
+from components.plan.workloads import TaskGroup
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_API = "kueue.x-k8s.io/v1beta1"
-# The LocalQueue tfk8s creates in the experiment's namespace (cluster.queue).
-LOCAL_QUEUE = "tfk8s"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # pulumi-kubernetes (v4.18+) waits for this JSONPath to exist on the object, instead of its own readiness rule.
 WAIT_FOR = "pulumi.com/waitFor"
@@ -51,9 +49,9 @@ FINISHING_WORKER_RETRIES = 6
 def jobset(experiment: Experiment) -> Manifest:
     cluster = experiment.config.cluster
     finisher = _finishing_group(experiment)
-    meta = metadata(experiment, JOBSET_NAME)
+    meta = metadata(experiment, experiment.names.jobset)
     if cluster.queue is not None:
-        meta["labels"][QUEUE_LABEL] = LOCAL_QUEUE
+        meta["labels"][QUEUE_LABEL] = experiment.names.local_queue
     # `pulumi up` waits until the JobSet controller took the experiment in (it made its Jobs,
     # which run at once, or wait suspended while Kueue queues them), not for training to end.
     # Not skipAwait: replacing a changed experiment must wait until the old JobSet is gone.
@@ -104,7 +102,7 @@ def local_queue(experiment: Experiment) -> Optional[Manifest]:
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
-        "metadata": metadata(experiment, LOCAL_QUEUE),
+        "metadata": metadata(experiment, experiment.names.local_queue),
         "spec": {"clusterQueue": cluster_queue},
     }
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Collection, Mapping, Optional
 
 from components.plan.experiment import Experiment, tf_config_size_errors
+from components.plan.object_names import shared_name_error
 from components.plan.program_source import ProgramSourceError, load_program_source
 from components.plan.trainer_bundle import TrainerBundle, load_trainer_bundle
 from components.spec.loading import load_stack_config
@@ -31,6 +32,9 @@ def load_experiment_values(
     """
     secrets = split_secrets(stack, values, secret_keys, known_encrypted)
     config = load_stack_config(stack, secrets.values)
+    name_error = shared_name_error(config)
+    if name_error is not None:
+        raise StackConfigError.listing(stack, [name_error])
     source = None
     if config.program is not None and config.program.source is not None:
         try:

@@ -11,34 +11,24 @@ from __future__ import annotations
 from typing import Optional
 
 from components.objects.pods import (
-    CHECKPOINT_CLAIM,
-    CLUSTER_CONFIG_MAP,
     CLUSTER_FILE,
     CLUSTER_MOUNT,
     CODE_ROOT,
     SCRATCH_DIR,
     TF_PORT_NAME,
-    TRAINER_CONFIG_MAP,
-    TRAINER_ENV_CONFIG_MAP,
     Manifest,
     pod_template,
 )
-from components.objects.program_container import (
-    PROGRAM_CONFIG_MAP,
-    PROGRAM_SECRET,
-    program_config_map_data,
-    shared_program_env,
-)
+from components.objects.program_container import program_config_map_data, shared_program_env
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.tf_config import TF_PORT
 from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
-from components.spec.models import NodePoolSpec
+from components.spec.pools import NodePoolSpec
 from components.spec.secrets import SECRET_PLACEHOLDER
 from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV
 from trainer.settings import SETTINGS_ENV
 
-NETWORK_POLICY_NAME = "tf-grpc-from-experiment-only"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 
 
@@ -63,7 +53,7 @@ def network_policy(experiment: Experiment) -> Manifest:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": metadata(experiment, NETWORK_POLICY_NAME),
+        "metadata": metadata(experiment, experiment.names.network_policy),
         "spec": {
             "podSelector": experiment_pods,
             "policyTypes": ["Ingress"],
@@ -88,7 +78,7 @@ def checkpoint_claim(experiment: Experiment) -> Optional[Manifest]:
     }
     if volume.storage_class is not None:
         spec["storageClassName"] = volume.storage_class
-    meta = metadata(experiment, CHECKPOINT_CLAIM)
+    meta = metadata(experiment, experiment.names.checkpoint_claim)
     # A claim of a WaitForFirstConsumer class binds only once the chief's pod
     # exists, and that pod waits for the claim: `pulumi up` must not wait.
     meta["annotations"] = {SKIP_AWAIT: "true"}
@@ -99,7 +89,7 @@ def trainer_config_map(experiment: Experiment) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(experiment, TRAINER_CONFIG_MAP),
+        "metadata": metadata(experiment, experiment.names.trainer_config_map),
         "data": experiment.trainer_bundle.config_map_data(),
     }
 
@@ -108,7 +98,7 @@ def trainer_env_config_map(experiment: Experiment) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(experiment, TRAINER_ENV_CONFIG_MAP),
+        "metadata": metadata(experiment, experiment.names.trainer_env_config_map),
         "data": trainer_env(experiment),
     }
 
@@ -120,7 +110,7 @@ def cluster_config_map(experiment: Experiment) -> Optional[Manifest]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(experiment, CLUSTER_CONFIG_MAP),
+        "metadata": metadata(experiment, experiment.names.cluster_config_map),
         "data": {CLUSTER_FILE: experiment.tf_config.cluster_json},
     }
 
@@ -132,7 +122,7 @@ def program_config_map(experiment: Experiment) -> Optional[Manifest]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(experiment, PROGRAM_CONFIG_MAP),
+        "metadata": metadata(experiment, experiment.names.program_config_map),
         **program_config_map_data(experiment),
     }
 
@@ -146,7 +136,7 @@ def program_secret(experiment: Experiment) -> Optional[Manifest]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": metadata(experiment, PROGRAM_SECRET),
+        "metadata": metadata(experiment, experiment.names.program_secret),
         "type": "Opaque",
         "stringData": {name: SECRET_PLACEHOLDER for name in sorted(experiment.secret_env)},
     }
@@ -177,7 +167,7 @@ def role_service(experiment: Experiment, task_type: str) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(experiment, task_type, L.role_labels(experiment.stack, task_type)),
+        "metadata": metadata(experiment, experiment.names.service(task_type), L.role_labels(experiment.stack, task_type)),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -190,12 +180,12 @@ def role_service(experiment: Experiment, task_type: str) -> Manifest:
 def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
     """StatefulSet model: the chief is a Job (it finishes); PS and workers serve until destroyed."""
     template = pod_template(experiment, group)
-    meta = metadata(experiment, group.name, L.group_labels(experiment.stack, group))
+    meta = metadata(experiment, experiment.names.workload(group.name), L.group_labels(experiment.stack, group))
     if group.task_type == "chief":
         meta["annotations"] = {SKIP_AWAIT: "true"}  # `pulumi up` must not wait for training
         # The Job's pods get random names; the host name gives the chief its DNS name.
-        template["spec"]["hostname"] = pod_hostname(group, group.first_index, experiment.workload)
-        template["spec"]["subdomain"] = pod_subdomain(group, experiment.workload)
+        template["spec"]["hostname"] = pod_hostname(group, group.first_index, experiment.workload, experiment.names)
+        template["spec"]["subdomain"] = pod_subdomain(group, experiment.workload, experiment.names)
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -221,7 +211,7 @@ def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
             "ordinals": {"start": group.first_index},
             # Every task is needed from the start: no one-by-one start.
             "podManagementPolicy": "Parallel",
-            "serviceName": group.task_type,
+            "serviceName": experiment.names.service(group.task_type),
             "selector": {"matchLabels": L.group_selector(experiment.stack, group)},
             "template": template,
         },

@@ -18,7 +18,7 @@ from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
 from components.plan.tf_config import TF_PORT
 from components.plan.trainer_bundle import TRAINER_PACKAGE
 from components.plan.workloads import TaskGroup
-from components.spec.models import NodePoolSpec
+from components.spec.pools import NodePoolSpec
 from components.spec.program import PROGRAM_MOUNT
 from trainer.cluster import FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
 
@@ -32,17 +32,13 @@ CODE_ROOT = "/opt/tfk8s"
 SCRATCH_DIR = "/scratch"
 # The stock TensorFlow image runs as root; pods run as an unprivileged user.
 RUN_AS_USER = 1000
-TRAINER_CONFIG_MAP = "tfk8s-trainer"
 # What every task of tfk8s's own trainer runs; the policy pack tells it from a team's program by it.
 TRAINER_COMMAND = ("python", "-m", TRAINER_PACKAGE)
-# Settings and environment shared by every task: one ConfigMap, not N copies.
-TRAINER_ENV_CONFIG_MAP = "tfk8s-trainer-env"
-# A cluster too large for an environment variable: its own ConfigMap, mounted as a file.
-CLUSTER_CONFIG_MAP = "tfk8s-cluster"
+# Settings and environment are shared by every task: one ConfigMap (trainer_env_config_map), not N
+# copies. A cluster too large for an environment variable: its own ConfigMap, mounted as a file.
 CLUSTER_VOLUME = "cluster"
 CLUSTER_MOUNT = "/etc/tfk8s"
 CLUSTER_FILE = "cluster.json"
-CHECKPOINT_CLAIM = "tfk8s-checkpoints"
 CHECKPOINT_VOLUME = "checkpoints"
 
 
@@ -68,17 +64,17 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         ],
     }
     if experiment.program is None:
-        spec["volumes"].insert(0, {"name": TRAINER_VOLUME, "configMap": {"name": TRAINER_CONFIG_MAP}})
+        spec["volumes"].insert(0, {"name": TRAINER_VOLUME, "configMap": {"name": experiment.names.trainer_config_map}})
     else:
         spec["volumes"] += program_volumes(experiment)
         # The program is not PID 1, so SIGTERM ends it even when it sets no handler
         # (components/objects/program_container.py).
         spec["shareProcessNamespace"] = True
     if experiment.cluster_as_file:
-        spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": CLUSTER_CONFIG_MAP}})
+        spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": experiment.names.cluster_config_map}})
     if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
         spec["volumes"].append(
-            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}}
+            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
         )
         # The volume's files belong to the pod's group, so the unprivileged chief can write them;
         # re-owned only when the volume's root is not the group's yet, not file by file at every
@@ -132,7 +128,7 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
         # envFrom is read first and env in order, so TF_CONFIG's $(TFK8S_CLUSTER)
         # and its index variable expand to the shared cluster and this pod's index.
         "env": _task_env(experiment, group) if program is None else program_task_env(experiment, group),
-        "envFrom": [{"configMapRef": {"name": TRAINER_ENV_CONFIG_MAP}}],
+        "envFrom": [{"configMapRef": {"name": experiment.names.trainer_env_config_map}}],
         "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],
         "resources": _resources(experiment, group.task_type),
         "securityContext": {

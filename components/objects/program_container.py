@@ -27,9 +27,6 @@ from trainer.cluster import CLUSTER_ENV
 
 Manifest = dict[str, Any]
 
-PROGRAM_CONFIG_MAP = "tfk8s-program"
-# The experiment's own Secret: the `env` values set with `pulumi config set --secret`.
-PROGRAM_SECRET = "tfk8s-program-env"
 PROGRAM_VOLUME = "program"
 TMP_VOLUME = "tmp"
 TMP_DIR = "/tmp"
@@ -62,7 +59,7 @@ def program_task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]
         {"name": "JOB_NAME", "value": group.task_type},
         {"name": "TASK_INDEX", **_task_index_source(experiment, group)},
         {"name": TF_CONFIG, "value": experiment.tf_config.render(group.task_type, "TASK_INDEX", program=True)},
-        *(_env_entry(name, value, name in experiment.secret_env) for name, value in program.env.items()),
+        *(_env_entry(experiment, name, value) for name, value in program.env.items()),
     ]
 
 
@@ -78,9 +75,11 @@ def _task_index_source(experiment: Experiment, group: TaskGroup) -> Manifest:
     return {"valueFrom": {"fieldRef": {"fieldPath": field}}}
 
 
-def _env_entry(name: str, value: str | SecretRef, secret: bool) -> Manifest:
-    if secret:  # its value is never written into the pod: the kubelet reads it from the Secret
-        return {"name": name, "valueFrom": {"secretKeyRef": {"name": PROGRAM_SECRET, "key": name}}}
+def _env_entry(experiment: Experiment, name: str, value: str | SecretRef) -> Manifest:
+    if name in experiment.secret_env:
+        # Set with `pulumi config set --secret`: its value is never written into the pod, the
+        # kubelet reads it from the experiment's own Secret.
+        return {"name": name, "valueFrom": {"secretKeyRef": {"name": experiment.names.program_secret, "key": name}}}
     if isinstance(value, SecretRef):
         return {"name": name, "valueFrom": {"secretKeyRef": {"name": value.secret, "key": value.key}}}
     return {"name": name, "value": value}
@@ -103,7 +102,7 @@ def program_volumes(experiment: Experiment) -> list[Manifest]:
         volumes.append(
             {
                 "name": PROGRAM_VOLUME,
-                "configMap": {"name": PROGRAM_CONFIG_MAP, "items": experiment.program_source.volume_items()},
+                "configMap": {"name": experiment.names.program_config_map, "items": experiment.program_source.volume_items()},
             }
         )
     volumes += [

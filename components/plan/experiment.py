@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Optional
 
 from components.plan.labels import node_role, server_label_values
+from components.plan.object_names import ObjectNames
 from components.plan.planner import Plan, plan_stack
 from components.plan.program_source import ProgramSource
 from components.plan.tf_config import (
@@ -23,7 +24,8 @@ from components.plan.tf_config import (
 )
 from components.plan.trainer_bundle import TrainerBundle
 from components.plan.workloads import TaskGroup, max_group_name, pool_servers, task_groups
-from components.spec.models import CONFIG_NAMESPACE, NodePoolSpec, StackConfig, Workload
+from components.spec.models import CONFIG_NAMESPACE, StackConfig, Workload
+from components.spec.pools import NodePoolSpec
 from components.spec.program import ProgramSpec
 from components.spec.sizing import (
     SCRATCH_BASE_BYTES,
@@ -60,10 +62,19 @@ class Experiment:
     def namespace(self) -> str:
         return self.config.namespace
 
+    @property
+    def shares_namespace(self) -> bool:
+        return self.config.shares_namespace
+
+    @cached_property
+    def names(self) -> ObjectNames:
+        """The names of the experiment's objects in its namespace."""
+        return ObjectNames.of(self.config)
+
     @cached_property
     def groups(self) -> list[TaskGroup]:
         """The workloads that run the plan's tasks: one per role (JobSet), or per role per server."""
-        return task_groups(self.plan, pool_servers(self.config), max_group_name(self.workload))
+        return task_groups(self.plan, pool_servers(self.config), max_group_name(self.workload, self.names))
 
     @property
     def workload(self) -> Workload:
@@ -71,7 +82,7 @@ class Experiment:
 
     @cached_property
     def tf_config(self) -> TFConfigRenderer:
-        return TFConfigRenderer(cluster_spec(self.groups, self.namespace, self.workload))
+        return TFConfigRenderer(cluster_spec(self.groups, self.namespace, self.workload, self.names))
 
     @cached_property
     def cluster_as_file(self) -> bool:

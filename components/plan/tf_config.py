@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from typing import Mapping, Sequence
 
+from components.plan.object_names import ObjectNames
 from components.plan.planner import TASK_TYPES
 from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from components.spec.models import Workload
@@ -45,16 +46,19 @@ MAX_ENV_STRING = 131_072
 MAX_CONFIG_MAP_BYTES = 1_048_576
 
 
-def task_address(group: TaskGroup, index: int, namespace: str, workload: Workload) -> str:
+def task_address(group: TaskGroup, index: int, namespace: str, workload: Workload, names: ObjectNames) -> str:
     """Stable DNS name of a task's pod under its headless Service."""
-    return f"{pod_hostname(group, index, workload)}.{pod_subdomain(group, workload)}.{namespace}.svc:{TF_PORT}"
+    host, subdomain = pod_hostname(group, index, workload, names), pod_subdomain(group, workload, names)
+    return f"{host}.{subdomain}.{namespace}.svc:{TF_PORT}"
 
 
-def cluster_spec(groups: Sequence[TaskGroup], namespace: str, workload: Workload) -> dict[str, list[str]]:
+def cluster_spec(
+    groups: Sequence[TaskGroup], namespace: str, workload: Workload, names: ObjectNames
+) -> dict[str, list[str]]:
     spec: dict[str, list[str]] = {}
     for task_type in TASK_TYPES:
         addresses = sorted(
-            (task.index, task_address(group, task.index, namespace, workload))
+            (task.index, task_address(group, task.index, namespace, workload, names))
             for group in groups
             if group.task_type == task_type
             for task in group.tasks

@@ -2,7 +2,7 @@
 
 Under the JobSet workload model (the default) the plan pins counts, not tasks
 (components/plan/planner.py): each role is one group, `chief`, `ps` and
-`worker`, one replicatedJob of the experiment's JobSet `tf`, whose single
+`worker`, one replicatedJob of the experiment's JobSet `tf` (components/plan/object_names.py), whose single
 Indexed Job runs the role's tasks; the scheduler gives each server its share
 (components/objects/pods.py). A task's index is its group's first index plus its
 Job completion index, and its pod's host name is JobSet's
@@ -35,17 +35,16 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
+from components.plan.object_names import JOBSET, ObjectNames
 from components.plan.planner import Plan, Task, TaskPlacement, TaskType
 from components.spec.models import StackConfig, Workload
 
-# The experiment's JobSet (workload jobset): its name starts every pod's host name.
-JOBSET_NAME = "tf"
 # A StatefulSet's name ends up in its pods' `controller-revision-hash` label
 # (`<name>-<10 characters>`, at most 63): longer names cannot create pods.
 MAX_GROUP_NAME = 52
 # A JobSet pod is named `tf-<group>-0-<completion index>-<5 characters>` (at most
 # 63): room for completion indexes of six digits.
-MAX_JOBSET_GROUP_NAME = 63 - len(f"{JOBSET_NAME}--0-999999-abcde")
+MAX_JOBSET_GROUP_NAME = 63 - len(f"{JOBSET}--0-999999-abcde")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -65,21 +64,23 @@ class TaskGroup:
         return [Task(self.task_type, i) for i in range(self.first_index, self.first_index + self.count)]
 
 
-def max_group_name(workload: Workload) -> int:
-    return MAX_JOBSET_GROUP_NAME if workload == "jobset" else MAX_GROUP_NAME
+def max_group_name(workload: Workload, names: ObjectNames) -> int:
+    """The longest group name that leaves its workload's and pods' names valid: the names of a
+    shared namespace start with the stack's."""
+    return (MAX_JOBSET_GROUP_NAME if workload == "jobset" else MAX_GROUP_NAME) - len(names.prefix)
 
 
-def pod_hostname(group: TaskGroup, index: int, workload: Workload) -> str:
+def pod_hostname(group: TaskGroup, index: int, workload: Workload, names: ObjectNames) -> str:
     """Host name of the pod that runs task `index` of `group`."""
     if workload == "jobset":
         # `<jobset>-<replicatedJob>-<Job index>-<completion index>`; each group is one Job.
-        return f"{JOBSET_NAME}-{group.name}-0-{index - group.first_index}"
-    return f"{group.name}-{index}"  # a StatefulSet pod's name, its ordinal the task index
+        return f"{names.jobset}-{group.name}-0-{index - group.first_index}"
+    return f"{names.workload(group.name)}-{index}"  # a StatefulSet pod's name, its ordinal the task index
 
 
-def pod_subdomain(group: TaskGroup, workload: Workload) -> str:
+def pod_subdomain(group: TaskGroup, workload: Workload, names: ObjectNames) -> str:
     """The headless Service a task's DNS name lives under: the JobSet's, or the role's."""
-    return JOBSET_NAME if workload == "jobset" else group.task_type
+    return names.jobset if workload == "jobset" else names.service(group.task_type)
 
 
 def group_name(task_type: str, server: Optional[str], position: int, by_server_name: bool) -> str:

@@ -15,7 +15,7 @@ import pulumi
 from components.objects.experiment_objects import node_pool_objects
 from components.plan.experiment import Experiment
 from components.resources import kube
-from components.spec.models import NodePoolSpec
+from components.spec.pools import NodePoolSpec
 
 
 @dataclass(frozen=True)

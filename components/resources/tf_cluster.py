@@ -1,6 +1,6 @@
 """TFCluster: the Kubernetes objects of one TensorFlow parameter-server experiment.
 
-Namespace, NetworkPolicy, the trainer's code and settings as ConfigMaps, and what runs the tasks:
+Its namespace (unless it runs in a team's, which tfk8s never creates), NetworkPolicy, the trainer's code and settings as ConfigMaps, and what runs the tasks:
 one JobSet (components/objects/jobset.py) or, in the StatefulSet model, a headless Service per role and
 per task group (a role's tasks on one server) one workload pinned as the plan says.
 """
@@ -14,6 +14,7 @@ import pulumi
 
 from components.objects.experiment_objects import (
     KubeObject,
+    kept_on_destroy_note,
     namespace_object,
     role_services,
     shared_objects,
@@ -42,18 +43,20 @@ class TFCluster(pulumi.ComponentResource):
         experiment = args.experiment
 
         namespace_obj = namespace_object(experiment)
-        namespace = kube.create(
-            f"{name}-{namespace_obj.suffix}",
-            namespace_obj.manifest,
-            pulumi.ResourceOptions(parent=self),
-        )
-        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
+        namespace = [] if namespace_obj is None else [
+            kube.create(f"{name}-{namespace_obj.suffix}", namespace_obj.manifest, self._kept(namespace_obj, self))
+        ]
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=namespace)
         # Trainer code and settings, the NetworkPolicy that isolates the gRPC
         # port and the chief's checkpoint claim exist before any pod starts.
         shared = [
-            kube.create(f"{name}-{obj.suffix}", *self._with_secret_values(experiment, obj, in_namespace))
+            kube.create(f"{name}-{obj.suffix}", *self._with_secret_values(
+                experiment, obj, pulumi.ResourceOptions.merge(in_namespace, self._kept(obj, self))))
             for obj in shared_objects(experiment)
         ]
+        kept = kept_on_destroy_note(experiment)
+        if kept is not None:
+            pulumi.log.info(kept, self)
 
         for obj in role_services(experiment):
             kube.create(f"{name}-{obj.suffix}", obj.manifest, in_namespace)
@@ -61,15 +64,22 @@ class TFCluster(pulumi.ComponentResource):
         for obj in workload_objects(experiment):
             opts = pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[namespace, *shared, *queues, *self._labels_needed(args, obj)],
+                depends_on=[*namespace, *shared, *queues, *self._labels_needed(args, obj)],
                 **self._replacement(obj),
             )
             created = kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
             if obj.kind == "LocalQueue":
                 queues.append(created)
 
-        self.namespace = namespace.urn.apply(lambda _: experiment.namespace)
+        self.namespace = (namespace[0].urn.apply(lambda _: experiment.namespace) if namespace
+                          else pulumi.Output.from_input(experiment.namespace))
         self.register_outputs({"namespace": self.namespace})
+
+    @staticmethod
+    def _kept(obj: KubeObject, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+        """The checkpoints (and a namespace that holds them) outlive `pulumi destroy`: the engine
+        forgets them instead of deleting them, whatever the volume's reclaim policy."""
+        return pulumi.ResourceOptions(parent=parent, retain_on_delete=obj.kept_on_destroy or None)
 
     @staticmethod
     def _with_secret_values(

@@ -35,10 +35,10 @@ from components.objects.loading import load_experiment_values
 from components.plan.experiment import Experiment
 from components.plan.labels import selector_text
 from components.plan.trainer_bundle import load_trainer_bundle
-from components.plan.workloads import JOBSET_NAME
 from components.resources.node_pool import NodePool, NodePoolArgs
 from components.resources.tf_cluster import TFCluster, TFClusterArgs
-from components.spec.models import CONFIG_NAMESPACE, ClusterSpec, NodePoolSpec
+from components.spec.models import CONFIG_NAMESPACE, ClusterSpec
+from components.spec.pools import NodePoolSpec
 from components.spec.stack_files import PROJECT_ROOT
 from trainer.settings import TrainerSettings
 
@@ -89,9 +89,10 @@ def experiment_outputs(experiment: Experiment, cluster: TFCluster) -> dict[str, 
 
     plan = experiment.plan
     if experiment.workload == "jobset":
-        workloads = [f"jobset/{JOBSET_NAME}"]
+        workloads = [f"jobset/{experiment.names.jobset}"]
     else:
-        workloads = [f"{'job' if g.task_type == 'chief' else 'statefulset'}/{g.name}" for g in experiment.groups]
+        workloads = [f"{'job' if g.task_type == 'chief' else 'statefulset'}/{experiment.names.workload(g.name)}"
+                     for g in experiment.groups]
     return {
         "namespace": cluster.namespace,
         **plan.summary(),  # pinning, perServer, placement, unpinned

@@ -14,10 +14,10 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from trainer.settings import LARGEST_NUMBER as INT32_MAX, TrainerSettings
 
 from .model_base import StackModel as _Model
+from .pools import NodePoolSpec
 from .program import ProgramSpec
 from .quantities import (
     INT64_MAX,
-    LABEL_VALUE_PATTERN,
     NODE_NAME_PATTERN,
     CpuQuantity,
     DnsLabel,
@@ -38,7 +38,9 @@ Placement = Literal["colocated", "isolated", "spread"]
 # jobset: the experiment is one JobSet that ends with its chief; statefulset: PS
 # and workers serve until the experiment is destroyed (clusters without JobSet).
 Workload = Literal["jobset", "statefulset"]
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# The cluster's own namespaces: never an experiment's. `default` may be a team's existing one.
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+SHARED_DEFAULT_NAMESPACE = "default"
 
 
 def is_pinned(image: str) -> bool:
@@ -58,28 +60,6 @@ class StackConfigError(ValueError):
     def listing(cls, stack: str, errors: list[str]) -> "StackConfigError":
         lines = "\n".join(f"  - {error}" for error in errors)
         return cls(f"stack '{stack}' has an invalid configuration:\n{lines}")
-
-
-
-
-# Who labels a GPU pool's nodes with their GPU product: tfk8s (its own label, on the nodes
-# it names) or NVIDIA GPU Feature Discovery (nvidia.com/gpu.product, which GFD owns).
-GpuLabeller = Literal["tfk8s", "gfd"]
-
-
-class GpuSpec(_Model):
-    product: str = Field(
-        pattern=LABEL_VALUE_PATTERN,
-        min_length=1,
-        description="GPU model the GPU workers are scheduled on (e.g. Tesla-P40; with GFD: its product label's value)",
-    )
-    per_node: int = Field(strict=True, ge=1, le=INT32_MAX, description="GPUs on each node of the pool")
-    labelled_by: Optional[GpuLabeller] = Field(
-        default=None,
-        description="tfk8s: tfk8s labels the pool's nodes tfk8s.io/gpu-product (default for pools of nodes); "
-        "gfd: GPU Feature Discovery's nvidia.com/gpu.product is selected, tfk8s writes no GPU label "
-        "(default for selector pools)",
-    )
 
 
 TolerationOperator = Literal["Exists", "Equal"]
@@ -115,53 +95,6 @@ Tolerations = tuple[Toleration, ...]
 TOLERATIONS_HELP = "tolerations of this role's pods, added to tfk8s's own (GPU workers tolerate nvidia.com/gpu)"
 
 
-class NodePoolSpec(_Model):
-    name: DnsLabel = Field(description="pool name, referenced by cluster.ps.pool / workers.pool")
-    nodes: Optional[tuple[NodeName, ...]] = Field(
-        default=None, description="existing nodes, by name; tfk8s labels them"
-    )
-    selector: Optional[dict[str, str]] = Field(
-        default=None,
-        description="labels that already select the pool's nodes (usable only with placement: spread)",
-    )
-    gpu: Optional[GpuSpec] = Field(default=None, description="GPUs on every node of the pool")
-
-    @model_validator(mode="after")
-    def _gpu_labels_of_a_selector_pool(self) -> "NodePoolSpec":
-        if self.selector is not None and self.gpu is not None and self.gpu.labelled_by == "tfk8s":
-            raise ValueError(
-                "gpu.labelledBy: tfk8s labels only the nodes a pool names; a selector pool's GPU "
-                "product is selected by GPU Feature Discovery's label: use labelledBy: gfd"
-            )
-        return self
-
-    @property
-    def gpu_labeller(self) -> Optional[GpuLabeller]:
-        if self.gpu is None:
-            return None
-        return self.gpu.labelled_by or ("tfk8s" if self.nodes is not None else "gfd")
-
-    @model_validator(mode="after")
-    def _nodes_or_selector(self) -> "NodePoolSpec":
-        if (self.nodes is None) == (self.selector is None):
-            raise ValueError("give exactly one of 'nodes' (a list of node names) or 'selector'")
-        if self.nodes is not None:
-            if not self.nodes:
-                raise ValueError("'nodes' must list at least one node")
-            seen: set[str] = set()
-            for node in self.nodes:
-                if node in seen:
-                    raise ValueError(f"node '{node}' is listed twice; list each node once")
-                seen.add(node)
-        if self.selector is not None and not self.selector:
-            raise ValueError("'selector' must have at least one label")
-        return self
-
-    @property
-    def pinnable(self) -> bool:
-        return self.nodes is not None
-
-
 class PsSpec(_Model):
     replicas: Optional[int] = Field(
         default=None, strict=True, ge=1, description="parameter servers; may be left to cluster.ratio"
@@ -190,6 +123,34 @@ class CheckpointVolumeSpec(_Model):
     storage_class: Optional[Annotated[str, Field(pattern=NODE_NAME_PATTERN)]] = Field(
         default=None, description="StorageClass of the volume (default: the cluster's default class)"
     )
+    keep: bool = Field(
+        default=True,
+        strict=True,
+        description="true: `pulumi destroy` keeps the claim, the trained model, (and a namespace tfk8s created, "
+        "which holds it), and the next `pulumi up` of the stack resumes from its last checkpoint; false: the "
+        "checkpoints are deleted with the experiment",
+    )
+
+
+class NamespaceSpec(_Model):
+    name: DnsLabel = Field(description="the namespace's name")
+    existing: bool = Field(
+        default=False,
+        strict=True,
+        description="true: the namespace exists already (a team's); tfk8s creates only the experiment's own "
+        "objects there, named after the stack, and never creates, changes or deletes the namespace or anything "
+        "else in it; false: tfk8s creates the namespace and `pulumi destroy` deletes it",
+    )
+
+    @model_validator(mode="after")
+    def _not_the_clusters(self) -> "NamespaceSpec":
+        if self.name in SYSTEM_NAMESPACES:
+            raise ValueError(f"'{self.name}' belongs to the cluster itself; name the team's namespace or a new one "
+                             "(default tf-<stack>)")
+        if self.name == SHARED_DEFAULT_NAMESPACE and not self.existing:
+            raise ValueError(f"'{self.name}' exists on every cluster and tfk8s would delete it with the experiment; "
+                             "write {name: default, existing: true} to share it, or name a new one (default tf-<stack>)")
+        return self
 
 
 class ChiefSpec(_Model):
@@ -237,10 +198,11 @@ class ClusterSpec(_Model):
         default=None,
         description="'P:W', P parameter servers per W workers ('1:10'), instead of ps.replicas; both given must agree",
     )
-    namespace: Optional[DnsLabel] = Field(
+    namespace: Optional[NamespaceSpec] = Field(
         default=None,
-        description="namespace of the experiment (default tf-<stack>); tfk8s creates it, so not default, "
-        "kube-system, kube-public or kube-node-lease",
+        description="namespace of the experiment (default tf-<stack>): a name, which tfk8s creates and "
+        "`pulumi destroy` deletes (so not default, kube-system, kube-public or kube-node-lease), or "
+        "{name, existing: true}, a team's namespace that tfk8s shares (docs/shared-cluster.md)",
     )
     image: str = Field(
         default=DEFAULT_IMAGE,
@@ -308,15 +270,11 @@ class ClusterSpec(_Model):
             parse_ratio(ratio)
         return ratio
 
-    @field_validator("namespace")
+    @field_validator("namespace", mode="before")
     @classmethod
-    def _not_a_system_namespace(cls, namespace: Optional[str]) -> Optional[str]:
-        if namespace in SYSTEM_NAMESPACES:
-            raise ValueError(
-                f"'{namespace}' belongs to the cluster; tfk8s creates and owns the experiment's "
-                "namespace, so name a new one (default tf-<stack>)"
-            )
-        return namespace
+    def _namespace_by_name(cls, namespace: Any) -> Any:
+        """The string form names a namespace tfk8s creates, as it always has."""
+        return {"name": namespace} if isinstance(namespace, str) else namespace
 
     @field_validator("image", "gpu_image")
     @classmethod
@@ -390,6 +348,13 @@ class StackConfig(_Model):
 
     @property
     def namespace(self) -> str:
-        return self.cluster.namespace or f"tf-{self.stack}"
+        given = self.cluster.namespace
+        return given.name if given is not None else f"tf-{self.stack}"
+
+    @property
+    def shares_namespace(self) -> bool:
+        """The namespace is the team's (existing: true): tfk8s neither creates nor deletes it, and
+        other experiments and the team's own objects live there too."""
+        return self.cluster.namespace is not None and self.cluster.namespace.existing
 
 

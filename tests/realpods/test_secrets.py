@@ -17,7 +17,7 @@ import pytest
 from kubernetes.stream import stream
 
 from components.objects.loading import load_experiment
-from components.objects.program_container import PROGRAM_SECRET
+from components.plan.object_names import PROGRAM_SECRET
 from components.objects.render import render
 from tests.cluster.test_engine import ENGINE_TIMEOUT_S, engine
 from tests.realpods.conftest import POD_WAIT_S, RealCluster, scaled_to_real_nodes

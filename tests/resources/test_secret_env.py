@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.cli.main import main as components_main
-from components.objects.program_container import PROGRAM_SECRET
+from components.plan.object_names import PROGRAM_SECRET
 from components.objects.render import read_rendered
 from components.spec.secrets import SECRET_PLACEHOLDER
 from components.spec.stack_files import read_stack_values

@@ -82,7 +82,8 @@ def test_a_platform_program_builds_experiments_from_its_own_config():
 
 def test_typed_arguments_are_validated_like_a_stack_file():
     from components.resources.tf_experiment import TFExperimentArgs
-    from components.spec.models import ClusterSpec, NodePoolSpec
+    from components.spec.models import ClusterSpec
+    from components.spec.pools import NodePoolSpec
     from trainer.settings import TrainerSettings
 
     args = TFExperimentArgs(

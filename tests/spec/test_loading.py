@@ -151,11 +151,32 @@ BAD_INPUTS = {
     ),
     "system namespace": (
         lambda v: cluster(v).update(namespace="kube-system"),
-        r"tfk8s:cluster\.namespace: 'kube-system' belongs to the cluster; tfk8s creates and owns the experiment's namespace",
+        r"tfk8s:cluster\.namespace: 'kube-system' belongs to the cluster itself; name the team's namespace or a new one",
+    ),
+    "system namespace, existing": (
+        lambda v: cluster(v).update(namespace={"name": "kube-system", "existing": True}),
+        r"tfk8s:cluster\.namespace: 'kube-system' belongs to the cluster itself",
     ),
     "default namespace": (
         lambda v: cluster(v).update(namespace="default"),
-        r"tfk8s:cluster\.namespace: 'default' belongs to the cluster",
+        r"tfk8s:cluster\.namespace: 'default' exists on every cluster and tfk8s would delete it with the experiment; "
+        r"write \{name: default, existing: true\} to share it",
+    ),
+    "namespace mapping without a name": (
+        lambda v: cluster(v).update(namespace={"existing": True}),
+        r"tfk8s:cluster\.namespace\.name: Field required",
+    ),
+    "namespace existing as text": (
+        lambda v: cluster(v).update(namespace={"name": "ml-team", "existing": "yes"}),
+        r"tfk8s:cluster\.namespace\.existing: Input should be a valid boolean \(got .yes.\)",
+    ),
+    "unknown namespace key": (
+        lambda v: cluster(v).update(namespace={"name": "ml-team", "shared": True}),
+        r"tfk8s:cluster\.namespace\.shared: unknown key",
+    ),
+    "checkpoint keep as text": (
+        lambda v: cluster(v).update(chief={"checkpointVolume": {"size": "1Gi", "keep": "no"}}),
+        r"tfk8s:cluster\.chief\.checkpointVolume\.keep: Input should be a valid boolean \(got .no.\)",
     ),
     "PS memory of one byte": (
         lambda v: cluster(v)["ps"].update(memory="1"),
@@ -317,6 +338,27 @@ def test_defaults_apply_to_an_empty_trainer_and_namespace():
     assert config.namespace == "tf-scene1-case3"
     assert config.trainer.partition == "auto"
     assert config.cluster.strict is True
+
+
+def test_a_namespace_is_a_name_tfk8s_creates_or_a_teams_it_shares():
+    assert not load_stack_config(STACK, mutated(lambda v: cluster(v).update(namespace="ml-team"))).shares_namespace
+    given = {"name": "ml-team", "existing": True}
+    config = load_stack_config(STACK, mutated(lambda v: cluster(v).update(namespace=given)))
+    assert (config.namespace, config.shares_namespace) == ("ml-team", True)
+    shared_default = {"name": "default", "existing": True}
+    assert load_stack_config(STACK, mutated(lambda v: cluster(v).update(namespace=shared_default))).namespace == "default"
+
+
+@pytest.mark.parametrize("stack, why", [
+    ("Ranking_A", "must be a DNS label"),
+    ("ranking-" + "a" * 31, "of at most 38 characters"),
+])
+def test_in_a_shared_namespace_the_stack_name_must_start_every_object_name(stack, why):
+    values = mutated(lambda v: cluster(v).update(namespace={"name": "ml-team", "existing": True}))
+    with pytest.raises(StackConfigError, match=rf"tfk8s:cluster\.namespace: in the shared namespace 'ml-team' .*{why}"):
+        load_experiment_values(stack, values, load_trainer_bundle(PROJECT_ROOT))
+    assert load_experiment_values("ranking-" + "a" * 30, values, load_trainer_bundle(PROJECT_ROOT)).names.jobset == (
+        "ranking-" + "a" * 30 + "-tf")
 
 
 def test_stack_name_that_cannot_make_a_namespace_asks_for_one():

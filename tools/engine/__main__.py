@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pulumi import automation as auto
 
+from components.objects.experiment_objects import kept_on_destroy_note
 from components.objects.loading import load_experiment
 from components.spec.models import StackConfigError
 from tools.localcluster.paths import KUBECONFIG
@@ -37,7 +38,7 @@ def _print_err(line: str) -> None:
 
 def run(command: str, stack_or_path: str, kubeconfig: Path, dirs: EngineDirs) -> int:
     try:
-        load_experiment(stack_or_path)  # a bad stack is refused here, before the engine starts
+        experiment = load_experiment(stack_or_path)  # a bad stack is refused here, before the engine starts
         stack = engine_stack(stack_or_path, kubeconfig, dirs)
     except (StackConfigError, EngineError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -48,6 +49,9 @@ def run(command: str, stack_or_path: str, kubeconfig: Path, dirs: EngineDirs) ->
         # The engine has printed why; its exit status is all that is left to say.
         print(f"error: pulumi {command} failed for stack '{stack.name}' (its output is above)", file=sys.stderr)
         return 1
+    kept = kept_on_destroy_note(experiment)
+    if command == "destroy" and kept is not None:
+        print(kept, flush=True)
     return 0
 
 

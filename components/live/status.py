@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from components.live.api_errors import api_error_text
+from components.objects.api_errors import api_error_text
 from components.live.kubeconfig import (
     Kubeconfig,
     KubeconfigError,

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Callable, Optional, TextIO
 
-from components.live.api_errors import api_error_text
+from components.objects.api_errors import api_error_text
 from components.live.status import pod_log, read_status, with_cluster
 from components.live.usage import PodUsage, TaskUsage, TopView, chief_progress, pod_usage, top_text
 from components.plan.experiment import Experiment

@@ -14,6 +14,7 @@ from components.objects.loading import load_experiment_values
 from components.plan.experiment import Experiment
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.resources.admission import refuse_never_admitted
+from components.resources.team_namespace import check_team_namespace
 from components.resources.tf_experiment import experiment_outputs, register_experiment
 from components.spec.loading import is_near_namespace
 from components.spec.models import CONFIG_NAMESPACE, StackConfigError
@@ -59,8 +60,9 @@ def build(
     `opts` reaches every resource: an explicit `kubernetes.Provider` (`providers=[...]`),
     `transforms`, `aliases`. The project's __main__.py passes none (the default provider
     reads `kubernetes:context` / `kubernetes:kubeconfig` from the stack file); a program
-    of one's own may pass them. A queued experiment Kueue could never admit is refused first,
-    on the default provider's cluster.
+    of one's own may pass them. On the default provider's cluster, first: a queued experiment
+    Kueue could never admit is refused, and so is one in a team's namespace that lacks what the
+    stack names there.
     """
     experiment = load_experiment_values(
         stack, values, load_trainer_bundle(PROJECT_ROOT), secret_keys=secret_keys, known_encrypted=known_encrypted
@@ -68,6 +70,7 @@ def build(
     if opts is None or not (opts.provider or opts.providers):
         # With a provider of the program's own, which cluster it talks to is the program's business.
         refuse_never_admitted(experiment)
+        check_team_namespace(experiment)
     _, cluster = register_experiment(experiment, opts)
     for name, value in experiment_outputs(experiment, cluster).items():
         pulumi.export(name, value)

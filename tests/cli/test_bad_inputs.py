@@ -20,7 +20,7 @@ import yaml
 import components.cli.import_tfjob as importer
 from components.cli.exit_codes import EXIT_CODES
 from components.cli.main import main
-from components.live.api_errors import api_error_text
+from components.objects.api_errors import api_error_text
 from tests.harness import PROJECT_ROOT
 
 STACK = """\

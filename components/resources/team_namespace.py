@@ -1,0 +1,66 @@
+"""Before anything is registered in a team's namespace: the namespace and the Secrets and claims
+the stack names, read from the default provider's cluster (components/resources/provider_cluster.py);
+what to make of them is components/objects/team_namespace.py's."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pulumi
+
+from components.objects.api_errors import api_error_text
+from components.objects.team_namespace import Forbidden, Unreadable, team_namespace_findings
+from components.plan.experiment import Experiment
+from components.resources.provider_cluster import (
+    READ_TIMEOUT_S,
+    ClusterUnreadable,
+    cluster_is_mocked,
+    provider_api_client,
+)
+from components.spec.models import StackConfigError
+
+
+def check_team_namespace(experiment: Experiment) -> None:
+    """StackConfigError naming what the stack needs and the team's namespace lacks; warnings for
+    what could not be read; the namespace's Pod Security level shown."""
+    if not experiment.shares_namespace or cluster_is_mocked():
+        return
+    try:
+        api = provider_api_client()
+    except ClusterUnreadable as error:
+        pulumi.log.warn(f"stack '{experiment.stack}': namespace {experiment.namespace} and what the stack names "
+                        f"there are not checked: {error}")
+        return
+    with api:
+        findings = team_namespace_findings(experiment, lambda kind, name: _read(api, experiment.namespace, kind, name))
+    for note in findings.notes:
+        pulumi.log.info(note)
+    for warning in findings.warnings:
+        pulumi.log.warn(warning)
+    if findings.errors:
+        raise StackConfigError.listing(experiment.stack, findings.errors)
+
+
+def _read(api: Any, namespace: str, kind: str, name: str) -> Optional[dict[str, Any]]:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    core = client.CoreV1Api(api)
+    read = {
+        "Namespace": lambda: core.read_namespace(name, _request_timeout=READ_TIMEOUT_S),
+        "Secret": lambda: core.read_namespaced_secret(name, namespace, _request_timeout=READ_TIMEOUT_S),
+        "PersistentVolumeClaim": lambda: core.read_namespaced_persistent_volume_claim(
+            name, namespace, _request_timeout=READ_TIMEOUT_S),
+    }[kind]
+    try:
+        found = read()
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        text = api_error_text(error.status, error.reason, error.body)
+        raise (Forbidden if error.status == 403 else Unreadable)(text) from None
+    except (HTTPError, OSError) as error:
+        raise Unreadable(f"the API server does not answer ({error})") from None
+    # Only the metadata is looked at: a Secret's data is never kept.
+    return {"metadata": {"name": found.metadata.name, "labels": dict(found.metadata.labels or {})}}

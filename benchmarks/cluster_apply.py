@@ -32,14 +32,14 @@ import yaml
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from components.objects.render import read_rendered, render  # noqa: E402
+from components.objects.render import render  # noqa: E402
 from components.objects.loading import load_experiment  # noqa: E402
 from components.spec.stack_files import read_stack_values  # noqa: E402
 from program_under_mocks import SEED_STACK  # noqa: E402
 from tests.stack_variants import scaled_values  # noqa: E402
 from tools.localcluster import control_plane, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods  # noqa: E402
 from tools.localcluster.nodes import create_fake_nodes  # noqa: E402
 
 TARGET_SECONDS = 30.0
@@ -110,7 +110,7 @@ def measure(api, plane, stack_or_path: str, delete_after: bool) -> dict:
     experiment = load_experiment(stack_or_path)
     out_dir = BENCH_CLUSTER.root / "out" / experiment.stack
     render(experiment, out_dir)
-    manifests = read_rendered(out_dir)
+    manifests = rendered_objects(experiment, out_dir)
     print(f"  {experiment.stack}: applying {len(manifests)} objects", flush=True)
     before = process_cpu(plane.processes)
     started = time.monotonic()

@@ -26,12 +26,12 @@ from typing import Callable
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from components.objects.render import read_rendered, render  # noqa: E402
+from components.objects.render import render  # noqa: E402
 from components.objects.loading import load_experiment  # noqa: E402
 from tools.engine import EngineDirs, engine_stack, run_engine  # noqa: E402
 from tools.localcluster import control_plane, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods  # noqa: E402
 from tools.localcluster.nodes import create_fake_nodes  # noqa: E402
 
 STACKS = ("scene1-case2", "scene1-case4")
@@ -53,7 +53,7 @@ def applier(api, stack: str) -> dict[str, float]:
     out = BENCH_CLUSTER.root / "out" / stack
     started = time.monotonic()
     render(experiment, out)
-    manifests = read_rendered(out)
+    manifests = rendered_objects(experiment, out)
     apply_manifests(api, stack, manifests)
     applied = time.monotonic() - started
     wait_for_pods(api, experiment, POD_TIMEOUT_S, started=started)

@@ -33,10 +33,10 @@ sys.path.insert(0, str(PROJECT_ROOT))
 from kubernetes import client  # noqa: E402
 
 from components.objects.loading import load_experiment  # noqa: E402
-from components.objects.render import read_rendered, render  # noqa: E402
+from components.objects.render import render  # noqa: E402
 from tools.localcluster import host, lifecycle, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects  # noqa: E402
 from tools.nodeimage.images import tensorflow_image  # noqa: E402
 
 CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "bench-program")
@@ -152,7 +152,7 @@ def main() -> int:
         Path(stack).write_text(yaml.safe_dump({"config": stack_values()}, sort_keys=False))
         experiment = load_experiment(stack)
         render(experiment, Path(stacks) / "out")
-        ours = read_rendered(Path(stacks) / "out")
+        ours = rendered_objects(experiment, Path(stacks) / "out")
         runs: dict[str, Callable[[client.ApiClient], dict[str, float]]] = {
             "tfk8s program stack": lambda api: run_once(api, "tfk8s program stack", experiment.namespace,
                                                         experiment.stack, ours),

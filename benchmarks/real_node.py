@@ -41,11 +41,11 @@ sys.path.insert(0, str(PROJECT_ROOT))
 from kubernetes import client  # noqa: E402
 
 from components.plan import labels as L  # noqa: E402
-from components.objects.render import read_rendered, render  # noqa: E402
+from components.objects.render import render  # noqa: E402
 from components.objects.loading import load_experiment  # noqa: E402
 from tools.localcluster import host, lifecycle, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods  # noqa: E402
 from tools.localcluster.podlogs import timestamped_log  # noqa: E402
 from tools.localcluster.worker_loss import WorkerReturn, lose_worker  # noqa: E402
 from tools.nodeimage.images import tensorflow_image  # noqa: E402
@@ -130,7 +130,7 @@ def run_in_pods(api: client.ApiClient, stack: str, label: str, cpu_limits: bool)
     namespace = experiment.namespace
     with tempfile.TemporaryDirectory() as out:
         render(experiment, Path(out))
-        manifests = read_rendered(Path(out))
+        manifests = rendered_objects(experiment, Path(out))
     if cpu_limits:
         for manifest in manifests:
             for container in _containers(manifest):
@@ -200,7 +200,7 @@ def lose_workers(api: client.ApiClient, stack: str) -> list[WorkerReturn]:
     experiment = load_experiment(stack)
     with tempfile.TemporaryDirectory() as out:
         render(experiment, Path(out))
-        manifests = read_rendered(Path(out))
+        manifests = rendered_objects(experiment, Path(out))
     apply_manifests(api, experiment.stack, manifests)
     try:
         wait_for_pods(api, experiment, WAIT_S)

@@ -13,6 +13,7 @@ from typing import TextIO
 
 from components.cli.exit_codes import BAD_INPUT, OK
 from components.cli.paths import shown
+from components.objects.node_labels import LABEL_SCRIPT, UNLABEL_SCRIPT, label_commands
 from components.objects.render import render, write_stream
 from components.objects.render_folder import UNCHECKED, ForeignFile, RenderError, WouldOverwrite
 from components.objects.render_record import RECORD_NAME
@@ -36,6 +37,7 @@ def render_command(experiment: Experiment, out: Path | None, output: str, force:
         kinds = write_stream(experiment, sys.stdout)
         _print_counts(kinds, f"objects of stack {experiment.stack} on standard output", sys.stderr)
         _note_secret(experiment, "is left out of the stream")
+        _note_node_labels_for_stream(experiment)
         return OK
 
     out_dir = out or default_root / experiment.stack
@@ -45,6 +47,10 @@ def render_command(experiment: Experiment, out: Path | None, output: str, force:
         print(f"render: {_refusal(error)}", file=sys.stderr)
         return BAD_INPUT
     _print_counts(rendering.kinds, f"objects of stack {experiment.stack} in {shown(out_dir)}", sys.stdout)
+    if label_commands(experiment):
+        print(f"render: node labels are not objects here (`kubectl delete -f` would delete the nodes): run "
+              f"sh {shown(out_dir / LABEL_SCRIPT)} before `kubectl apply -f {shown(out_dir)}`, and "
+              f"sh {shown(out_dir / UNLABEL_SCRIPT)} after deleting it", file=sys.stderr)
     for template in rendering.templates:
         _note_secret(experiment, f"is written as {shown(out_dir / template)}, which `kubectl apply -f "
                                  f"{shown(out_dir)}` does not read")
@@ -82,6 +88,16 @@ def _note_secret(experiment: Experiment, where: str) -> None:
           f"which render cannot read, and applied with placeholders ({SECRET_PLACEHOLDER}) it would replace the real "
           f"Secret. Create it with the real values (docs/secrets.md):\n"
           f"  kubectl -n {experiment.namespace} create secret generic {secret} {literals}", file=sys.stderr)
+
+
+def _note_node_labels_for_stream(experiment: Experiment) -> None:
+    """The stream holds no node: say how to label the servers, and how to remove the labels."""
+    commands = label_commands(experiment)
+    if commands:
+        print(f"render: node labels are left out of the stream; label the {len(commands)} servers first "
+              "(render --out DIR writes these as label-nodes.sh and unlabel-nodes.sh):", file=sys.stderr)
+        for command in commands:
+            print(f"  {command}", file=sys.stderr)
 
 
 def _listed(names: tuple[str, ...]) -> str:

@@ -5,7 +5,10 @@ The objects are exactly those the Pulumi program registers (one list,
 folder that render_folder.py puts in place whole; or one multi-document
 stream, for `kubectl apply -f -`.
 
-All but one: the Secret of the stack's secret `env` values. Read from the
+All but the node labels and one object. Node labels are never a `kind: Node` object here, which
+`kubectl delete -f` or a GitOps prune would take for a node to delete: they are two scripts,
+`label-nodes.sh` and `unlabel-nodes.sh` (node_labels.py), which the stream leaves to the caller.
+And the Secret of the stack's secret `env` values. Read from the
 stack file those values are encrypted, so the Secret holds placeholders, and
 applied it would replace the team's real Secret with them. In a folder it is a
 `.yaml.template` file, which `kubectl apply -f FOLDER` does not read (kubectl
@@ -23,6 +26,7 @@ import yaml
 
 from components.objects.experiment_objects import experiment_objects
 from components.objects.manifests import Manifest
+from components.objects.node_labels import is_node, label_scripts
 from components.objects.render_folder import place_rendering
 from components.objects.render_record import read_record
 from components.plan.experiment import Experiment
@@ -88,14 +92,16 @@ def write_stream(experiment: Experiment, stream: TextIO) -> Counter[str]:
     """Every object to apply to `stream` as one multi-document YAML stream, in apply order; counted per kind."""
     kinds: Counter[str] = Counter()
     for obj in experiment_objects(experiment):
-        if is_applied(obj.manifest):
+        if is_applied(obj.manifest) and not is_node(obj.manifest):
             stream.write("---\n" + to_yaml(obj.manifest))
             kinds[obj.kind] += 1
     return kinds
 
 
 def _files(experiment: Experiment, kinds: Counter[str]) -> Iterator[tuple[str, str]]:
-    for index, obj in enumerate(experiment_objects(experiment)):
+    yield from label_scripts(experiment)
+    objects = [obj for obj in experiment_objects(experiment) if not is_node(obj.manifest)]
+    for index, obj in enumerate(objects):
         yield file_name(index, obj.manifest), to_yaml(obj.manifest)
         if is_applied(obj.manifest):
             kinds[obj.kind] += 1

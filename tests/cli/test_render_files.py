@@ -40,7 +40,8 @@ def project(tmp_path) -> Path:
 
 
 def rendered_names(folder: Path) -> list[str]:
-    return sorted(path.name for path in folder.glob("*.yaml"))
+    """The objects' files and the node label scripts."""
+    return sorted(path.name for pattern in ("*.yaml", "*.sh") for path in folder.glob(pattern))
 
 
 def test_render_into_the_stacks_folder_leaves_every_file_as_it_was(project, capsys):
@@ -80,12 +81,12 @@ def test_force_keeps_the_users_files_and_removes_only_the_earlier_renderings(tmp
     (out / "notes.txt").write_text("my notes\n")
     (out / "my-extra.yaml").write_text("kind: ConfigMap\n")
     assert main(["render", "scene1-case1", "--out", str(out), "--force"]) == 0
-    # scene1-case3's ten node files and the rest are gone; the user's two files are as they were.
+    # scene1-case3's files are gone; the user's two files are as they were.
     assert (out / "notes.txt").read_text() == "my notes\n"
     assert (out / "my-extra.yaml").read_text() == "kind: ConfigMap\n"
     assert [name for name in rendered_names(out) if name != "my-extra.yaml"] == rendered_names_of("scene1-case1", tmp_path)
-    assert [m["metadata"]["name"] for m in read_rendered(out)][:1] == ["srv-00"]
-    assert len(read_rendered(out)) == 6
+    assert [m["metadata"]["name"] for m in read_rendered(out)][:1] == ["tf-scene1-case1"]
+    assert len(read_rendered(out)) == 5
     assert "kept my-extra.yaml, notes.txt in " in capsys.readouterr().err
 
 
@@ -98,11 +99,11 @@ def rendered_names_of(stack: str, tmp_path: Path) -> list[str]:
 def test_force_never_overwrites_a_file_render_did_not_write(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    (out / "0001-namespace-tf-scene1-case1.yaml").write_text("mine\n")
+    (out / "0000-namespace-tf-scene1-case1.yaml").write_text("mine\n")
     before = snapshot(tmp_path)
     assert main(["render", "scene1-case1", "--out", str(out), "--force"]) == 2
     assert snapshot(tmp_path) == before
-    assert "0001-namespace-tf-scene1-case1.yaml was not written by render" in capsys.readouterr().err
+    assert "0000-namespace-tf-scene1-case1.yaml was not written by render" in capsys.readouterr().err
 
 
 def test_rendering_a_smaller_experiment_leaves_exactly_its_files(tmp_path):
@@ -121,7 +122,7 @@ def test_rendering_into_the_current_folder_again_replaces_it_in_place(tmp_path, 
     assert main(["render", "scene1-case1", "--out", "."]) == 0
     # A shell in the folder is still in it: the folder was not swapped from under it.
     assert Path.cwd() == out.resolve() and out.is_dir()
-    assert len(read_rendered(out)) == 6 and len(rendered_names(out)) == 6
+    assert len(read_rendered(out)) == 5 and len(rendered_names(out)) == 5 + 2
     assert yaml.safe_load((out / ".tfk8s-render").read_text())["stack"] == "scene1-case1"
 
 
@@ -167,7 +168,7 @@ def test_yaml_on_standard_output_is_the_folders_objects_and_nothing_else(tmp_pat
     assert main(["render", "scene1-case2", *flags]) == 0
     said = capsys.readouterr()
     assert list(tmp_path.iterdir()) == []
-    assert said.err.splitlines()[-1] == "    10  objects of stack scene1-case2 on standard output"
+    assert "     5  objects of stack scene1-case2 on standard output" in said.err.splitlines()
     assert main(["render", "scene1-case2", "--out", str(tmp_path / "folder")]) == 0
     assert list(yaml.safe_load_all(said.out)) == read_rendered(tmp_path / "folder")
 
@@ -237,7 +238,7 @@ def test_force_keeps_a_users_file_that_a_record_lists(tmp_path, capsys, files):
     assert main(["render", "scene1-case1", "--out", str(out), "--force"]) == 0
     assert (out / "README.md").read_bytes() == (PROJECT_ROOT / "README.md").read_bytes()
     assert f"kept README.md in {out}: render did not write them, or they were changed since" in capsys.readouterr().err
-    assert len(read_rendered(out)) == 6
+    assert len(read_rendered(out)) == 5
 
 
 def edit_namespace_file(out: Path, stack: str) -> Path:

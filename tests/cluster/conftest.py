@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from components.objects.loading import load_experiment
-from components.objects.render import read_rendered, render
+from components.objects.render import render
 from tests.harness import reset_pulumi
 from tests.stack_variants import write_variant
 from tools.localcluster import control_plane, paths
 from tools.localcluster.client import api_client
-from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
 from tools.localcluster.nodes import create_fake_nodes
 
 TEST_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "tests")
@@ -54,8 +54,9 @@ class LocalCluster:
         return api_client(self.kubeconfig)
 
     def render(self, stack: str, out: Path) -> list[dict]:
-        render(load_experiment(stack), out, force=True)  # the test's folder may hold its other files
-        return read_rendered(out)
+        experiment = load_experiment(stack)
+        render(experiment, out, force=True)  # the test's folder may hold its other files
+        return rendered_objects(experiment, out)
 
     def apply(self, stack: str, out: Path, wait: bool = True) -> list[dict]:
         """Render and apply `stack` as `make apply` does; the applied manifests."""

@@ -24,14 +24,14 @@ from pulumi import automation as auto
 from components.cli import import_tfjob
 from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
-from components.objects.render import read_rendered, render
+from components.objects.render import render
 from components.resources.entry_point import build, engine_config
 from components.spec.stack_files import PROJECT_ROOT, stack_names
 from tests.cluster.test_cluster import _own_labels, core, node_labels, pods_by_node
 from tests.stack_variants import write_variant
 from tools.engine import EngineDirs, engine_stack, run_engine
 from tools.localcluster.addons import cluster_queue_objects
-from tools.localcluster.experiments import apply_manifest, task_pods, wait_for_pods
+from tools.localcluster.experiments import apply_manifest, rendered_objects, task_pods, wait_for_pods
 
 ENGINE_TIMEOUT_S = 300.0
 POD_WAIT_S = 120.0
@@ -242,7 +242,7 @@ def test_the_engine_would_apply_exactly_what_render_writes_and_make_apply_applie
     assert not preview.failed, preview.tail
     render(load_experiment(stack), tmp_path / "rendered")
     rendered = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m
-                for m in read_rendered(tmp_path / "rendered")}
+                for m in rendered_objects(load_experiment(stack), tmp_path / "rendered")}
     registered = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in preview.inputs.values()}
     assert sorted(registered) == sorted(rendered)
     for key, manifest in rendered.items():

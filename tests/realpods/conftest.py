@@ -27,12 +27,12 @@ from kubernetes.stream import stream
 
 from components.live.status import read_jobset
 from components.objects.loading import load_experiment
-from components.objects.render import read_rendered, render
+from components.objects.render import render
 from components.plan import labels as L
 from tests.harness import reset_pulumi
 from tools.localcluster import host, lifecycle, paths, realnodes
 from tools.localcluster.client import api_client
-from tools.localcluster.experiments import apply_manifests, delete_manifests, wait_for_pods
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
 from tools.localcluster.podlogs import timestamped_log
 from tools.localcluster.worker_loss import task_pod
 from tools.nodeimage.images import tensorflow_image
@@ -124,7 +124,7 @@ class RealCluster:
     def apply(self, stack: str, out: Path, wait: bool = True) -> None:
         experiment = load_experiment(stack)
         render(experiment, out, force=True)  # the test's folder may hold its other files
-        apply_manifests(self.api, experiment.stack, read_rendered(out))
+        apply_manifests(self.api, experiment.stack, rendered_objects(experiment, out))
         if wait:
             wait_for_pods(self.api, experiment, POD_WAIT_S)
 
@@ -140,7 +140,7 @@ class RealCluster:
     def delete(self, stack: str, out: Path) -> None:
         experiment = load_experiment(stack)
         render(experiment, out, force=True)  # the test's folder may hold its other files
-        delete_manifests(self.api, experiment.stack, read_rendered(out))
+        delete_manifests(self.api, experiment.stack, rendered_objects(experiment, out))
 
     def pods(self, stack: str, role: str) -> list[Any]:
         experiment = load_experiment(stack)

@@ -20,10 +20,10 @@ from kubernetes.stream import stream
 
 from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
-from components.objects.render import read_rendered, render
+from components.objects.render import render
 from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
-from tools.localcluster.experiments import apply_manifests
+from tools.localcluster.experiments import apply_manifests, rendered_objects
 from tools.localcluster.worker_loss import lose_worker
 from trainer.peers import PS_WATCH_GRACE_S
 
@@ -144,7 +144,7 @@ def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tm
     ))
     experiment = load_experiment(stack)
     render(experiment, tmp_path)
-    manifests = read_rendered(tmp_path)
+    manifests = rendered_objects(experiment, tmp_path)
     is_ps = lambda m: m["kind"] == "StatefulSet" and m["metadata"]["name"].startswith("ps-")  # noqa: E731
     namespace = next(m for m in manifests if m["kind"] == "Namespace")
     try:

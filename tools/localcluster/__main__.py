@@ -22,14 +22,21 @@ import time
 from pathlib import Path
 
 from components.objects.loading import load_experiment
-from components.objects.render import read_rendered, render
+from components.objects.render import render
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT
 from tools.nodeimage.program_images import build_program_image, keep_archive
 
 from . import host, lifecycle, paths, processes, realnodes
 from .client import api_client
-from .experiments import ApplyError, ExperimentNotRunning, apply_manifests, delete_manifests, wait_for_pods
+from .experiments import (
+    ApplyError,
+    ExperimentNotRunning,
+    apply_manifests,
+    delete_manifests,
+    rendered_objects,
+    wait_for_pods,
+)
 from .nodes import create_fake_nodes
 
 DEFAULT_WAIT_S = 300.0
@@ -92,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             render(experiment, out_dir)
             api = api_client(args.kubeconfig)
             started = time.monotonic()
-            apply_manifests(api, experiment.stack, read_rendered(out_dir), _say)
+            apply_manifests(api, experiment.stack, rendered_objects(experiment, out_dir), _say)
             try:
                 times = wait_for_pods(api, experiment, args.timeout, _say, started)
             except ExperimentNotRunning as state:
@@ -111,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             experiment = load_experiment(args.stack)
             out_dir = rendered_dir(experiment.stack)
             render(experiment, out_dir)
-            delete_manifests(api_client(args.kubeconfig), experiment.stack, read_rendered(out_dir), _say)
+            delete_manifests(api_client(args.kubeconfig), experiment.stack, rendered_objects(experiment, out_dir), _say)
     except StackConfigError as error:
         print(error, file=sys.stderr)
         return 2

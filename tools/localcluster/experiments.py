@@ -19,8 +19,12 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ApiException, ResourceNotFoundError
 
+from pathlib import Path
+
 from components.live.status import no_jobset_message, read_jobset
 from components.objects.manifests import Manifest
+from components.objects.node_labels import is_node, node_label_patches
+from components.objects.render import read_rendered
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 
@@ -154,6 +158,13 @@ def missing_nodes(core: client.CoreV1Api, names: Iterable[str]) -> list[str]:
     return [name for name in names if name not in existing]
 
 
+def rendered_objects(experiment: Experiment, out_dir: Path) -> list[Manifest]:
+    """What the local cluster applies for an experiment rendered into `out_dir`, as `pulumi up`
+    would: the node label patches (render writes them as scripts, never as a Node) and the folder's
+    objects, in apply order."""
+    return [*node_label_patches(experiment), *read_rendered(out_dir)]
+
+
 def apply_manifests(
     api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet
 ) -> None:
@@ -169,11 +180,11 @@ def apply_manifests(
     absent = missing_nodes(client.CoreV1Api(api), [m["metadata"]["name"] for m in nodes])
     if absent:
         raise ApplyError(f"stack '{stack}' names servers the cluster does not have: {', '.join(absent)}")
-    rest = [m for m in manifests if m["kind"] != "Node"]
-    namespace, shared = rest[0], [m for m in rest[1:] if m["kind"] in SHARED_KINDS]
-    tasks = [m for m in rest[1:] if m not in shared]
+    namespaces = [m for m in manifests if m["kind"] == "Namespace"]  # none in a team's namespace
+    shared = [m for m in manifests if m["kind"] in SHARED_KINDS]
+    tasks = [m for m in manifests if not is_node(m) and m not in namespaces and m not in shared]
     done = 0
-    for stage, batch in (("node labels", nodes), ("namespace", [namespace]), ("shared", shared), ("tasks", tasks)):
+    for stage, batch in (("node labels", nodes), ("namespace", namespaces), ("shared", shared), ("tasks", tasks)):
         _apply_all(dynamic, batch, field_manager)
         done += len(batch)
         progress(f"applied {done}/{len(manifests)} objects ({stage})")
@@ -298,13 +309,14 @@ def delete_manifests(
         _delete_dependents_first(dynamic, jobset)
     with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
         list(pool.map(delete, reversed([m for m in namespaced if m["kind"] != "JobSet"])))
-    namespace = next(m for m in manifests if m["kind"] == "Namespace")
-    namespace_name = namespace["metadata"]["name"]
-    progress(f"deleted {len(namespaced)} objects in namespace {namespace_name}")
-    delete(namespace)
-    _wait_gone(lambda: core.read_namespace(namespace_name), f"namespace {namespace_name} still terminating",
-               NAMESPACE_GONE_TIMEOUT_S)
-    progress(f"deleted namespace {namespace_name}")
+    progress(f"deleted {len(namespaced)} objects in namespace {namespaced[0]['metadata']['namespace']}")
+    # A team's namespace is not the experiment's: there is no Namespace to delete.
+    for namespace in (m for m in manifests if m["kind"] == "Namespace"):
+        namespace_name = namespace["metadata"]["name"]
+        delete(namespace)
+        _wait_gone(lambda: core.read_namespace(namespace_name), f"namespace {namespace_name} still terminating",
+                   NAMESPACE_GONE_TIMEOUT_S)
+        progress(f"deleted namespace {namespace_name}")
 
     field_manager = L.field_manager(stack)
     node_names = [m["metadata"]["name"] for m in manifests if m["kind"] == "Node"]

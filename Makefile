@@ -20,7 +20,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-down apply delete preview up destroy pulumi status diff report docs clean
+	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -127,12 +127,19 @@ delete: $(STAMP)
 
 # The real Pulumi engine against the local cluster: the toolchain's CLI and provider, a
 # file backend under .cluster/pulumi/, the policy pack on preview and up (tools/engine).
+# KUBECONFIG=<file> on the command line (not from the environment): run as that user, e.g. one
+# `make cluster-user` minted; by default the local cluster's admin.
 preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
-	$(VENV)/bin/python -m tools.engine $@ $(STACK)
+	$(VENV)/bin/python -m tools.engine $@ $(STACK) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG))
 
 # The built CLI on the same backend, for what does not run the program:
 # make pulumi STACK=<stack> ARGS='config set --secret --path tfk8s:program.env.TOKEN' (docs/secrets.md).
 ARGS ?=
+# A team member of the local cluster with exactly the documented RBAC (docs/shared-cluster.md):
+# .cluster/users/$(NAME).kubeconfig. LABEL_NODES=1 adds the node labeller (stacks with placeBy: labels).
+cluster-user: $(STAMP)
+	$(VENV)/bin/python -m tools.localcluster user --name $(NAME) --namespace $(NAMESPACE) $(if $(LABEL_NODES),--label-nodes)
+
 pulumi: $(STAMP) toolchain
 	$(VENV)/bin/python -m tools.engine pulumi $(STACK) -- $(ARGS)
 

@@ -37,6 +37,8 @@ class KubeObject:
 
 def labelled_pools(experiment: Experiment) -> list[NodePoolSpec]:
     """Pools whose nodes tfk8s labels: the used pools that list their nodes."""
+    if not experiment.labels_nodes:
+        return []  # placeBy: hostname writes nothing outside the namespace
     return [pool for pool in experiment.used_pools() if pool.pinnable]
 
 

@@ -223,15 +223,25 @@ def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     return tolerations + [toleration.manifest() for toleration in own if toleration.manifest() not in tolerations]
 
 
-def _pool_expressions(pool: NodePoolSpec, stack: str) -> list[Manifest]:
+def _pool_expressions(experiment: Experiment, pool: NodePoolSpec) -> list[Manifest]:
     if pool.selector is not None:
         return [
             {"key": key, "operator": "In", "values": [value]}
             for key, value in sorted(pool.selector.items())
         ]
+    assert pool.nodes is not None
+    if not experiment.labels_nodes:
+        # placeBy: hostname: the nodes' own label, which the kubelet writes, not tfk8s.
+        return [{"key": L.HOSTNAME, "operator": "In", "values": list(pool.nodes)}]
     # The experiment's own key: another experiment's pool of the same name is not this one.
     # On a named node it also keeps the pod Pending until tfk8s has labelled the server.
-    return [{"key": L.node_pool_key(stack), "operator": "In", "values": [pool.name]}]
+    return [{"key": L.node_pool_key(experiment.stack), "operator": "In", "values": [pool.name]}]
+
+
+def _selects_gpu_product(experiment: Experiment, pool: NodePoolSpec) -> bool:
+    """A GPU pool's product is selected by its label: GFD's, or tfk8s's on nodes it labels (placeBy:
+    hostname labels none, and a named pool's nodes already say where its GPUs are)."""
+    return pool.gpu is not None and (pool.gpu_labeller == "gfd" or experiment.labels_nodes)
 
 
 def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
@@ -241,8 +251,8 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
     """
     pool = experiment.config.pools[group.pool]
     strict_server = group.server is not None and experiment.plan.strict
-    expressions = _pool_expressions(pool, experiment.stack)
-    if _has_gpus(experiment, group) and pool.gpu:
+    expressions = _pool_expressions(experiment, pool)
+    if _has_gpus(experiment, group) and pool.gpu and _selects_gpu_product(experiment, pool):
         expressions.append({"key": L.gpu_product_label(pool.gpu_labeller), "operator": "In", "values": [pool.gpu.product]})
 
     required_term: Manifest = {"matchExpressions": expressions}
@@ -312,4 +322,22 @@ def _spread_by_count(experiment: Experiment, group: TaskGroup, selector: Manifes
         "labelSelector": selector,
         "nodeTaintsPolicy": "Honor",
     }
+    if not experiment.labels_nodes:
+        return _spread_by_host_name(even, capped, servers)
     return [even, capped]
+
+
+def _spread_by_host_name(even: Manifest, capped: Manifest, servers: int) -> list[Manifest]:
+    """placeBy: hostname: both constraints over the host name, the one per-server key every node has.
+
+    Kubernetes takes one constraint per {topologyKey, whenUnsatisfiable}, so the even spread becomes
+    the scheduler's preference (ScheduleAnyway) and the cap stays a rule. `minDomains` one more
+    than the pool's servers makes the scheduler take the global minimum as 0 always, so no server
+    ever holds more than its share, whether or not a server is missing: with as many tasks as the
+    shares add up to, every server holds exactly its share (with shares that differ by one, the
+    preference decides which servers hold the larger one).
+    """
+    return [
+        {**even, "whenUnsatisfiable": "ScheduleAnyway"},
+        {**capped, "topologyKey": L.HOSTNAME, "minDomains": servers + 1},
+    ]

@@ -66,6 +66,11 @@ class Experiment:
     def shares_namespace(self) -> bool:
         return self.config.shares_namespace
 
+    @property
+    def labels_nodes(self) -> bool:
+        """tfk8s labels its pools' nodes (placeBy: labels), which needs patch on Nodes."""
+        return self.config.cluster.place_by == "labels"
+
     @cached_property
     def names(self) -> ObjectNames:
         """The names of the experiment's objects in its namespace."""

@@ -47,6 +47,14 @@ def cross_checks(config: StackConfig) -> list[str]:
             cluster.placement, ps_pool.name, ps_pool.nodes, worker_pool.name, worker_pool.nodes)
     )
 
+    if cluster.place_by == "hostname":
+        for index, pool in enumerate(config.node_pools):
+            if pool.gpu is not None and pool.gpu.labelled_by == "tfk8s":
+                errors.append(
+                    f"{ns}:nodePools[{index}].gpu.labelledBy: tfk8s writes no node label with placeBy: hostname "
+                    "(the pool's node names say where its GPUs are); drop labelledBy, or use gfd"
+                )
+
     # A node carries one pool label, so it can belong to one pool only.
     owner: dict[str, str] = {}
     for pool in config.node_pools:

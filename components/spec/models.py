@@ -38,6 +38,9 @@ Placement = Literal["colocated", "isolated", "spread"]
 # jobset: the experiment is one JobSet that ends with its chief; statefulset: PS
 # and workers serve until the experiment is destroyed (clusters without JobSet).
 Workload = Literal["jobset", "statefulset"]
+# labels: tfk8s labels the pools' nodes and places by its labels (it patches Nodes); hostname: it
+# places by the nodes' own kubernetes.io/hostname and writes nothing outside the namespace.
+PlaceBy = Literal["labels", "hostname"]
 # The cluster's own namespaces: never an experiment's. `default` may be a team's existing one.
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 SHARED_DEFAULT_NAMESPACE = "default"
@@ -222,6 +225,13 @@ class ClusterSpec(_Model):
     )
     image_pull_secrets: tuple[DnsLabel, ...] = Field(
         default=(), description="Secrets in the namespace used to pull the image"
+    )
+    place_by: PlaceBy = Field(
+        default="labels",
+        description="labels: tfk8s labels the pools' nodes (pool.tfk8s.io/<stack>, ...; it needs patch on nodes) "
+        "and places tasks by those labels; hostname: tasks are placed by each node's own kubernetes.io/hostname "
+        "(which must be its name) and the pools' own labels, read, and tfk8s writes nothing outside the namespace "
+        "(docs/shared-cluster.md)",
     )
     workload: Workload = Field(
         default="jobset",

@@ -570,3 +570,13 @@ def test_the_model_derived_policies_say_they_apply_to_tfk8s_trainer_only():
     for name in ("tfk8s-embedding-shards-match-ps", "tfk8s-ps-memory-fits-shard", "tfk8s-unpartitioned-embedding",
                  "tfk8s-checkpoints-outlive-the-chief"):
         assert "tfk8s's own trainer only" in POLICIES[name].description, name
+
+
+@pytest.mark.parametrize("workload", ["jobset", "statefulset"])
+@pytest.mark.parametrize("stack", ["scene1-case2", "scene2-case2"])
+def test_an_experiment_in_a_teams_namespace_placed_by_host_name_passes_every_policy(stack, workload):
+    name, values = read_stack_values(stack)
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"].update(namespace={"name": "ml-team", "existing": True}, placeBy="hostname",
+                                   workload=workload)
+    assert tripped(objects_of(run_program(name, values)), POLICIES) == {}

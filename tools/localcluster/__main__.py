@@ -7,6 +7,9 @@
   python -m tools.localcluster apply S                        render S, apply it, wait until its pods run
   python -m tools.localcluster delete S                       delete S's objects and exactly its node labels
   python -m tools.localcluster down                           stop every process it started
+  python -m tools.localcluster user --name U --namespace N [--label-nodes]
+                                                             a team member holding exactly docs/rbac/'s roles in
+                                                             N: .cluster/users/U.kubeconfig (make cluster-user)
   python -m tools.localcluster image --name N --requirements F
                                                              the TensorFlow image plus pinned packages, into the
                                                              cache and the running real nodes (make image)
@@ -27,7 +30,7 @@ from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT
 from tools.nodeimage.program_images import build_program_image, keep_archive
 
-from . import host, lifecycle, paths, processes, realnodes
+from . import host, lifecycle, paths, processes, realnodes, users
 from .client import api_client
 from .experiments import (
     ApplyError,
@@ -66,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument(
         "--real", default="", help="comma-separated servers that run as real kubelet nodes (containerd, runc) instead of kwok"
     )
+    user = commands.add_parser("user", help="a team member with only the documented RBAC in a namespace")
+    user.add_argument("--name", required=True, help="the user's name (a DNS label)")
+    user.add_argument("--namespace", required=True, help="the team's namespace, created if missing")
+    user.add_argument("--label-nodes", action="store_true",
+                      help="bind tfk8s-node-labeller too, for stacks with placeBy: labels")
     nodes = commands.add_parser("nodes", help="add the fake servers of more stacks")
     nodes.add_argument("--stack", action="append", required=True)
     for name, text in (("apply", "render and apply a stack, wait until its pods run"), ("delete", "delete a stack's objects and node labels")):
@@ -88,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
             plane = lifecycle.up(stacks=args.stack, real=real, say=_say)
             _say(f"cluster ready in {time.monotonic() - started:.1f} s at {plane.server}")
             _say(f"kubeconfig: {paths.KUBECONFIG.relative_to(PROJECT_ROOT)}; stop it with `make cluster-down`")
+        elif args.command == "user":
+            kubeconfig = users.mint_user(args.name, args.namespace, args.label_nodes)
+            roles = users.EXPERIMENTER_ROLE + (f" and {users.NODE_LABELLER_ROLE}" if args.label_nodes else "")
+            _say(f"user {args.name}: {roles} in namespace {args.namespace}; kubeconfig "
+                 f"{kubeconfig.relative_to(PROJECT_ROOT)}")
         elif args.command == "nodes":
             _say(f"{add_nodes(args.stack)} fake servers for {', '.join(args.stack)}")
         elif args.command == "down":
@@ -122,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     except StackConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    except (processes.ClusterError, host.HostError, ApplyError, FileNotFoundError, ValueError,
+    except (processes.ClusterError, host.HostError, ApplyError, FileNotFoundError, ValueError, users.UserError,
             subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

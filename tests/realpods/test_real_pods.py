@@ -21,7 +21,8 @@ from kubernetes.stream import stream
 from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
 from components.objects.render import render
-from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.cluster.test_engine import engine
+from tests.realpods.conftest import POD_WAIT_S, REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
 from tools.localcluster.experiments import apply_manifests, rendered_objects
 from tools.localcluster.worker_loss import lose_worker
@@ -279,6 +280,53 @@ def test_a_replaced_chief_pod_resumes_from_its_checkpoint_volume(real_cluster, l
         assert chief.metadata.name != first_chief, "a new pod, not a restarted container"
         assert summary["resumed_from_step"] >= checkpoint["step"]
         assert summary["steps"] > summary["resumed_from_step"]
+
+
+def test_a_destroyed_experiment_keeps_its_checkpoints_and_resumes_when_brought_up_again(
+    real_cluster, local_volume, tmp_path
+):
+    """pulumi destroy mid-run keeps the checkpoint claim (and the namespace that holds it, which tfk8s
+    created): the volume's reclaim policy is Retain, so a claim made anew could not even bind it. The
+    next pulumi up of the stack adopts the claim, and its chief resumes from the last checkpoint."""
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-kept", _durable(local_volume))
+    experiment = load_experiment(stack)
+    namespace, claim = experiment.namespace, experiment.names.checkpoint_claim
+    state = tmp_path / "engine"
+    try:
+        up = engine("up", stack, real_cluster.kubeconfig, state)
+        assert not up.failed, up.tail
+        assert f"pulumi destroy keeps namespace {namespace} with the checkpoint claim {claim}" in up.text
+        checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
+        kept = real_cluster.core.read_namespaced_persistent_volume_claim(claim, namespace).metadata.uid
+
+        destroy = engine("destroy", stack, real_cluster.kubeconfig, state)  # mid-run
+        assert not destroy.failed, destroy.tail
+        deadline = time.monotonic() + POD_WAIT_S
+        while real_cluster.core.list_namespaced_pod(namespace).items:
+            assert time.monotonic() < deadline, "the experiment's pods outlived its destroy"
+            time.sleep(1.0)
+        assert not real_cluster.core.list_namespaced_config_map(namespace, label_selector="app.kubernetes.io/part-of=tfk8s").items
+        after = real_cluster.core.read_namespaced_persistent_volume_claim(claim, namespace)
+        assert (after.metadata.uid, after.status.phase) == (kept, "Bound")
+
+        again = engine("up", stack, real_cluster.kubeconfig, state)
+        assert not again.failed, again.tail
+        real_cluster.wait_for_event(stack, "worker_joined")  # the new chief trains
+        real_cluster.finish(stack)
+        summary, _ = real_cluster.chief_summary(stack)
+        assert summary["resumed_from_step"] >= checkpoint["step"] > 0, "resumed from the kept checkpoint"
+        assert real_cluster.core.read_namespaced_persistent_volume_claim(claim, namespace).metadata.uid == kept
+    finally:
+        engine("destroy", stack, real_cluster.kubeconfig, state)
+        try:
+            real_cluster.core.delete_namespace(namespace)  # the kept checkpoints, deleted as the note says
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+        deadline = time.monotonic() + POD_WAIT_S
+        while namespace in {n.metadata.name for n in real_cluster.core.list_namespace().items}:
+            assert time.monotonic() < deadline, f"namespace {namespace} still terminating"
+            time.sleep(1.0)
 
 
 def test_scene2_isolated_ps_and_workers_on_two_real_nodes(real_cluster, tmp_path):

@@ -230,14 +230,18 @@ def _normalized(experiment: Experiment) -> dict[tuple[str, str], Any]:
         L.node_pool_key(stack): L.node_pool_key(STACK_PLACEHOLDER),
         L.node_role_key(stack): L.node_role_key(STACK_PLACEHOLDER),
         L.node_server_key(stack): L.node_server_key(STACK_PLACEHOLDER),
+        # So does the pod label the spread constraints select a role's pods by.
+        L.task_role_key(stack): L.task_role_key(STACK_PLACEHOLDER),
     }
-    # Task addresses (TF_CONFIG's cluster) name the namespace inside a longer string.
-    address_part = (f".{namespace}.svc", f".{NAMESPACE_PLACEHOLDER}.svc")
+    # Task addresses (TF_CONFIG's cluster) name the namespace inside a longer string, and in a team's
+    # namespace every object's name, and so every address, starts with the stack's.
+    parts = [(f".{namespace}.svc", f".{NAMESPACE_PLACEHOLDER}.svc")]
+    if experiment.names.prefix:
+        parts.append((experiment.names.prefix, f"{STACK_PLACEHOLDER}-"))
     objects = {}
     for obj in experiment_objects(experiment):
-        name = obj.manifest["metadata"]["name"]
-        key = (obj.kind, "" if obj.kind == "Namespace" else name)
-        manifest = _replace_text(obj.manifest, whole, address_part)
+        manifest = _replace_text(obj.manifest, whole, parts)
+        key = (obj.kind, "" if obj.kind == "Namespace" else manifest["metadata"]["name"])
         if obj.kind == "JobSet":
             # Each replicated Job is a role on a server, compared on its own like a workload.
             replicated = manifest["spec"].pop("replicatedJobs")
@@ -247,13 +251,17 @@ def _normalized(experiment: Experiment) -> dict[tuple[str, str], Any]:
     return objects
 
 
-def _replace_text(value: Any, whole: Mapping[str, str], part: tuple[str, str]) -> Any:
+def _replace_text(value: Any, whole: Mapping[str, str], parts: list[tuple[str, str]]) -> Any:
     if isinstance(value, str):
-        return whole.get(value, value.replace(*part))
+        if value in whole:
+            return whole[value]
+        for old, new in parts:
+            value = value.replace(old, new)
+        return value
     if isinstance(value, Mapping):
-        return {_replace_text(k, whole, part): _replace_text(v, whole, part) for k, v in value.items()}
+        return {_replace_text(k, whole, parts): _replace_text(v, whole, parts) for k, v in value.items()}
     if isinstance(value, list):
-        return [_replace_text(v, whole, part) for v in value]
+        return [_replace_text(v, whole, parts) for v in value]
     return value
 
 

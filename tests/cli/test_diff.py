@@ -115,3 +115,23 @@ def test_a_changed_program_shows_in_the_diff(capsys, tmp_path):
     code, out = diff(capsys, *map(str, files))
     assert "tfk8s:program.args: +200 -100" in out, out
     assert "replicatedJob: changed 3 (chief, ps, worker)" in out, "every task rolls"
+
+
+def test_two_experiments_in_one_teams_namespace_differ_only_by_what_their_stacks_change(capsys, tmp_path):
+    from tests.stack_variants import write_variant
+
+    def shared(workers):
+        def edit(values):
+            values["tfk8s:cluster"]["namespace"] = {"name": "ml-team", "existing": True}
+            values["tfk8s:cluster"]["workers"]["replicas"] = workers
+        return edit
+
+    # Each object of one is matched with the other's by its name without the stack's.
+    a = write_variant(tmp_path, "scene1-case2", "ranking-a", shared(50))
+    code, out = diff(capsys, a, write_variant(tmp_path, "scene1-case2", "ranking-c", shared(45)), "--json")
+    result = json.loads(out)
+    assert code == 1 and [change["key"] for change in result["config"]] == ["tfk8s:cluster.workers.replicas"]
+    assert result["objects"] == {
+        "ConfigMap": {"added": [], "removed": [], "changed": ["<stack>-tfk8s-trainer-env"]},
+        "replicatedJob": {"added": [], "removed": [], "changed": ["chief", "ps", "worker"]},
+    }

@@ -317,5 +317,8 @@ def _namespace_notes(job: TFJob, program: dict[str, Any], cluster: dict[str, Any
     needed += [f"Secret '{name}'" for name in cluster.get("imagePullSecrets", ())]
     if not needed and job.namespace in (None, "default"):
         return []
+    where = job.namespace or "default"
     return [Note("metadata.namespace", f"tfk8s creates the experiment's own namespace (tf-<stack>, or "
-                 f"tfk8s:cluster.namespace){': create ' + ', '.join(dict.fromkeys(needed)) + ' there' if needed else ''}")]
+                 f"tfk8s:cluster.namespace){': create ' + ', '.join(dict.fromkeys(needed)) + ' there' if needed else ''}"
+                 f"; to run in the TFJob's namespace, where they are, set tfk8s:cluster.namespace: "
+                 f"{{name: {where}, existing: true}} (docs/shared-cluster.md)")]

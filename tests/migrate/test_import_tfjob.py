@@ -130,6 +130,7 @@ def test_gpu_workers_with_a_claim_get_a_gpu_pool_their_image_and_the_claim(tmp_p
     assert config["tfk8s:program"]["volumes"] == [{"claim": "training-data", "mountPath": "/data", "readOnly": True}]
     assert "metadata.namespace: tfk8s creates the experiment's own namespace" in err
     assert "claim 'training-data'" in err
+    assert "set tfk8s:cluster.namespace: {name: " in err and ", existing: true}" in err
 
 
 def test_per_role_images_that_tfk8s_cannot_say_are_listed(tmp_path, capsys, stacks_dir):

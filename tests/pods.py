@@ -19,11 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV, COMPLETION_INDEX_ENV, FIRST_INDEX_ENV, composed_tf_config
+from trainer.kubelet_expansion import expand
 
 POD_INDEX = "apps.kubernetes.io/pod-index"
 FIELD_REF = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-ENV_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def expanded(text: str, variables: Mapping[str, str]) -> str:
+    """`text` as the kubelet expands it, where every reference must resolve (else the kubelet would
+    pass it on as literal text, which no task could use)."""
+    value, unresolved = expand(text, variables)
+    assert not unresolved, f"{text!r} refers to {unresolved}, which the pod's environment lacks"
+    return value
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class Pod:
         for item in self.container.get("env", []):
             if "value" in item:
                 # A reference the kubelet could not resolve would stay literal: fail on it here.
-                variables[item["name"]] = ENV_REFERENCE.sub(lambda m: variables[m.group(1)], item["value"])
+                variables[item["name"]] = expanded(item["value"], variables)
             elif "secretKeyRef" in item["valueFrom"]:
                 secret = item["valueFrom"]["secretKeyRef"]
                 variables[item["name"]] = f"<secret {secret['name']} key {secret['key']}>"

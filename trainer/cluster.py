@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from .kubelet_expansion import references
 from .settings import SETTINGS_ENV, TrainerSettings
 
 TF_CONFIG_ENV = "TF_CONFIG"
 ROLES = ("chief", "ps", "worker")
-UNEXPANDED_REFERENCE = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")
 # Set in each pod from its StatefulSet ordinal (components/plan/tf_config.py).
 TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
 # A JobSet pod's TF_CONFIG is composed here, because its task index is a sum the
@@ -99,12 +99,12 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
             f"{TASK_INDEX_ENV} is empty: the pod has no apps.kubernetes.io/pod-index label, which "
             "StatefulSets set from Kubernetes 1.28 on; tfk8s needs Kubernetes 1.28 or newer"
         )
-    unexpanded = UNEXPANDED_REFERENCE.search(raw)
+    unexpanded = references(raw)
     if unexpanded:
         # In a pod the kubelet expands $(TFK8S_CLUSTER) from the shared ConfigMap
         # and $(TFK8S_TASK_INDEX) from the pod's index label.
         raise ClusterConfigError(
-            f"{TF_CONFIG_ENV} still holds an unexpanded reference ({unexpanded.group(0)}): "
+            f"{TF_CONFIG_ENV} still holds an unexpanded reference ($({unexpanded[0]})): "
             "outside Kubernetes, set it in full"
         )
     try:

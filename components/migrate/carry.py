@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from components.spec.models import is_pinned
-from components.spec.program import PROGRAM_VARIABLES, kept_literal
+from components.spec.program import PROGRAM_VARIABLES
+from trainer.kubelet_expansion import escaped
 
 from .containers import RoleView, read_role
 from .tfjob import Note, NotImportable, TFJob
@@ -273,7 +274,7 @@ def _kept_literal(view: RoleView, key: str, known: set[str], notes: list[Note]) 
     Kubernetes passed it on as literal text, and tfk8s refuses what it would not expand."""
     words = []
     for index, word in enumerate(view.container[key]):
-        word, unknown = kept_literal(str(word), known)
+        word, unknown = escaped(str(word), known)
         for name in unknown:
             notes.append(Note(f"{view.at(key)}[{index}]", f"$({name}) names no variable a task has: kept as "
                               "literal text ($$), as Kubernetes passed it on"))

@@ -11,9 +11,11 @@ would pass it on as literal text.
 from __future__ import annotations
 
 import re
-from typing import Iterator, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
+
+from trainer.kubelet_expansion import references
 
 from .model_base import StackModel as _Model
 
@@ -32,43 +34,6 @@ OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
 
 Done = Literal["chief", "workers"]
 Role = Literal["chief", "ps", "worker"]
-
-
-def _reference_spans(text: str) -> Iterator[tuple[int, int, str]]:
-    """Each `$(NAME)` of `text` as the kubelet reads it (`$$` is a literal `$`): start, end, NAME."""
-    position = 0
-    while True:
-        found = text.find("$", position)
-        if found < 0 or found + 1 >= len(text):
-            return
-        following = text[found + 1]
-        if following == "$":
-            position = found + 2
-            continue
-        if following == "(":
-            end = text.find(")", found + 2)
-            if end >= 0:
-                yield found, end + 1, text[found + 2 : end]
-                position = end + 1
-                continue
-        position = found + 1
-
-
-def references(text: str) -> list[str]:
-    """The names `$(NAME)` refers to in `text`, as the kubelet reads it: `$$` is a literal `$`."""
-    return [name for _, _, name in _reference_spans(text)]
-
-
-def kept_literal(text: str, known: set[str]) -> tuple[str, list[str]]:
-    """`text` with each `$(NAME)` of a name not in `known` escaped to `$$(NAME)`, the literal text the
-    kubelet passes on for a name it does not know; and those names."""
-    pieces, unknown, position = [], [], 0
-    for start, end, name in _reference_spans(text):
-        if name not in known:
-            pieces += [text[position:start], "$"]
-            unknown.append(name)
-            position = start
-    return "".join(pieces) + text[position:], unknown
 
 
 class SecretRef(_Model):

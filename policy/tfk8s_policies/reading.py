@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
+from .expansion import expand, references
 from .facts import (
     CLUSTER_ENV,
     CLUSTER_FILE_ENV,
@@ -59,11 +59,6 @@ def env_value(container: Mapping[str, Any], name: str) -> Optional[str]:
             return get(item, "value")
     return None
 
-# `$(NAME)` in an env value is replaced by the variable NAME defined before it
-# (envFrom first, then earlier env entries); `$$` is a literal `$`; a
-# reference to an undefined variable stays as written (kubelet's rules).
-ENV_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-
 ConfigMaps = Mapping[tuple, Mapping[str, Any]]  # (namespace, name) -> data
 
 def config_map_data(resources: Iterable[Any]) -> dict[tuple, Mapping[str, Any]]:
@@ -71,21 +66,6 @@ def config_map_data(resources: Iterable[Any]) -> dict[tuple, Mapping[str, Any]]:
         (namespace_of(r.props), name_of(r.props)): get(r.props, "data", default={}) or {}
         for r in of_kind(resources, "ConfigMap")
     }
-
-def expand_env(value: str, variables: Mapping[str, str]) -> tuple[str, list[str]]:
-    """`value` with references expanded as kubelet does; the names it could not resolve."""
-    unresolved: list[str] = []
-
-    def replace(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1)
-        if name in variables:
-            return variables[name]
-        unresolved.append(name)
-        return match.group(0)
-
-    return ENV_REFERENCE.sub(replace, value), unresolved
 
 def container_env(
     container: Mapping[str, Any], namespace: Optional[str], config_maps: ConfigMaps, pod_fields: Optional[PodFields] = None,
@@ -106,7 +86,8 @@ def container_env(
         name, value = get(item, "name"), get(item, "value")
         field = get(item, "valueFrom", "fieldRef", "fieldPath")
         if isinstance(name, str) and isinstance(value, str):
-            variables[name], missing = expand_env(value, variables)
+            # The kubelet's rules: `$(NAME)` of a variable defined before it, `$$` a literal `$`.
+            variables[name], missing = expand(value, variables)
             if missing:
                 unresolved[name] = missing
         elif isinstance(name, str) and field in (pod_fields or {}):
@@ -145,7 +126,7 @@ def tf_config_of(
         if unresolved.get("TF_CONFIG"):
             if config_maps is not None:
                 return {"_malformed": raw, "_unresolved": unresolved["TF_CONFIG"]}
-            raw = ENV_REFERENCE.sub(lambda m: "$" if m.group(0) == "$$" else "null", raw)
+            raw, _ = expand(raw, {name: "null" for name in references(raw)})
         try:
             parsed = json.loads(raw)
         except ValueError:

@@ -12,7 +12,7 @@ from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 from tests.harness import run_program
-from tests.pods import ENV_REFERENCE, config_maps_of, pods_of, replicated_jobs
+from tests.pods import config_maps_of, expanded, pods_of, replicated_jobs
 
 TF2_SOURCE = "tests/team_programs/tf2-ps"
 SEED_RUN_SH = ["$(PS_HOSTS)", "$(WORKER_HOSTS)", "$(JOB_NAME)", "$(TASK_INDEX)", "$(PS_REPLICAS)", "$(WORKER_REPLICAS)"]
@@ -71,9 +71,9 @@ def test_the_seeds_run_sh_call_gets_its_six_arguments():
     assert {pod.task.split("-")[0] for pod in pods} == {"ps", "worker"}, "no chief task with done: workers"
     worker = next(pod for pod in pods if pod.task == "worker-7")
     env = worker.env(config_maps_of(run))
-    expanded = [ENV_REFERENCE.sub(lambda match: env[match.group(1)], arg) for arg in worker.container["args"]]
-    assert expanded[2:] == ["worker", "7", "5", "50"]
-    assert expanded[0].count(",") == 4 and expanded[1].count(",") == 49
+    args = [expanded(arg, env) for arg in worker.container["args"]]
+    assert args[2:] == ["worker", "7", "5", "50"]
+    assert args[0].count(",") == 4 and args[1].count(",") == 49
 
 
 def test_the_program_source_is_shipped_and_mounted_read_only_at_program():

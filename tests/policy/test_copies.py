@@ -9,6 +9,7 @@ one of them changes alone.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 
 import pytest
@@ -87,3 +88,17 @@ def test_the_trainers_command_agrees():
     from components.objects.pods import TRAINER_COMMAND
 
     assert pack.TRAINER_COMMAND == list(TRAINER_COMMAND)
+
+
+def test_the_kubelet_expansion_is_the_pods_and_the_validators_line_for_line():
+    """`$(NAME)` is read one way by the validator, the local launcher, the trainer and the pack: the
+    pack's copy holds the very functions of trainer/kubelet_expansion.py."""
+    import inspect
+
+    from trainer import kubelet_expansion as original
+
+    copy = importlib.import_module(f"{pack.__name__}.expansion")
+    functions = [name for name, value in vars(original).items() if inspect.isfunction(value)]
+    assert functions == [name for name, value in vars(copy).items() if inspect.isfunction(value)]
+    for name in functions:
+        assert inspect.getsource(getattr(copy, name)) == inspect.getsource(getattr(original, name)), name

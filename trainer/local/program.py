@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ..kubelet_expansion import expand
 from ..lifeline import LAUNCHER_PID_ENV
 from ..ports import free_ports
 from .errors import LaunchError
@@ -27,18 +27,6 @@ from .tasks import Task, last_lines, stop_all
 
 WORKER_RESTARTS = 5
 POLL_S = 0.2
-REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def expand(text: str, variables: dict[str, str]) -> str:
-    """`$(NAME)` as the kubelet expands it: a known variable's value, `$$` a literal `$`, else as written."""
-
-    def replace(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        return variables.get(match.group(1), match.group(0))
-
-    return REFERENCE.sub(replace, text)
 
 
 @dataclass(frozen=True)
@@ -109,7 +97,7 @@ class LocalProgram:
         )
         for name, value in self.program.env.items():
             if not isinstance(value, dict):  # a Secret's: the shell's own value, passed on as it is
-                env[name] = expand(str(value), env)
+                env[name], _ = expand(str(value), env)
         return env
 
     def run(self, out=sys.stdout) -> dict[str, Any]:
@@ -120,7 +108,7 @@ class LocalProgram:
             for index in range(len(addresses)):
                 env = self.task_env(cluster, role, index)
                 name = f"{role}-{index}"
-                argv = tuple(expand(word, env) for word in self.program.argv[role] or ())
+                argv = tuple(expand(word, env)[0] for word in self.program.argv[role] or ())
                 cwd = Path(self.program.source) if self.program.source else self.workdir / name
                 task = Task(name, env, self.workdir / name, command=argv, cwd=cwd, tie_to_launcher=True)
                 self.tasks[name] = task

@@ -10,20 +10,17 @@ from typing import Mapping
 
 from .kubelet_expansion import references
 from .settings import SETTINGS_ENV, TrainerSettings
+from .shared_names import (  # noqa: F401 (the variables a task reads, looked up here)
+    CLUSTER_ENV,
+    CLUSTER_FILE_ENV,
+    COMPLETION_INDEX_ENV,
+    FIRST_INDEX_ENV,
+    TASK_INDEX_ENV,
+    TASK_TYPE_ENV,
+)
 
 TF_CONFIG_ENV = "TF_CONFIG"
 ROLES = ("chief", "ps", "worker")
-# Set in each pod from its StatefulSet ordinal (components/plan/tf_config.py).
-TASK_INDEX_ENV = "TFK8S_TASK_INDEX"
-# A JobSet pod's TF_CONFIG is composed here, because its task index is a sum the
-# kubelet cannot expand: the group's first index plus the pod's Job completion index.
-CLUSTER_ENV = "TFK8S_CLUSTER"  # the cluster JSON, from the experiment's shared ConfigMap
-# Past what one environment variable may hold (Linux: 128 KiB), the cluster JSON is a mounted
-# file instead, and this variable names it.
-CLUSTER_FILE_ENV = "TFK8S_CLUSTER_FILE"
-TASK_TYPE_ENV = "TFK8S_TASK_TYPE"
-FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
-COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"  # set by the Job controller in Indexed Jobs
 
 
 class ClusterConfigError(ValueError):

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .shared_names import SETTINGS_ENV  # noqa: F401 (where the settings' readers look it up)
+
 PARTITIONS = ("auto", "range", "none")
 OPTIMIZERS = ("adagrad", "sgd", "adam")
 
@@ -24,7 +26,6 @@ OPTIMIZERS = ("adagrad", "sgd", "adam")
 # row, so they count against that PS's memory.
 OPTIMIZER_SLOTS = {"sgd": 0, "adagrad": 1, "adam": 2}
 
-SETTINGS_ENV = "TFK8S_TRAINER"
 # Checkpoints the chief keeps; the program sizes the chief's scratch space for them.
 CHECKPOINTS_KEPT = 3
 

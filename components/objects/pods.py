@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from components.objects.program_container import (
     program_command,
+    task_index_source,
     program_mounts,
     program_task_env,
     program_volumes,
@@ -16,15 +17,14 @@ from components.objects.program_container import (
 from components.plan import labels as L
 from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
 from components.plan.tf_config import TF_PORT
-from components.plan.trainer_bundle import TRAINER_PACKAGE
 from components.plan.workloads import TaskGroup
 from components.spec.pools import NodePoolSpec
 from components.spec.program import PROGRAM_MOUNT
 from trainer.cluster import FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
+from trainer.shared_names import TF_PORT_NAME, TRAINER_COMMAND, TRAINER_PACKAGE  # noqa: F401 (looked up here)
 
 Manifest = dict[str, Any]
 
-TF_PORT_NAME = "tf-grpc"
 CONTAINER_NAME = "tensorflow"
 TRAINER_VOLUME = "trainer"
 SCRATCH_VOLUME = "scratch"
@@ -32,8 +32,6 @@ CODE_ROOT = "/opt/tfk8s"
 SCRATCH_DIR = "/scratch"
 # The stock TensorFlow image runs as root; pods run as an unprivileged user.
 RUN_AS_USER = 1000
-# What every task of tfk8s's own trainer runs; the policy pack tells it from a team's program by it.
-TRAINER_COMMAND = ("python", "-m", TRAINER_PACKAGE)
 # Settings and environment are shared by every task: one ConfigMap (trainer_env_config_map), not N
 # copies. A cluster too large for an environment variable: its own ConfigMap, mounted as a file.
 CLUSTER_VOLUME = "cluster"
@@ -176,16 +174,11 @@ def _task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
             {"name": FIRST_INDEX_ENV, "value": str(group.first_index)},
         ]
     return [
-        {"name": TASK_INDEX_ENV, **_task_index_source(group)},
+        {"name": TASK_INDEX_ENV, **task_index_source(experiment, group)},
         {"name": "TF_CONFIG", "value": experiment.tf_config.render(group.task_type)},
     ]
 
 
-def _task_index_source(group: TaskGroup) -> Manifest:
-    """A StatefulSet pod's index is its ordinal label; the chief's Job runs task 0 only."""
-    if group.task_type == "chief":
-        return {"value": str(group.first_index)}
-    return {"valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{L.POD_INDEX}']"}}}
 
 
 def _resources(experiment: Experiment, task_type: str) -> Manifest:

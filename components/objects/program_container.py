@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.workloads import TaskGroup
 from components.spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
@@ -30,10 +31,6 @@ Manifest = dict[str, Any]
 PROGRAM_VOLUME = "program"
 TMP_VOLUME = "tmp"
 TMP_DIR = "/tmp"
-# Set by the Job controller on each pod of an Indexed Job (since Kubernetes 1.21).
-COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-# Set by the StatefulSet controller on each pod: its ordinal.
-POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 
 def shared_program_env(experiment: Experiment, scratch_dir: str) -> dict[str, str]:
@@ -57,21 +54,24 @@ def program_task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]
     assert program is not None
     return [
         {"name": "JOB_NAME", "value": group.task_type},
-        {"name": "TASK_INDEX", **_task_index_source(experiment, group)},
+        {"name": "TASK_INDEX", **task_index_source(experiment, group)},
         {"name": TF_CONFIG, "value": experiment.tf_config.render(group.task_type, "TASK_INDEX", program=True)},
         *(_env_entry(experiment, name, value) for name, value in program.env.items()),
     ]
 
 
-def _task_index_source(experiment: Experiment, group: TaskGroup) -> Manifest:
+def task_index_source(experiment: Experiment, group: TaskGroup) -> Manifest:
+    """Where a pod's task index comes from: the chief's is written in; a JobSet pod's is its Job
+    completion index (set by the Job controller since Kubernetes 1.21), a StatefulSet pod's its
+    ordinal (the StatefulSet controller's label), both through the downward API."""
     if group.task_type == "chief":
         return {"value": str(group.first_index)}
     if experiment.workload == "jobset":
         # One Job per role (components/plan/workloads.py): the completion index is the task index.
         assert group.first_index == 0, "a JobSet role is one group"
-        field = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
+        field = f"metadata.annotations['{L.COMPLETION_INDEX}']"
     else:
-        field = f"metadata.labels['{POD_INDEX_LABEL}']"
+        field = f"metadata.labels['{L.POD_INDEX}']"
     return {"valueFrom": {"fieldRef": {"fieldPath": field}}}
 
 

@@ -7,20 +7,26 @@ exactly, so they come from these helpers and nowhere else.
 from __future__ import annotations
 
 from components.plan.workloads import TaskGroup
+# The keys the pods and the policy pack read as well are defined once, with them.
+from trainer.shared_names import (  # noqa: F401 (this module is where components/ looks them up)
+    COMPONENT,
+    COMPLETION_INDEX,
+    GPU_PRODUCT,
+    GPU_RESOURCE,
+    INSTANCE,
+    POD_INDEX,
+    PRODUCTION,
+    TFK8S_GPU_PRODUCT,
+)
 
 APP_NAME = "tensorflow"
 PART_OF = "tfk8s"
 MANAGED_BY = "pulumi"
 
 NAME = "app.kubernetes.io/name"
-INSTANCE = "app.kubernetes.io/instance"
-COMPONENT = "app.kubernetes.io/component"
 PART_OF_KEY = "app.kubernetes.io/part-of"
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 WORKLOAD = "tfk8s.io/workload"  # the task group (StatefulSet or Job) a pod belongs to
-# Set by the StatefulSet controller on each pod: its ordinal, which tfk8s makes the task index.
-POD_INDEX = "apps.kubernetes.io/pod-index"
-PRODUCTION = "tfk8s.io/production"  # on the namespace; read by the policy pack
 
 # Node labels written by a NodePool (they replace `kubectl label node`): a key per
 # experiment, `pool.tfk8s.io/<stack>: <pool>` and `role.tfk8s.io/<stack>: ps | worker |
@@ -37,11 +43,6 @@ NODE_SERVER_DOMAIN = "server.tfk8s.io"
 # servers (benchmarks/cluster_apply.py).
 TASK_ROLE_DOMAIN = "task.tfk8s.io"
 MAX_LABEL_VALUE = 63
-# A GPU pool's product: GPU Feature Discovery's label, which tfk8s reads and never writes,
-# or tfk8s's own, which it writes on the nodes a pool names (gpu.labelledBy).
-GPU_PRODUCT = "nvidia.com/gpu.product"
-TFK8S_GPU_PRODUCT = "tfk8s.io/gpu-product"
-GPU_RESOURCE = "nvidia.com/gpu"
 # The taint GPU node pools usually carry (the NVIDIA GPU Operator's and the clouds' GPU pools).
 GPU_TAINT = "nvidia.com/gpu"
 

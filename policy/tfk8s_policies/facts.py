@@ -1,5 +1,6 @@
 """What the pack knows of tfk8s, copied because it imports no tfk8s code (pulumi-policy pins
-protobuf 5.29, the trainer needs 6); tests/policy/test_copies.py holds each copy against its original."""
+protobuf 5.29, the trainer needs 6): the names of trainer/shared_names.py, under the same names,
+and a few facts of its own; tests/policy/test_copies.py holds each copy against its original."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ COMPONENT = "app.kubernetes.io/component"
 SETTINGS_ENV = "TFK8S_TRAINER"
 # What a task of tfk8s's own trainer runs (components/objects/pods.py); a team's program runs its own.
 TRAINER_COMMAND = ["python", "-m", "trainer"]
-PRODUCTION_LABEL = "tfk8s.io/production"
+PRODUCTION = "tfk8s.io/production"
 REMOVED_API_VERSIONS = ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2")
 WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "JobSet")
 OPTIMIZER_SLOTS = {"sgd": 0, "adagrad": 1, "adam": 2}
@@ -30,5 +31,5 @@ TASK_TYPE_ENV = "TFK8S_TASK_TYPE"
 FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 # Set on pods by the Job and JobSet controllers.
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"

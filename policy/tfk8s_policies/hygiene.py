@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import COMPONENT, PRODUCTION_LABEL, REMOVED_API_VERSIONS
+from .facts import COMPONENT, PRODUCTION, REMOVED_API_VERSIONS
 from .reading import (
     api_version_of,
     as_list,
@@ -116,7 +116,7 @@ def _is_production(args: StackValidationArgs) -> bool:
     if str(args.stack_tags.get("production", "")).lower() in ("true", "yes", "1"):
         return True
     return any(
-        get(ns.props, "metadata", "labels", PRODUCTION_LABEL) == "true" for ns in of_kind(args.resources, "Namespace")
+        get(ns.props, "metadata", "labels", PRODUCTION) == "true" for ns in of_kind(args.resources, "Namespace")
     )
 
 def _validate_strict_in_production(args: StackValidationArgs, report: ReportViolation) -> None:

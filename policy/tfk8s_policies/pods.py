@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Collection, Iterable, Mapping, Optional
 
-from .facts import COMPLETION_INDEX_ENV, COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, POD_INDEX, TF_PORT
+from .facts import COMPLETION_INDEX_ENV, COMPLETION_INDEX, JOBSET_NAME_LABEL, POD_INDEX, TF_PORT
 from .props import as_list, get, name_of, namespace_of, number, of_kind, pod_labels, pod_spec
 
 # A pod's fields an env var may take through the downward API that are known before it exists.
@@ -93,10 +93,10 @@ def _replicated_job_templates(props: Mapping[str, Any]) -> list[PodTemplate]:
             job = f"{jobset}-{get(replicated, 'name')}-{job_index}"
             pods.extend(
                 PodIdentity(None, f"{job}-{completion}", subdomain,
-                            {**labels, COMPLETION_INDEX_LABEL: str(completion)},
+                            {**labels, COMPLETION_INDEX: str(completion)},
                             {COMPLETION_INDEX_ENV: str(completion)},
                             # The Job controller's annotation has the label's key.
-                            {COMPLETION_INDEX_LABEL: str(completion)})
+                            {COMPLETION_INDEX: str(completion)})
                 for completion in range(completions)
             )
         templates.append(PodTemplate(f"{jobset}/{get(replicated, 'name')}", spec, labels, pods))

@@ -1,24 +1,25 @@
 """The policy pack's own copies of tfk8s facts agree with the originals.
 
 The pack runs in its own environment (pulumi-policy pins protobuf 5.29) and
-imports no tfk8s code, so it keeps copies: optimizer slots, quantity suffixes,
-the shard rule and its byte maths, label keys, the settings variable. This
-test holds each copy against the module it was copied from and fails the day
-one of them changes alone.
+imports no tfk8s code, so it keeps copies: every name it shares with tfk8s
+(trainer/shared_names.py: the port, labels, variables, the trainer's command),
+optimizer slots, quantity suffixes, the shard rule and its byte maths, the
+`$(NAME)` grammar. This test holds each copy against the module it was copied
+from and fails the day one of them changes alone.
 """
 
 from __future__ import annotations
 
 import importlib
 import itertools
+import json
 
 import pytest
 
-from components.plan import labels as L
 from components.spec.quantities import QUANTITY_FACTORS, quantity_value
 from components.spec.sizing import embedding_shard_bytes
 from tests.policy_harness import tfk8s_policies as pack
-from trainer.settings import OPTIMIZER_SLOTS, OPTIMIZERS, PARTITIONS, SETTINGS_ENV, TrainerSettings
+from trainer.settings import OPTIMIZER_SLOTS, OPTIMIZERS, PARTITIONS, TrainerSettings
 
 
 def test_optimizer_slots_and_names_agree():
@@ -42,29 +43,10 @@ def test_shards_and_shard_bytes_agree(partition, optimizer, ps):
     assert pack.shard_bytes(as_pods_see_it, ps) == embedding_shard_bytes(settings, ps)
 
 
-def test_label_keys_and_the_settings_variable_agree():
-    assert (pack.COMPONENT, pack.INSTANCE, pack.GPU_PRODUCT, pack.TFK8S_GPU_PRODUCT, pack.PRODUCTION_LABEL) == (
-        L.COMPONENT, L.INSTANCE, L.GPU_PRODUCT, L.TFK8S_GPU_PRODUCT, L.PRODUCTION,
-    )
-    assert pack.SETTINGS_ENV == SETTINGS_ENV
-
-
-def test_the_jobset_task_variables_agree_with_the_trainers():
-    """The pack composes a JobSet task's TF_CONFIG from the variables the trainer reads."""
-    from trainer import cluster as trainer_cluster
-
-    assert (pack.CLUSTER_ENV, pack.TASK_TYPE_ENV, pack.FIRST_INDEX_ENV, pack.COMPLETION_INDEX_ENV) == (
-        trainer_cluster.CLUSTER_ENV, trainer_cluster.TASK_TYPE_ENV,
-        trainer_cluster.FIRST_INDEX_ENV, trainer_cluster.COMPLETION_INDEX_ENV,
-    )
-    assert pack.JOBSET_NAME_LABEL == "jobset.sigs.k8s.io/jobset-name"
-
-
 def test_the_pack_is_split_by_concern_with_each_policy_beside_its_rule():
     """Reading resources into pods in one module, the rules in one module per concern, none a
     catch-all: each policy object is defined in the module that holds its validator."""
     import ast
-    import importlib
     from pathlib import Path
 
     folder = Path(pack.__path__[0])
@@ -83,13 +65,6 @@ def test_the_pack_is_split_by_concern_with_each_policy_beside_its_rule():
     assert sorted(p.name for p in gathered) == sorted(p.name for p in pack.POLICIES)
 
 
-def test_the_trainers_command_agrees():
-    """The pack tells tfk8s's trainer from a team's program by it."""
-    from components.objects.pods import TRAINER_COMMAND
-
-    assert pack.TRAINER_COMMAND == list(TRAINER_COMMAND)
-
-
 def test_the_kubelet_expansion_is_the_pods_and_the_validators_line_for_line():
     """`$(NAME)` is read one way by the validator, the local launcher, the trainer and the pack: the
     pack's copy holds the very functions of trainer/kubelet_expansion.py."""
@@ -102,3 +77,39 @@ def test_the_kubelet_expansion_is_the_pods_and_the_validators_line_for_line():
     assert functions == [name for name, value in vars(copy).items() if inspect.isfunction(value)]
     for name in functions:
         assert inspect.getsource(getattr(copy, name)) == inspect.getsource(getattr(original, name)), name
+
+
+# The pack's facts that are not tfk8s's names, each with what holds it.
+PACK_ONLY = {
+    "OPTIMIZER_SLOTS": "test_optimizer_slots_and_names_agree",
+    "QUANTITY_SUFFIX": "test_quantity_suffixes_agree",
+    "GPU_PRODUCT_LABELS": "both GPU product labels, each compared here",
+    "REMOVED_API_VERSIONS": "Kubernetes' removed API versions, a hygiene rule of the pack's own",
+    "WORKLOAD_KINDS": "test_every_kind_tfk8s_runs_pods_in_is_a_workload_to_the_pack",
+}
+
+
+def test_every_copied_name_agrees_with_the_one_tfk8s_defines():
+    """Constant by constant: a name the pack copies is the shared module's, value for value."""
+    from trainer import shared_names
+
+    facts = importlib.import_module(f"{pack.__name__}.facts")
+    copied = {name: value for name, value in vars(facts).items() if name.isupper()}
+    assert set(copied) - set(PACK_ONLY) <= set(vars(shared_names)), "a fact the pack keeps that tfk8s does not define"
+    for name in set(copied) - set(PACK_ONLY):
+        original = getattr(shared_names, name)
+        assert copied[name] == (list(original) if isinstance(original, tuple) else original), name
+    assert facts.GPU_PRODUCT_LABELS == (shared_names.GPU_PRODUCT, shared_names.TFK8S_GPU_PRODUCT)
+
+
+def test_every_kind_tfk8s_runs_pods_in_is_a_workload_to_the_pack():
+    from components.resources.kube import RESOURCE_TOKENS
+    from tests.runs import program_run
+
+    facts = importlib.import_module(f"{pack.__name__}.facts")
+    from tests.policy.test_policies import statefulset_run
+
+    runs = (program_run("scene1-case2"), statefulset_run("scene1-case2"))
+    with_pods = {m["kind"] for run in runs for m in run.manifests() if '"containers"' in json.dumps(m)}
+    assert with_pods == {"JobSet", "StatefulSet", "Job"} and with_pods <= {kind for _, kind in RESOURCE_TOKENS}
+    assert with_pods <= set(facts.WORKLOAD_KINDS)

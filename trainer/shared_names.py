@@ -1,0 +1,42 @@
+"""The names tfk8s's objects, its pods and its policy pack must agree on, defined once (standard
+library only, so that every task's pod, the Pulumi program and trainer.local import it; the pack,
+which imports no tfk8s code, keeps a copy in policy/tfk8s_policies/facts.py that
+tests/policy/test_copies.py holds against this module, name by name).
+"""
+
+from __future__ import annotations
+
+# TensorFlow's gRPC port on every task, and its name in pods and Services.
+TF_PORT = 2222
+TF_PORT_NAME = "tf-grpc"
+
+# What every object of an experiment is labelled with (components/plan/labels.py).
+INSTANCE = "app.kubernetes.io/instance"  # the stack
+COMPONENT = "app.kubernetes.io/component"  # chief, ps or worker
+PRODUCTION = "tfk8s.io/production"  # on the namespace: the pack advises against strict pinning
+# A GPU pool's product: GPU Feature Discovery's label, or tfk8s's own on the nodes it names.
+GPU_PRODUCT = "nvidia.com/gpu.product"
+TFK8S_GPU_PRODUCT = "tfk8s.io/gpu-product"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# Set by Kubernetes' controllers on the pods tfk8s's workloads make.
+POD_INDEX = "apps.kubernetes.io/pod-index"  # a StatefulSet pod's ordinal: its task index
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # an Indexed Job pod's, label and annotation
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+# A task's environment. A JobSet pod's TF_CONFIG is composed by the trainer (trainer/cluster.py),
+# because its task index is a sum the kubelet cannot expand: the group's first index plus the
+# pod's Job completion index.
+CLUSTER_ENV = "TFK8S_CLUSTER"  # the cluster JSON, from the experiment's shared ConfigMap
+# Past what one environment variable may hold (Linux: 128 KiB), the cluster JSON is a mounted
+# file instead, and this variable names it.
+CLUSTER_FILE_ENV = "TFK8S_CLUSTER_FILE"
+TASK_TYPE_ENV = "TFK8S_TASK_TYPE"
+FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"  # set by the Job controller in Indexed Jobs
+TASK_INDEX_ENV = "TFK8S_TASK_INDEX"  # a StatefulSet pod's, from its ordinal label
+SETTINGS_ENV = "TFK8S_TRAINER"  # tfk8s's trainer's settings, as JSON
+
+# What every task of tfk8s's own trainer runs; the pack tells it from a team's program by it.
+TRAINER_PACKAGE = "trainer"
+TRAINER_COMMAND = ("python", "-m", TRAINER_PACKAGE)

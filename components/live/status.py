@@ -7,6 +7,11 @@ once it succeeded or the failed task and its last words once it failed. Then,
 for every task: the server the plan gave it, the node its pod is on, the
 pod's phase, and for a pod that is not where the plan put it or not running,
 why (the scheduler's own message, a missing server, or the controller's event).
+
+It needs no more than rights in the experiment's namespace: what it reads
+beyond them (the Nodes, to name a planned server that is not in the cluster)
+it reads where it may, and where refused says in one line what it could not
+read and which permission would show it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from components.objects.api_errors import api_error_text
+from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.live.kubeconfig import (
     Kubeconfig,
     KubeconfigError,
@@ -63,6 +68,38 @@ def no_jobset_message(stack: str) -> str:
     )
 
 
+def not_read(what: str, error: Any, would: str) -> str:
+    """One line: what a 403 kept from status, the permission that would show it, and what it would tell."""
+    permission = missing_permission(str(status_of(error.body).get("message") or ""))
+    needs = f"it needs {permission}" if permission else api_error_text(error.status, error.reason, error.body)
+    return f"not read: {what} ({needs}); with it, {would}"
+
+
+def group_served(api: Any, group: str) -> bool:
+    """Whether the API server serves `group`, from discovery (which every authenticated user may read).
+    True where discovery cannot be read either: the caller then reports the refusal it had."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return any(served.name == group for served in client.ApisApi(api).get_api_versions().groups)
+    except ApiException:
+        return True
+
+
+def _nodes(core: Any, not_read_lines: list[str]) -> Optional[dict[str, Any]]:
+    """Every Node by name; None where the user may not list them (namespace rights)."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return {node.metadata.name: node for node in core.list_node().items}
+    except ApiException as error:
+        if error.status != 403:
+            raise
+        not_read_lines.append(not_read("Nodes", error, "status names a planned server that is not in the cluster"))
+        return None
+
+
 def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     from kubernetes import client
 
@@ -71,7 +108,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     all_pods = core.list_namespaced_pod(experiment.namespace, label_selector=selector).items
     first_index = {group.name: group.first_index for group in experiment.groups}
     pods = newest_pods_by_task(all_pods, first_index)
-    nodes = {node.metadata.name: node for node in core.list_node().items}
+    unread: list[str] = []
+    nodes = _nodes(core, unread)
     failed_creates = last_failed_create(core.list_namespaced_event(experiment.namespace).items)
     jobs = client.BatchV1Api(api).list_namespaced_job(experiment.namespace, label_selector=selector).items
     # Events name the workload that runs a group of tasks (a JobSet's Job: `tf-<group>-0`).
@@ -107,7 +145,7 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             all_running,
         )
     if phase.name == "Queued":
-        phase = Phase(phase.name, queued_detail(*_kueue_view(api, experiment)))
+        phase = Phase(phase.name, queued_detail(*_kueue_view(api, experiment, unread)))
     summary = None
     if phase.name == "Succeeded":
         # JobSet ended the PS and workers with the chief (the workers, without one): their pods
@@ -124,10 +162,10 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     elif phase.name == "Failed":
         why = [phase.detail, _failed_jobs(jobs, experiment), failed_task(core, all_pods, first_index)]
         phase = Phase(phase.name, "; ".join(filter(None, why)))
-    return ExperimentStatus(phase, tasks, summary, pods, servers)
+    return ExperimentStatus(phase, tasks, summary, pods, servers, unread)
 
 
-def _kueue_view(api: Any, experiment: Experiment) -> tuple[list[dict[str, Any]], list[Any]]:
+def _kueue_view(api: Any, experiment: Experiment, unread: list[str]) -> tuple[list[dict[str, Any]], list[Any]]:
     """The Kueue Workloads the experiment's JobSet owns, and the JobSet's events, oldest first."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -136,8 +174,10 @@ def _kueue_view(api: Any, experiment: Experiment) -> tuple[list[dict[str, Any]],
         listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
             "kueue.x-k8s.io", "v1beta1", experiment.namespace, "workloads"
         )["items"]
-    except ApiException:
+    except ApiException as error:
         listed = []  # no Kueue: the events say why
+        if error.status == 403:
+            unread.append(not_read("Kueue's Workloads", error, "status says why Kueue has not admitted it yet"))
     workloads = [
         w for w in listed
         if any(o.get("kind") == "JobSet" and o.get("name") == experiment.names.jobset for o in w["metadata"].get("ownerReferences") or ())
@@ -165,9 +205,11 @@ def read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
     try:
         client.ApiextensionsV1Api(api).read_custom_resource_definition(JOBSET_CRD)
     except ApiException as error:
-        if error.status == 404:
+        # CRDs are cluster-wide: with namespace rights, discovery tells whether JobSet is served.
+        if error.status == 404 or (error.status == 403 and not group_served(api, "jobset.x-k8s.io")):
             raise NoJobSetError(no_jobset_message(experiment.stack)) from None
-        raise
+        if error.status != 403:
+            raise
     return None
 
 

@@ -65,14 +65,15 @@ def _scheduling_message(pod: Any) -> str:
 def task_status(
     placement: TaskPlacement,
     pod: Any,
-    nodes: dict[str, Any],
+    nodes: Optional[dict[str, Any]],
     strict: bool,
     controller_event: str,
     finished: bool = False,
     pool_servers: frozenset[str] = frozenset(),
 ) -> TaskStatus:
     """`finished`: the task's Job completed, so a missing pod is expected (it may have been cleaned up).
-    `pool_servers`: the servers the task's pool names, where the scheduler places it among them."""
+    `pool_servers`: the servers the task's pool names, where the scheduler places it among them.
+    `nodes`: None where the Nodes could not be read (then a missing server is not named)."""
     task, server = placement.task, placement.server
     if pod is None and finished:
         return TaskStatus(task.name, placement.pool, server, None, "Succeeded", True, "finished; its pod is gone")
@@ -83,7 +84,7 @@ def task_status(
     if server is None and node is not None and pool_servers and node not in pool_servers:
         on_plan = False
         reasons.append(f"on {node}, outside pool {placement.pool}")
-    if server is not None and server not in nodes:
+    if server is not None and nodes is not None and server not in nodes:
         reasons.append(f"server {server} is not in the cluster")
     if node is not None and server is not None and node != server:
         reasons.append(f"moved from {server} to {node}" if not strict else f"on {node}, not on {server}")
@@ -118,6 +119,8 @@ class ExperimentStatus:
     summary: Optional[dict[str, Any]] = None  # the chief's, once it succeeded
     pods: dict[str, Any] = field(default_factory=dict)  # task -> its current pod
     servers: list[ServerStatus] = field(default_factory=list)  # each server against its share (pinning counts)
+    # What the user may not read and status went on without, one line each, with the permission.
+    not_read: list[str] = field(default_factory=list)
 
 
 def against_shares(experiment: Experiment, tasks: list[TaskStatus]) -> tuple[list[TaskStatus], list[ServerStatus]]:
@@ -158,6 +161,8 @@ def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
     lines += aligned(rows)
     if status.servers:
         lines += ["", *servers_table(status.servers)]
+    if status.not_read:
+        lines += ["", *status.not_read]
     return "\n".join(lines)
 
 
@@ -184,6 +189,7 @@ def status_json(experiment: Experiment, status: ExperimentStatus) -> str:
                 for s in statuses
             ],
             **({"servers": servers_json(status.servers)} if status.servers else {}),
+            **({"notRead": status.not_read} if status.not_read else {}),
         },
         indent=2,
     )

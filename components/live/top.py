@@ -1,14 +1,24 @@
 """`python -m components top <stack>`: each task's CPU and memory, the PS imbalance, the chief's progress.
 
-CPU and memory come from the kubelet's Summary API, read through the API
-server's node proxy (`/api/v1/nodes/<node>/proxy/stats/summary`), one request
-per node the experiment runs on. Why the Summary API and not the metrics API
-(metrics.k8s.io): every kubelet serves it, while the metrics API needs
-metrics-server installed, which many training clusters (and tfk8s's local
-cluster) do not have; both carry the same figures (metrics-server reads them
-from the kubelet). It needs the `get` verb on `nodes/proxy`, and no port beyond
-the API server's. A node without a kubelet (kwok) or whose kubelet does not
-answer is named as reporting no metrics: its tasks show no figures, not zeros.
+CPU and memory come from one of two sources, and `top` says which it used
+(`metrics_source` in `top --json`):
+
+- the metrics API (`metrics.k8s.io`, served by metrics-server): one namespaced
+  `list` of `pods.metrics.k8s.io` in the experiment's namespace, a right the
+  namespace's `view`, `edit` and `admin` roles carry (metrics-server's
+  aggregated reader role);
+- where that API is absent (no APIService: 404; metrics-server down: 503), the
+  kubelet's Summary API, read through the API server's node proxy
+  (`/api/v1/nodes/<node>/proxy/stats/summary`), one request per node the
+  experiment runs on. It needs `get` on `nodes/proxy`, cluster-wide, which
+  Kubernetes' RBAC good practices warn also allows running commands in every
+  pod on the node: only where the metrics API is absent is it asked for.
+
+Both carry the same figures (metrics-server reads them from the kubelet).
+Where neither can be read, `top` says why (a 403 names the missing permission)
+and still shows the tasks and the progress. A node without a kubelet (kwok) or
+whose kubelet does not answer is named as reporting no metrics: its tasks show
+no figures, not zeros.
 
 The progress is the chief's last progress line (or its summary once it
 finished), read from its log through the API server, against the steps the
@@ -20,21 +30,82 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
 from components.objects.api_errors import api_error_text
-from components.live.status import pod_log, read_status, with_cluster
-from components.live.usage import PodUsage, TaskUsage, TopView, chief_progress, pod_usage, top_text
+from components.live.status import group_served, pod_log, read_status, with_cluster
+from components.live.usage import (
+    KUBELET_SUMMARY,
+    METRICS_API,
+    PodUsage,
+    TaskUsage,
+    TopView,
+    chief_progress,
+    pod_metrics_usage,
+    pod_usage,
+    top_text,
+)
 from components.plan.experiment import Experiment
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 SUMMARY_TIMEOUT_S = 10.0
+METRICS_API_VERSION = "v1beta1"
 # Enough of the chief's log to hold its last progress line between checkpoint and worker events.
 CHIEF_LOG_LINES = 40
 
 
 class NodeMetricsUnavailable(Exception):
     """A node serves no Summary API; the message says why."""
+
+
+class UsageUnreadable(Exception):
+    """Neither source of CPU and memory may be read; the message says why."""
+
+
+class MetricsApiAbsent(Exception):
+    """The cluster serves no metrics API; the message says why."""
+
+
+class SummaryForbidden(Exception):
+    """The user may not read the kubelets' Summary API; the message is the API server's refusal."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one source said: each pod's figures, the nodes that reported none, and which source it was."""
+
+    source: Optional[str]
+    pods: dict[tuple[str, str], PodUsage] = field(default_factory=dict)
+    without_metrics: dict[str, str] = field(default_factory=dict)
+    unreadable: Optional[str] = None
+    metrics_api_absent: Optional[str] = None
+
+
+def metrics_api_usage(api: Any, namespace: str) -> dict[tuple[str, str], PodUsage]:
+    """The namespace's PodMetrics; MetricsApiAbsent where the cluster serves none, UsageUnreadable
+    where it does but may not be read."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
+            METRICS_API, METRICS_API_VERSION, namespace, "pods", _request_timeout=SUMMARY_TIMEOUT_S
+        )
+    except ApiException as error:
+        said = api_error_text(error.status, error.reason, error.body)
+        if error.status == 404:
+            raise MetricsApiAbsent(f"the cluster serves no {METRICS_API} ({said})") from None
+        if error.status == 503:
+            raise MetricsApiAbsent(f"{METRICS_API} is registered, but its server does not answer ({said})") from None
+        # The authorizer answers before the API is looked up: a 403 may hide that there is none.
+        if error.status == 403 and not group_served(api, METRICS_API):
+            raise MetricsApiAbsent(f"the cluster serves no {METRICS_API} (no metrics-server)") from None
+        raise UsageUnreadable(f"the metrics API ({METRICS_API}) refused: {said}") from None
+    except HTTPError as error:
+        raise UsageUnreadable(f"the metrics API ({METRICS_API}) did not answer: {error}") from None
+    return pod_metrics_usage(listed)
 
 
 def node_summary(core: Any, node: str) -> dict[str, Any]:
@@ -46,18 +117,28 @@ def node_summary(core: Any, node: str) -> dict[str, Any]:
             node, "stats/summary", _preload_content=False, _request_timeout=SUMMARY_TIMEOUT_S
         )
         return json.loads(response.data)
-    except (ApiException, HTTPError, ValueError) as error:
+    except ApiException as error:
+        if error.status == 403:
+            raise SummaryForbidden(api_error_text(error.status, error.reason, error.body)) from None
+        raise NodeMetricsUnavailable(_why_no_metrics(core, node, error)) from None
+    except (HTTPError, ValueError) as error:
         raise NodeMetricsUnavailable(_why_no_metrics(core, node, error)) from None
 
 
-def _why_no_metrics(core: Any, node: str, error: Exception) -> str:
+def _is_kwok(core: Any, node: str) -> bool:
     from kubernetes.client.exceptions import ApiException
 
     try:
         annotations = core.read_node(node).metadata.annotations or {}
     except ApiException:
-        annotations = {}
-    if KWOK_NODE_ANNOTATION in annotations:
+        annotations = {}  # where Nodes may not be read, the node is not named as kwok
+    return KWOK_NODE_ANNOTATION in annotations
+
+
+def _why_no_metrics(core: Any, node: str, error: Exception) -> str:
+    from kubernetes.client.exceptions import ApiException
+
+    if _is_kwok(core, node):
         return "a kwok node (no kubelet, so no Summary API)"
     if isinstance(error, ApiException):
         said = api_error_text(error.status, error.reason, error.body)
@@ -65,22 +146,51 @@ def _why_no_metrics(core: Any, node: str, error: Exception) -> str:
     return f"its kubelet's Summary API did not answer through the API server ({error})"
 
 
+def read_usage(api: Any, experiment: Experiment, pods_on: dict[str, list[str]]) -> Usage:
+    """Each pod's CPU and memory: from the metrics API where the cluster serves it, else from the
+    kubelet summary of each node in `pods_on` (node -> the experiment's pods there)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    try:
+        pods = metrics_api_usage(api, experiment.namespace)
+        # A node none of whose pods has figures may be one metrics-server cannot read at all.
+        silent = [node for node, names in pods_on.items() if not any((experiment.namespace, n) in pods for n in names)]
+        kwok = {node: "a kwok node (no kubelet, so metrics-server reads nothing there)" for node in silent if _is_kwok(core, node)}
+        return Usage(METRICS_API, pods, kwok)
+    except UsageUnreadable as why:
+        return Usage(None, unreadable=str(why))
+    except MetricsApiAbsent as why:
+        absent = str(why)
+    pods, without_metrics = {}, {}
+    for node in sorted(pods_on):
+        try:
+            pods.update(pod_usage(node_summary(core, node)))
+        except NodeMetricsUnavailable as why:
+            without_metrics[node] = str(why)
+        except SummaryForbidden as why:
+            return Usage(None, unreadable=(
+                f"{absent}, and the {KUBELET_SUMMARY} through the node proxy was refused: {why}; with metrics-server "
+                f"on the cluster, `list` on `pods.{METRICS_API}` in namespace {experiment.namespace} is all top needs"
+            ))
+    return Usage(KUBELET_SUMMARY, pods, without_metrics, metrics_api_absent=absent)
+
+
 def read_top(api: Any, experiment: Experiment) -> TopView:
     from kubernetes import client
 
     core = client.CoreV1Api(api)
     status = read_status(api, experiment)
-    usage: dict[tuple[str, str], PodUsage] = {}
-    without_metrics: dict[str, str] = {}
-    for node in sorted({t.node for t in status.tasks if t.node is not None}):
-        try:
-            usage.update(pod_usage(node_summary(core, node)))
-        except NodeMetricsUnavailable as why:
-            without_metrics[node] = str(why)
+    pods_on: dict[str, list[str]] = {}
+    for task in status.tasks:
+        pod = status.pods.get(task.task)
+        if task.node is not None and pod is not None:
+            pods_on.setdefault(task.node, []).append(pod.metadata.name)
+    usage = read_usage(api, experiment, pods_on)
     tasks = []
     for task in status.tasks:
         pod = status.pods.get(task.task)
-        found = usage.get((experiment.namespace, pod.metadata.name)) if pod is not None and task.node else None
+        found = usage.pods.get((experiment.namespace, pod.metadata.name)) if pod is not None and task.node else None
         tasks.append(
             TaskUsage(
                 task.task,
@@ -94,7 +204,8 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
     steps_asked = experiment.config.trainer.steps if experiment.program is None else None
     progress = chief_progress(pod_log(core, reporter, lines=CHIEF_LOG_LINES), steps_asked)
     return TopView(
-        experiment.stack, experiment.namespace, status.phase.name, status.phase.detail, tasks, progress, without_metrics
+        experiment.stack, experiment.namespace, status.phase.name, status.phase.detail, tasks, progress,
+        usage.without_metrics, usage.source, usage.unreadable, usage.metrics_api_absent,
     )
 
 

@@ -1,10 +1,12 @@
 """What `top` shows, from what the cluster says (pure, no API calls).
 
-Per task: CPU cores and memory from the kubelet's Summary API
-(`/stats/summary`, one document per node); the PS imbalance (the busiest PS's
-CPU over the mean); the chief's progress from its log lines. A value not known
-yet is None (JSON null): a pod not scheduled, a node that serves no metrics, a
-chief that has not reported a step.
+Per task: CPU cores and memory, from one of two sources (top.py picks): the
+metrics API (`metrics.k8s.io` PodMetrics, served by metrics-server) or the
+kubelet's Summary API (`/stats/summary`, one document per node); the PS
+imbalance (the busiest PS's CPU over the mean); the chief's progress from its
+log lines. A value not known yet is None (JSON null): a pod not scheduled, a
+node that serves no metrics, a source that cannot be read, a chief that has not
+reported a step.
 """
 
 from __future__ import annotations
@@ -15,12 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from components.live.table import aligned
+from components.spec.quantities import QUANTITY_FACTORS
 
 # The chief's progress line (trainer/chief.py): `step     936  loss 0.3176      9506.1 examples/s`.
 # The busiest PS's CPU over the mean past which it does most of the PS work: with 2 PS, 1.5 is
 # three times the other's; level PS read near 1.
 HOT_PS_IMBALANCE = 1.5
 PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+\d.eE]+|nan|inf)\s+([\d.]+)\s+examples/s\s*$")
+# Where the CPU and memory figures came from (`metrics_source` in `top --json`).
+METRICS_API = "metrics.k8s.io"
+KUBELET_SUMMARY = "kubelet summary"
+# The metrics API writes CPU in nanocores ("273148393n") and memory in Ki ("250984Ki").
+_METRICS_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_METRICS_FACTORS = {**QUANTITY_FACTORS, "n": 1e-9, "u": 1e-6}
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,28 @@ def pod_usage(summary: Mapping[str, Any]) -> dict[tuple[str, str], PodUsage]:
         usage[(ref.get("namespace"), ref.get("name"))] = PodUsage(
             cpu_cores=round(cpu / 1e9, 3) if cpu is not None else None,
             memory_bytes=int(memory) if memory is not None else None,
+        )
+    return usage
+
+
+def _metrics_quantity(text: Any) -> Optional[float]:
+    found = _METRICS_QUANTITY.match(str(text).strip()) if text is not None else None
+    return float(found[1]) * _METRICS_FACTORS[found[2] or ""] if found else None
+
+
+def pod_metrics_usage(listed: Mapping[str, Any]) -> dict[tuple[str, str], PodUsage]:
+    """(namespace, pod name) -> usage, from the metrics API's PodMetricsList: each container's CPU
+    rate and working set (what metrics-server reads from the kubelet), summed over the pod's containers.
+    A pod metrics-server has no rate for yet is not listed at all."""
+    usage = {}
+    for item in listed.get("items") or ():
+        metadata = item.get("metadata") or {}
+        containers = [container.get("usage") or {} for container in item.get("containers") or ()]
+        cpu = [_metrics_quantity(container.get("cpu")) for container in containers]
+        memory = [_metrics_quantity(container.get("memory")) for container in containers]
+        known = bool(containers) and all(value is not None for value in (*cpu, *memory))
+        usage[(metadata.get("namespace"), metadata.get("name"))] = (
+            PodUsage(round(sum(cpu), 3), int(sum(memory))) if known else PodUsage(None, None)
         )
     return usage
 
@@ -100,6 +131,11 @@ class TopView:
     progress: Optional[Progress]  # None: a team's program that prints no progress line
     # Nodes the experiment's pods run on that serve no metrics, with why.
     without_metrics: dict[str, str] = field(default_factory=dict)
+    # METRICS_API or KUBELET_SUMMARY; None where neither could be read (`metrics_unreadable` says why).
+    metrics_source: Optional[str] = None
+    metrics_unreadable: Optional[str] = None
+    # Why the kubelet summary was read instead of the metrics API.
+    metrics_api_absent: Optional[str] = None
 
     @property
     def ended(self) -> bool:
@@ -119,7 +155,8 @@ class TopView:
         return busiest.task
 
     def to_json(self) -> dict[str, Any]:
-        """The public shape of `top --json`: exactly these keys."""
+        """The public shape of `top --json`: exactly these keys (`metrics_unreadable`: why there are no
+        figures, or null)."""
         progress = self.progress
         return {
             "phase": self.phase,
@@ -134,6 +171,8 @@ class TopView:
                 "loss": progress.loss,
                 "examples_per_sec": progress.examples_per_sec,
             },
+            "metrics_source": self.metrics_source,
+            "metrics_unreadable": self.metrics_unreadable,
         }
 
 
@@ -161,8 +200,10 @@ def top_text(view: TopView) -> str:
     lines = [
         f"stack {view.stack} · namespace {view.namespace} · phase: {phase}",
         progress_line,
+        _source_line(view),
         "PS imbalance (busiest PS's CPU over the mean): "
-        + (f"{ps_imbalance:.2f}" if ps_imbalance is not None else "not known yet"),
+        + (f"{ps_imbalance:.2f}" if ps_imbalance is not None else
+           "not known" if view.metrics_unreadable else "not known yet"),
     ]
     if view.hot_ps is not None:
         lines.append(
@@ -187,3 +228,12 @@ def top_text(view: TopView) -> str:
         for node, why in sorted(view.without_metrics.items()):
             lines.append(f"{node} reports no metrics: {why}")
     return "\n".join(lines)
+
+
+def _source_line(view: TopView) -> str:
+    if view.metrics_source == METRICS_API:
+        return f"CPU and memory from the metrics API ({METRICS_API}, metrics-server)"
+    if view.metrics_source == KUBELET_SUMMARY:
+        instead = f", instead of the metrics API: {view.metrics_api_absent}" if view.metrics_api_absent else ""
+        return f"CPU and memory from the {KUBELET_SUMMARY} (each node's kubelet through the API server's node proxy){instead}"
+    return f"CPU and memory not readable: {view.metrics_unreadable or 'no source answered'}"

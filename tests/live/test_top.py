@@ -97,8 +97,9 @@ def _view(**changes) -> TopView:
 
 
 def test_json_has_exactly_the_public_shape_with_null_for_what_is_not_known():
-    printed = _view().to_json()
-    assert list(printed) == ["phase", "tasks", "ps_imbalance", "progress"]
+    printed = _view(metrics_source="metrics.k8s.io").to_json()
+    assert list(printed) == ["phase", "tasks", "ps_imbalance", "progress", "metrics_source", "metrics_unreadable"]
+    assert printed["metrics_source"] == "metrics.k8s.io" and printed["metrics_unreadable"] is None
     assert printed["tasks"][1] == {"task": "ps-0", "node": "srv-00", "cpu_cores": 0.9, "memory_bytes": 250 * 2**20}
     assert printed["tasks"][3] == {"task": "worker-0", "node": None, "cpu_cores": None, "memory_bytes": None}
     assert printed["ps_imbalance"] == 1.8

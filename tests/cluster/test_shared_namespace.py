@@ -4,6 +4,7 @@ through the real Pulumi engine by a team member who holds only the documented RB
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
 from components.plan import labels as L
 from tests.cluster.conftest import TEST_CLUSTER
@@ -67,7 +69,7 @@ def forbidden(call) -> bool:
 
 
 def test_a_team_member_with_only_the_documented_rbac_runs_two_experiments_in_the_teams_namespace(
-    local_cluster, tmp_path
+    local_cluster, tmp_path, capsys
 ):
     kubeconfig = mint_user("alice", TEAM, where=TEST_CLUSTER)
     alice = client.CoreV1Api(api_client(kubeconfig))
@@ -96,6 +98,12 @@ def test_a_team_member_with_only_the_documented_rbac_runs_two_experiments_in_the
         assert {p.metadata.name: p.metadata.uid for p in task_pods(admin, load_experiment(stacks["ranking-b"]))} == b_pods
         assert {key: uid for key, uid in uids(admin, TEAM).items() if not key[1].startswith("ranking-b-")} == team
         assert admin.read_namespace(TEAM).status.phase == "Active"
+
+        # status as Alice: the experiment in full, and the Nodes it may not read named, not an error.
+        code = components_main(["status", stacks["ranking-b"], "--kubeconfig", str(kubeconfig), "--json"])
+        seen = json.loads(capsys.readouterr().out)
+        assert (code, seen["phase"], len(seen["tasks"])) == (0, "Running", 11)
+        assert [line.split(" (")[0] for line in seen["notRead"]] == ["not read: Nodes"]
 
         # Alice could not have created a namespace, nor read another team's.
         assert forbidden(lambda: alice.create_namespace({"metadata": {"name": "alice-own"}}))

@@ -2,9 +2,10 @@
 # Builds the local cluster's binaries into .tools/bin from the Go module proxy only:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kubelet
 # (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok),
-# CoreDNS (github.com/coredns/coredns), the JobSet and Kueue controllers and their CRDs
-# (sigs.k8s.io/jobset, sigs.k8s.io/kueue), the Pulumi CLI and its Kubernetes
-# provider (github.com/pulumi/pulumi/pkg/v3, .../pulumi-kubernetes/provider/v4), and
+# CoreDNS (github.com/coredns/coredns), metrics-server (sigs.k8s.io/metrics-server), the
+# JobSet and Kueue controllers and their CRDs (sigs.k8s.io/jobset, sigs.k8s.io/kueue), the
+# Pulumi CLI and its Kubernetes provider (github.com/pulumi/pulumi/pkg/v3,
+# .../pulumi-kubernetes/provider/v4), and
 # installs the Debian packages real nodes run on (containerd, runc, CNI plugins,
 # iptables; debootstrap for their image), pinned in versions.env.
 # A binary already built at the recorded version is kept; the script says what it built.
@@ -213,6 +214,11 @@ import (
 
 func main() { coremain.Run() }
 GO
+
+# The real nodes' resource metrics API (metrics.k8s.io), as metrics-server's Makefile builds it:
+# its main package, with the version it reports set through client-go's version package.
+build_wrapper metrics-server "$METRICS_SERVER_VERSION" sigs.k8s.io/metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server \
+  "-X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION"
 
 # kwok's own pod stages but the one that completes every Job's pods at once: kwok
 # runs the local cluster's pods until they are deleted, as PS and workers run.

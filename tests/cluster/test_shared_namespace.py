@@ -102,7 +102,7 @@ def test_a_team_member_with_only_the_documented_rbac_runs_two_experiments_in_the
         # status as Alice: the experiment in full, and the Nodes it may not read named, not an error.
         code = components_main(["status", stacks["ranking-b"], "--kubeconfig", str(kubeconfig), "--json"])
         seen = json.loads(capsys.readouterr().out)
-        assert (code, seen["phase"], len(seen["tasks"])) == (0, "Running", 11)
+        assert (code, seen["phase"], len(seen["tasks"])) == (0, "Running", 1 + 1 + 10)  # chief, PS, workers
         assert [line.split(" (")[0] for line in seen["notRead"]] == ["not read: Nodes"]
 
         # Alice could not have created a namespace, nor read another team's.

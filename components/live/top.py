@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
-from components.objects.api_errors import api_error_text
+from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.live.status import group_served, pod_log, read_status, with_cluster
 from components.live.usage import (
     KUBELET_SUMMARY,
@@ -118,11 +118,17 @@ def node_summary(core: Any, node: str) -> dict[str, Any]:
         )
         return json.loads(response.data)
     except ApiException as error:
-        if error.status == 403:
+        # Only the authorizer's 403 is the user's missing right; a 403 the API server relays from
+        # the way to the node (an HTTP proxy that denies the node's address) is that node's alone.
+        if error.status == 403 and _authorizer_refused(error):
             raise SummaryForbidden(api_error_text(error.status, error.reason, error.body)) from None
         raise NodeMetricsUnavailable(_why_no_metrics(core, node, error)) from None
     except (HTTPError, ValueError) as error:
         raise NodeMetricsUnavailable(_why_no_metrics(core, node, error)) from None
+
+
+def _authorizer_refused(error: Any) -> bool:
+    return missing_permission(str(status_of(error.body).get("message") or "")) is not None
 
 
 def _is_kwok(core: Any, node: str) -> bool:

@@ -176,3 +176,18 @@ def test_through_the_metrics_api_a_kwok_node_is_named_as_reporting_none(cluster,
     assert rows["worker-0"] == rows["worker-1"] == ["srv-01", "no", "metrics", "no", "metrics"]
     assert rows["ps-0"] == ["srv-00", "0.90", "900", "MiB"]
     assert cluster.asked_for("/api/v1/nodes/srv-00") == [], "a node with figures is not looked up"
+
+
+def test_a_403_the_api_server_relays_from_the_way_to_a_kwok_node_is_that_nodes_not_the_users(
+    cluster, experiment, capsys
+):
+    """An HTTP proxy between the API server and a node that denies the node's address answers 403 too;
+    it is no missing right of the user's: the node is named (a kwok node) and no permission asked for."""
+    running(cluster, experiment)
+    cluster.routes[METRICS_PATH] = not_found()
+    cluster.routes[SUMMARY_PATH] = (403, "resolve_deny: denied destination")
+    cluster.routes["/api/v1/nodes/srv-00"] = (200, {"metadata": {"name": "srv-00", "annotations": {"kwok.x-k8s.io/node": "fake"}}})
+
+    text = top(cluster, capsys)
+    assert "srv-00 reports no metrics: a kwok node (no kubelet, so no Summary API)" in text
+    assert "missing permission" not in text

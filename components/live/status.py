@@ -17,20 +17,19 @@ read and which permission would show it.
 from __future__ import annotations
 
 import logging
-import os
 import sys
-from pathlib import Path
 from typing import Any, Callable, Optional
 
-from components.objects.api_errors import api_error_text, missing_permission, status_of
-from components.live.kubeconfig import (
+from components.access.kubeconfig import (
     Kubeconfig,
     KubeconfigError,
     credentials_failure,
     kept_client_log,
+    kubeconfig_files,
     new_api_client,
     read_kubeconfig,
 )
+from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.live.phase import (
     Phase,
     chief_summary,
@@ -271,35 +270,23 @@ class _ClusterUnreadable(Exception):
     """The cluster cannot be read; the message says why, to follow the stack's name."""
 
 
-def _kubeconfig_looked_for(kubeconfig: Optional[str]) -> tuple[Path, str]:
-    """The kubeconfig file the client reads, and why that one."""
-    if kubeconfig is not None:
-        if not kubeconfig.strip():
-            # `--kubeconfig "$UNSET"`: the client would quietly read ~/.kube/config, another cluster perhaps.
-            raise _ClusterUnreadable(
-                "--kubeconfig is empty; give a kubeconfig file's path, or leave --kubeconfig out for $KUBECONFIG, "
-                "then ~/.kube/config"
-            )
-        return Path(kubeconfig), "given with --kubeconfig"
-    if os.environ.get("KUBECONFIG"):
-        return Path(os.environ["KUBECONFIG"].split(os.pathsep)[0]).expanduser(), "from $KUBECONFIG"
-    return Path("~/.kube/config").expanduser(), "the default; set --kubeconfig or $KUBECONFIG for another"
-
-
 def _api_client(stack: str, kubeconfig: Optional[str], context: Optional[str]) -> tuple[Any, Kubeconfig]:
     """The client of the kubeconfig looked for, and the kubeconfig as checked; _ClusterUnreadable where
     there is none or it cannot be used."""
-    path, source = _kubeconfig_looked_for(kubeconfig)
-    if not path.exists():
+    try:
+        files = kubeconfig_files(kubeconfig)
+    except KubeconfigError as why:
+        raise _ClusterUnreadable(str(why)) from None
+    if not any(path.exists() for path in files.paths):
         raise _ClusterUnreadable(
-            f"no kubeconfig at {path} ({source}); for the local cluster run `make cluster-up STACK={stack}` and "
-            f"then `make status STACK={stack}` (which passes --kubeconfig .cluster/kubeconfig)"
+            f"no kubeconfig at {files.shown} ({files.why}); for the local cluster run `make cluster-up STACK={stack}` "
+            f"and then `make status STACK={stack}` (which passes --kubeconfig .cluster/kubeconfig)"
         )
     try:
-        checked = read_kubeconfig(path, context)
+        checked = read_kubeconfig(files, context)
         return new_api_client(checked), checked
     except KubeconfigError as why:
-        raise _ClusterUnreadable(f"kubeconfig {path} ({source}): {why}") from None
+        raise _ClusterUnreadable(f"kubeconfig {files.shown} ({files.why}): {why}") from None
 
 
 def _answered(api: Any, kubeconfig: Kubeconfig, action: Callable[[Any], int]) -> int:

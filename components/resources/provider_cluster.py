@@ -1,21 +1,23 @@
 """The cluster the default Kubernetes provider talks to, read before anything is registered.
 
 That cluster is the provider's: `kubernetes:kubeconfig` (a path or the file's text) and
-`kubernetes:context` from the stack's config, else $KUBECONFIG, else ~/.kube/config. Where it
+`kubernetes:context` from the stack's config, else the files of $KUBECONFIG, merged as kubectl and the
+provider merge them, else ~/.kube/config. Where it
 cannot be read (no kubeconfig, no answer), a check says so in a warning and `pulumi preview`
 goes on: the provider then fails, or succeeds, on its own terms.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pulumi
 import yaml
 from pulumi.runtime import settings
 from pulumi.runtime.mocks import MockMonitor
+
+from components.access.kubeconfig import KubeconfigError, kubeconfig_files, new_api_client, read_kubeconfig
 
 READ_TIMEOUT_S = 10
 
@@ -31,18 +33,36 @@ def cluster_is_mocked() -> bool:
 
 def provider_api_client() -> Any:
     """A kubernetes ApiClient for the default provider's cluster, without retries (a check waits
-    READ_TIMEOUT_S at most); ClusterUnreadable when there is no kubeconfig to make one from."""
+    READ_TIMEOUT_S at most); ClusterUnreadable when there is no kubeconfig to make one from.
+
+    The kubeconfig is the provider's: `kubernetes:kubeconfig`, a path or the file's text, else the files
+    kubectl reads ($KUBECONFIG's, merged, else ~/.kube/config: components/access/kubeconfig.py)."""
     from kubernetes import config
 
     provider = pulumi.Config("kubernetes")
     kubeconfig, context = provider.get("kubeconfig"), provider.get("context")
-    try:
-        if kubeconfig is not None and not Path(kubeconfig).expanduser().is_file():
-            api = config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
-        else:
-            path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
-            api = config.new_client_from_config(config_file=str(Path(path).expanduser()), context=context)
-    except (config.ConfigException, OSError, yaml.YAMLError, TypeError, AttributeError) as error:
-        raise ClusterUnreadable(f"no kubeconfig to read the cluster with ({error})") from None
+    text = _kubeconfig_text(kubeconfig)
+    if text is not None:
+        try:
+            api = config.new_client_from_config_dict(text, context=context)
+        except (config.ConfigException, TypeError, AttributeError, ValueError, KeyError) as error:
+            raise ClusterUnreadable(f"kubernetes:kubeconfig cannot be used ({error})") from None
+    else:
+        try:
+            files = kubeconfig_files(kubeconfig, "kubernetes:kubeconfig")
+            api = new_api_client(read_kubeconfig(files, context))
+        except KubeconfigError as why:
+            raise ClusterUnreadable(f"no kubeconfig to read the cluster with ({why})") from None
     api.configuration.retries = False
     return api
+
+
+def _kubeconfig_text(kubeconfig: Optional[str]) -> Optional[dict[str, Any]]:
+    """`kubernetes:kubeconfig` given as the file's text (what the provider also takes); None for a path."""
+    if kubeconfig is None or Path(kubeconfig).expanduser().is_file():
+        return None
+    try:
+        document = yaml.safe_load(kubeconfig)
+    except yaml.YAMLError:
+        return None
+    return document if isinstance(document, dict) else None

@@ -1,5 +1,12 @@
-"""A kubeconfig file, checked before the Kubernetes client reads it: the client's own errors for a file that is
-not YAML or not a kubeconfig are tracebacks from deep inside it, naming neither the file nor what is wrong.
+"""The kubeconfig a command reads, found and merged as kubectl finds and merges it, and checked before the
+Kubernetes client reads it: the client's own errors for a file that is not YAML or not a kubeconfig are
+tracebacks from deep inside it, naming neither the file nor what is wrong.
+
+Which files: `--kubeconfig` (or the stack's `kubernetes:kubeconfig`), else every file `$KUBECONFIG` lists
+(kubectl merges them: the first file to name a cluster, context or user wins, and the first that sets
+current-context), else ~/.kube/config. `status`, `top` and the Pulumi program's reads before `preview`
+(components/resources/provider_cluster.py) all take their cluster from here, so they read the one the
+provider and kubectl would.
 
 The client also runs a user's exec plugin (the program that fetches credentials, `aws eks get-token`) as it
 loads the file; when the plugin cannot run it logs the error on the root logger (an `ERROR:root:` line of
@@ -10,6 +17,7 @@ that does not answer or refuses. `new_api_client` keeps that log and names the p
 from __future__ import annotations
 
 import logging
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +29,7 @@ from components.spec.strict_yaml import described, yaml_problem
 from components.spec.user_files import UnreadableFile, read_user_text
 
 KUBECONFIG_LISTS = ("clusters", "contexts", "users")
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
 class KubeconfigError(ValueError):
@@ -28,13 +37,50 @@ class KubeconfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class KubeconfigFiles:
+    """The files a command reads its cluster from, in kubectl's order, and why those."""
+
+    paths: tuple[Path, ...]
+    why: str  # "given with --kubeconfig", "from $KUBECONFIG", "the default; ..."
+
+    @property
+    def shown(self) -> str:
+        return os.pathsep.join(map(str, self.paths))
+
+
+def kubeconfig_files(given: Optional[str], given_as: str = "--kubeconfig") -> KubeconfigFiles:
+    """The kubeconfig files kubectl would read: `given` (a path), else every file $KUBECONFIG lists that
+    exists (all of them where none does, so that the error names them), else ~/.kube/config.
+    KubeconfigError for a given path that is empty (`--kubeconfig "$UNSET"`, which the client would
+    quietly take for ~/.kube/config, another cluster perhaps)."""
+    if given is not None:
+        if not given.strip():
+            raise KubeconfigError(
+                f"{given_as} is empty; give a kubeconfig file's path, or leave {given_as} out for $KUBECONFIG, "
+                f"then {DEFAULT_KUBECONFIG}"
+            )
+        return KubeconfigFiles((Path(given).expanduser(),), f"given with {given_as}")
+    listed = [Path(entry).expanduser() for entry in os.environ.get("KUBECONFIG", "").split(os.pathsep) if entry]
+    if listed:
+        existing = [path for path in listed if path.exists()]
+        return KubeconfigFiles(tuple(existing or listed), "from $KUBECONFIG")
+    return KubeconfigFiles((Path(DEFAULT_KUBECONFIG).expanduser(),),
+                           f"the default; set {given_as} or $KUBECONFIG for another")
+
+
+@dataclass(frozen=True)
 class Kubeconfig:
     """A kubeconfig whose shape the client can read, and the context it is read for."""
 
-    path: Path
-    context_name: Optional[str]  # as given: None for the file's current-context
-    document: dict[str, Any]
+    files: KubeconfigFiles
+    context_name: Optional[str]  # as given: None for the merged current-context
+    document: dict[str, Any]  # the files merged as kubectl merges them
     context: dict[str, Any]
+
+    @property
+    def path(self) -> str:
+        """The file (or the files, as $KUBECONFIG lists them) it was read from."""
+        return self.files.shown
 
     def exec_plugin(self) -> Optional[tuple[str, str]]:
         """The context's user and the command of its exec plugin; None where it has none."""
@@ -46,10 +92,20 @@ class Kubeconfig:
         return str(user_name), str(plugin.get("command"))
 
 
-def read_kubeconfig(path: Path, context: Optional[str]) -> Kubeconfig:
-    """The kubeconfig at `path` for `context` (None: its current-context); KubeconfigError where the client
-    could not read it or would not find the context or its cluster."""
-    document = _document(path)
+def read_kubeconfig(files: KubeconfigFiles, context: Optional[str]) -> Kubeconfig:
+    """The kubeconfig of `files`, merged, for `context` (None: its current-context); KubeconfigError where
+    the client could not read it or would not find the context or its cluster."""
+    documents = []
+    for path in files.paths:
+        try:
+            documents.append(_document(path))
+        except KubeconfigError as why:
+            raise KubeconfigError(f"{path}: {why}" if len(files.paths) > 1 else str(why)) from None
+    document = merged(documents)
+    if not document.get("clusters") and not document.get("contexts"):
+        # One file of several may hold users alone; all of them together must name a cluster.
+        raise KubeconfigError(f"is not a kubeconfig: {'they list' if len(documents) > 1 else 'it lists'} no clusters "
+                              "and no contexts")
     chosen = _context(document, context)
     cluster = chosen.get("cluster")
     if isinstance(cluster, str) and _named(document.get("clusters"), cluster) is None:
@@ -57,7 +113,21 @@ def read_kubeconfig(path: Path, context: Optional[str]) -> Kubeconfig:
             f"context '{_chosen_name(document, context)}' names cluster '{cluster}', which it does not list; "
             f"it has: {_names(document.get('clusters'))}"
         )
-    return Kubeconfig(path, context, document, chosen)
+    return Kubeconfig(files, context, document, chosen)
+
+
+def merged(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Kubeconfig documents merged as kubectl merges $KUBECONFIG's files: the first to name an entry of
+    a list wins, and so does the first to set current-context."""
+    result: dict[str, Any] = {}
+    for document in documents:
+        for key, value in document.items():
+            if key in KUBECONFIG_LISTS:
+                names = {entry["name"] for entry in result.get(key, ())}
+                result[key] = [*result.get(key, ()), *(entry for entry in value or () if entry["name"] not in names)]
+            elif result.get(key) in (None, ""):
+                result[key] = value
+    return result
 
 
 def _chosen_name(document: dict[str, Any], context: Optional[str]) -> Any:
@@ -87,8 +157,6 @@ def _document(path: Path) -> dict[str, Any]:
         for index, entry in enumerate(entries):
             if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
                 raise KubeconfigError(f"is not a kubeconfig: its {key}[{index}] is not a mapping with a name")
-    if not document.get("clusters") and not document.get("contexts"):
-        raise KubeconfigError("is not a kubeconfig: it lists no clusters and no contexts")
     return document
 
 
@@ -155,7 +223,9 @@ def new_api_client(kubeconfig: Kubeconfig) -> Any:
 
     with kept_client_log() as logged:
         try:
-            api = config.new_client_from_config(config_file=str(kubeconfig.path), context=kubeconfig.context_name)
+            # The client merges the files of a $KUBECONFIG-like list itself, as kubectl does, each file's
+            # relative paths (certificates) taken from where it lies.
+            api = config.new_client_from_config(config_file=kubeconfig.files.shown, context=kubeconfig.context_name)
         except (config.ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as error:
             # The client reads the file's clusters, users and their certificate files without checking
             # their shapes: any of these is the kubeconfig's fault, told in one line.

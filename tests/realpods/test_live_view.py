@@ -1,7 +1,7 @@
 """A running experiment seen from the cluster: `components top` and `trainer.report --cluster` on real pods.
 
-CPU and memory come from the real kubelets' Summary API, the progress from the
-chief's log; the report's per-PS CPU chart is drawn from those pods.
+CPU and memory come from the metrics API (the local cluster's metrics-server, which reads the real
+kubelets), the progress from the chief's log; the report's per-PS CPU chart is drawn from those pods.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from components.cli.main import main as components_main
 from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
 from tests.stack_variants import write_variant
+from tools.localcluster import paths
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TRAINER_PYTHON = PROJECT_ROOT / ".venv-trainer" / "bin" / "python"
@@ -49,6 +50,7 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
             first = _top(real_cluster, stack, capsys)
 
         assert first["phase"] == "Running"
+        assert first["metrics_source"] == "metrics.k8s.io", first
         assert sorted(t["task"] for t in first["tasks"]) == ["chief-0", "ps-0", "ps-1", "worker-0", "worker-1"]
         for task in first["tasks"]:
             assert task["node"] == REAL_SERVERS[0]
@@ -60,6 +62,17 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
 
         # Each task logged what it trains on (a GPU worker would list its GPU here).
         namespace = real_cluster.pods(stack, "ps")[0].metadata.namespace
+        # The same API serves kubectl: `kubectl top pods` lists every task's pod with its CPU and memory.
+        kubectl_top = subprocess.run(
+            [str(paths.binary("kubectl")), "--kubeconfig", str(real_cluster.kubeconfig), "top", "pods", "-n", namespace,
+             "--no-headers"], capture_output=True, text=True, timeout=60,
+        )
+        assert kubectl_top.returncode == 0, kubectl_top.stderr
+        listed = {line.split()[0]: line.split()[1:] for line in kubectl_top.stdout.splitlines()}
+        for role in ("chief", "ps", "worker"):
+            for pod in real_cluster.pods(stack, role):
+                cpu, memory = listed[pod.metadata.name]
+                assert cpu.endswith("m") and memory.endswith("Mi"), kubectl_top.stdout
         for role in ("chief", "ps", "worker"):
             for pod in real_cluster.pods(stack, role):
                 (_, devices), = real_cluster.log(namespace, pod.metadata.name).events("devices")

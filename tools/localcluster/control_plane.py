@@ -25,7 +25,7 @@ import yaml
 from trainer.ports import free_port
 
 from . import addons, paths
-from .pki import Pki, create_pki, issue_client_certificate
+from .pki import FRONT_PROXY_CLIENT, FrontProxy, Pki, create_front_proxy, create_pki, issue_client_certificate
 from .processes import ClusterError, Launcher, group_alive, is_ours, stop_processes, wait_until
 
 # Pod IPs for kwok: a /16, because its default /24 runs out at 254 pods.
@@ -117,6 +117,7 @@ def up(
         pki, "kube-apiserver-kubelet-client", "system:masters",
         where.pki_dir / KUBELET_CLIENT_CERT, where.pki_dir / KUBELET_CLIENT_KEY,
     )
+    front = create_front_proxy(where.pki_dir)
     ports = {
         name: free_port()
         for name in (
@@ -127,7 +128,7 @@ def up(
     plane = ControlPlane(ports=ports)
     launcher = Launcher(where, tie_to_parent)
     try:
-        _start_all(launcher, plane, pki, node_grace)
+        _start_all(launcher, plane, pki, front, node_grace)
     except BaseException:
         stop_processes(launcher.processes)
         raise
@@ -137,7 +138,7 @@ def up(
     return plane
 
 
-def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki, node_grace: Optional[str]) -> None:
+def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki, front: FrontProxy, node_grace: Optional[str]) -> None:
     where = launcher.where
     ports = plane.ports
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
@@ -182,6 +183,16 @@ def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki, node_grace: Op
             f"--kubelet-client-key={where.pki_dir / KUBELET_CLIENT_KEY}",
             # Node names (srv-00) are not host names this machine resolves.
             "--kubelet-preferred-address-types=InternalIP",
+            # The aggregation layer, for metrics.k8s.io (metrics-server, with real nodes:
+            # tools/localcluster/metrics_server.py): requests for it go out with the front proxy's
+            # client certificate and the user in headers, believed only from that certificate.
+            f"--requestheader-client-ca-file={front.ca_cert}",
+            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={front.client_cert}",
+            f"--proxy-client-key-file={front.client_key}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki.service_account_public_key}",
             f"--service-account-signing-key-file={pki.service_account_key}",

@@ -14,6 +14,9 @@ CLUSTER_DOMAIN = "cluster.local"
 
 
 CRI_NAMESPACE = "k8s.io"
+# A real node registers itself with this label: what has a kubelet to read metrics from (kwok nodes do not).
+REAL_NODE_LABEL = "node.tfk8s.local/kubelet"
+REAL_NODE_LABEL_VALUE = "real"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,14 @@ class NodeDir:
     @property
     def kubelet_kubeconfig(self) -> Path:
         return self.root / "kubelet.kubeconfig"
+
+    @property
+    def kubelet_serving_cert(self) -> Path:
+        return self.root / "kubelet-serving.crt"
+
+    @property
+    def kubelet_serving_key(self) -> Path:
+        return self.root / "kubelet-serving.key"
 
 
 def nodes_dir(where: paths.ClusterDir) -> Path:
@@ -119,6 +130,10 @@ def kubelet_config(node: NodeDir, address: str, ca_file: Path, healthz_port: int
         "address": address,
         "port": 10250,
         "readOnlyPort": 0,
+        # From the cluster's CA, for the node's address: metrics-server checks it against that CA
+        # (a kubelet left to itself serves a certificate it signed itself, which nothing can check).
+        "tlsCertFile": str(node.kubelet_serving_cert),
+        "tlsPrivateKeyFile": str(node.kubelet_serving_key),
         "healthzBindAddress": "127.0.0.1",
         "healthzPort": healthz_port,
         "containerRuntimeEndpoint": f"unix://{node.containerd_socket}",
@@ -137,7 +152,8 @@ def kubelet_config(node: NodeDir, address: str, ca_file: Path, healthz_port: int
             "webhook": {"enabled": False},
             "x509": {"clientCAFile": str(ca_file)},
         },
-        # Only the API server holds a certificate from this CA for kubelets.
+        # Every client certificate of this CA may use the kubelet's API; those meant for it are the API
+        # server's and metrics-server's. All are the local cluster's own, under its folder.
         "authorization": {"mode": "AlwaysAllow"},
         "podLogsDir": str(node.root / "pod-logs"),
         "volumePluginDir": str(node.root / "volume-plugins"),

@@ -13,8 +13,8 @@ BINARIES = (
     "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok",
     "jobset-controller", "kueue-controller",
 )
-# Real nodes: the toolchain's kubelet and CoreDNS, and Debian's container runtime.
-REAL_NODE_BINARIES = ("kubelet", "coredns")
+# Real nodes: the toolchain's kubelet, CoreDNS and metrics-server, and Debian's container runtime.
+REAL_NODE_BINARIES = ("kubelet", "coredns", "metrics-server")
 SYSTEM_BINARIES = {"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "runc": "/usr/sbin/runc"}
 CNI_PLUGIN_DIR = Path("/usr/lib/cni")
 

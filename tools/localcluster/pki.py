@@ -4,6 +4,12 @@ One self-signed serving certificate for 127.0.0.1, the service-account signing
 key pair, and a random bearer token for the admin (a static token file is the
 simplest authentication the API server offers; the cluster lives on loopback
 for the length of a test run).
+
+The aggregation layer has a CA of its own (the front proxy's): the API server
+proxies a request for an aggregated API (metrics.k8s.io) with a client
+certificate from it, and the API's server believes the user named in the
+request's headers only from a certificate of that CA. A certificate of the
+cluster's CA (every kubelet's, CoreDNS's) can then not pass for the proxy.
 """
 
 from __future__ import annotations
@@ -83,6 +89,46 @@ def create_pki(directory: Path) -> Pki:
     return pki
 
 
+@dataclass(frozen=True)
+class FrontProxy:
+    """The aggregation layer's CA and the API server's client certificate from it."""
+
+    ca_cert: Path
+    ca_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+FRONT_PROXY_CLIENT = "front-proxy-client"
+
+
+def create_front_proxy(directory: Path) -> FrontProxy:
+    front = FrontProxy(
+        directory / "front-proxy-ca.crt", directory / "front-proxy-ca.key",
+        directory / "front-proxy-client.crt", directory / "front-proxy-client.key",
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tfk8s-local-front-proxy-ca")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    front.ca_cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    _write_private_key(key, front.ca_key)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, FRONT_PROXY_CLIENT)])
+    usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
+    _issue(front.ca_cert, front.ca_key, subject, [usage], front.client_cert, front.client_key)
+    return front
+
+
 def issue_client_certificate(pki: Pki, common_name: str, organization: str, cert: Path, key: Path) -> None:
     """A client certificate signed by the cluster's CA (the serving certificate, which is a CA):
     a kubelet's identity towards the API server (`system:node:<name>` in `system:nodes`),
@@ -91,21 +137,29 @@ def issue_client_certificate(pki: Pki, common_name: str, organization: str, cert
         [x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization), x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
     )
     usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
-    _issue(pki, subject, [usage], cert, key)
+    _issue(pki.serving_cert, pki.serving_key, subject, [usage], cert, key)
 
 
-def issue_serving_certificate(pki: Pki, common_name: str, cert: Path, key: Path) -> None:
-    """A serving certificate for 127.0.0.1 signed by the cluster's CA: the host's webhook servers,
-    which the API server calls with that CA as the webhook's caBundle."""
+def issue_serving_certificate(
+    pki: Pki, common_name: str, cert: Path, key: Path, addresses: tuple[str, ...] = ("127.0.0.1",), dns_names: tuple[str, ...] = ()
+) -> None:
+    """A serving certificate for `addresses` and `dns_names` signed by the cluster's CA: the host's
+    webhook servers and metrics-server (for 127.0.0.1, which the API server calls with that CA as
+    the caBundle), a real node's kubelet (for its address on the pod bridge, which metrics-server
+    checks against that CA)."""
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    names = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    names = x509.SubjectAlternativeName(
+        [*(x509.IPAddress(ipaddress.ip_address(address)) for address in addresses), *(x509.DNSName(name) for name in dns_names)]
+    )
     usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH])
-    _issue(pki, subject, [names, usage], cert, key)
+    _issue(pki.serving_cert, pki.serving_key, subject, [names, usage], cert, key)
 
 
-def _issue(pki: Pki, subject: x509.Name, extensions: list[x509.ExtensionType], cert: Path, key: Path) -> None:
-    ca_key = serialization.load_pem_private_key(pki.serving_key.read_bytes(), password=None)
-    ca_cert = x509.load_pem_x509_certificate(pki.serving_cert.read_bytes())
+def _issue(
+    ca_cert_file: Path, ca_key_file: Path, subject: x509.Name, extensions: list[x509.ExtensionType], cert: Path, key: Path
+) -> None:
+    ca_key = serialization.load_pem_private_key(ca_key_file.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(ca_cert_file.read_bytes())
     issued_key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.timezone.utc)
     builder = (

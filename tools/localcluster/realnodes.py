@@ -13,7 +13,9 @@ What a real node needs on this machine, and why:
   cluster DNS, nothing off the machine; the bridge does not enforce NetworkPolicy;
 - cluster DNS: CoreDNS on the host at the bridge's gateway address, serving the
   headless Services' names from the API server (no kube-proxy: tfk8s uses
-  headless Services only).
+  headless Services only);
+- resource metrics: metrics-server on the host's loopback, reading the real
+  kubelets and serving metrics.k8s.io through the API server (metrics_server.py).
 
 Everything lives under the cluster's folder; what is changed on the host
 (bridge, cgroups, sysctls, iptables chains) is recorded first and put back by
@@ -37,11 +39,13 @@ from kubernetes import client
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
 from trainer.ports import free_port
 
-from . import host, paths
+from . import host, metrics_server, paths
 from .client import api_client
 from .experiments import Progress, quiet
 from .node_files import (
     CRI_NAMESPACE,
+    REAL_NODE_LABEL,
+    REAL_NODE_LABEL_VALUE,
     NodeDir,
     cgroup_name,
     cni_config,
@@ -52,7 +56,7 @@ from .node_files import (
     kubelet_config,
     nodes_dir,
 )
-from .pki import Pki, issue_client_certificate, load_pki
+from .pki import Pki, issue_client_certificate, issue_serving_certificate, load_pki
 from .processes import ClusterError, Launcher, stop_processes, wait_until
 
 NODE_READY_TIMEOUT_S = 120.0
@@ -165,6 +169,9 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
         say(f"{name}: containerd with {', '.join(archive.stem for archive in images)} in {time.monotonic() - started:.0f} s")
         _start_kubelet(node, name, address, server, pki, where, launcher)
     _wait_ready(where, list(real.nodes), launcher, say)
+    started = time.monotonic()
+    metrics_server.start(where, server, pki, launcher)
+    say(f"metrics-server serving {metrics_server.API_SERVICE} in {time.monotonic() - started:.1f} s")
 
 
 def _start_dns(where: paths.ClusterDir, server: str, pki: Pki, launcher: Launcher) -> None:
@@ -233,6 +240,9 @@ def _start_kubelet(
     node.kubelet_kubeconfig.write_text(
         yaml.safe_dump(kubeconfig_for(server, pki.serving_cert, cert, key, f"system:node:{name}"))
     )
+    issue_serving_certificate(
+        pki, f"kubelet-{name}", node.kubelet_serving_cert, node.kubelet_serving_key, addresses=(address,), dns_names=(name,)
+    )
     healthz_port = free_port()
     node.kubelet_config.write_text(yaml.safe_dump(kubelet_config(node, address, pki.serving_cert, healthz_port)))
     launcher.start(
@@ -244,6 +254,7 @@ def _start_kubelet(
             f"--cert-dir={node.root / 'kubelet-pki'}",
             f"--hostname-override={name}",
             f"--node-ip={address}",
+            f"--node-labels={REAL_NODE_LABEL}={REAL_NODE_LABEL_VALUE}",
             "--v=1",
         ],
         executable=paths.binary("kubelet"),
@@ -276,6 +287,8 @@ def teardown(where: paths.ClusterDir, say: Progress = quiet) -> list[str]:
     if real is None:
         return []
     problems: list[str] = []
+    # Its API first: an aggregated API whose server is gone would stop namespaces from being deleted.
+    metrics_server.unregister(where)
     kubelets = {name: pid for name, pid in real.processes.items() if name.startswith("kubelet-")}
     stop_processes(kubelets)
     for name in real.nodes:

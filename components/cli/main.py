@@ -77,16 +77,17 @@ def _parser() -> argparse.ArgumentParser:
         description=STATUS_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("stack", help=stack_help)
-    status.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    status.add_argument("--kubeconfig", help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then ~/.kube/config)")
     status.add_argument("--context", help="kubeconfig context (default: the current one)")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
     top = commands.add_parser(
-        "top", help="each task's CPU cores and memory (kubelet Summary API), PS imbalance, the chief's progress",
+        "top", help="each task's CPU cores and memory (metrics.k8s.io, or the kubelet summary where that API is absent), "
+        "PS imbalance, the chief's progress",
         description=TOP_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("stack", help=stack_help)
-    top.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    top.add_argument("--kubeconfig", help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then ~/.kube/config)")
     top.add_argument("--context", help="kubeconfig context (default: the current one)")
     top.add_argument(
         "--watch", type=_positive_seconds, metavar="SECONDS",
@@ -148,7 +149,8 @@ exit codes:
 """
 
 TOP_DESCRIPTION = """\
-Each task's CPU cores and memory (the kubelet's Summary API), the PS imbalance and the chief's progress.
+Each task's CPU cores and memory (from metrics.k8s.io, or the kubelet summary where that API is absent), the PS
+imbalance and the chief's progress.
 
 exit codes:
   0    shown (under --watch: the experiment ended and did not fail)

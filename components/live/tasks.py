@@ -18,9 +18,6 @@ from components.plan.planner import TaskPlacement
 HEALTHY_PHASES = ("Running", "Succeeded")
 
 
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-
-
 @dataclass(frozen=True)
 class TaskStatus:
     task: str
@@ -37,8 +34,8 @@ def pod_task(pod: Any, first_index: dict[str, int]) -> Optional[str]:
     ordinal is its task index; the StatefulSet model's chief Job runs task 0 only."""
     labels = pod.metadata.labels or {}
     role = labels.get(L.COMPONENT)
-    if COMPLETION_INDEX in labels and labels.get(L.WORKLOAD) in first_index:
-        return f"{role}-{first_index[labels[L.WORKLOAD]] + int(labels[COMPLETION_INDEX])}"
+    if L.COMPLETION_INDEX in labels and labels.get(L.WORKLOAD) in first_index:
+        return f"{role}-{first_index[labels[L.WORKLOAD]] + int(labels[L.COMPLETION_INDEX])}"
     index = labels.get(L.POD_INDEX, "0" if role == "chief" else None)
     if role is None or index is None:
         return None

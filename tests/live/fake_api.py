@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 from urllib.parse import unquote, urlsplit
 
-from components.live.tasks import COMPLETION_INDEX
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 
@@ -67,7 +66,7 @@ def task_pods(experiment: Experiment, nodes: dict[str, str]) -> dict[str, dict]:
                     "name": f"tf-{group.name}-0-{offset}-x{offset:03d}",
                     "namespace": experiment.namespace,
                     "creationTimestamp": (STARTED + timedelta(seconds=offset)).isoformat(),
-                    "labels": {L.COMPONENT: task.name.rsplit("-", 1)[0], L.WORKLOAD: group.name, COMPLETION_INDEX: str(offset)},
+                    "labels": {L.COMPONENT: task.name.rsplit("-", 1)[0], L.WORKLOAD: group.name, L.COMPLETION_INDEX: str(offset)},
                 },
                 "spec": {"nodeName": nodes[task.name], "containers": [{"name": "tensorflow"}]},
                 "status": {"phase": "Running"},

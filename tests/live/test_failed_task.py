@@ -6,7 +6,6 @@ from types import SimpleNamespace
 from typing import Optional
 
 from components.live.status import failed_task
-from components.live.tasks import COMPLETION_INDEX
 from components.plan import labels as L
 
 FIRST_INDEX = {"tf-chief": 0, "tf-worker": 0}
@@ -17,7 +16,7 @@ def terminated(code: int, finished: str, message: Optional[str] = None) -> Simpl
 
 
 def pod(name: str, role: str, index: int, state: SimpleNamespace, last_state: Optional[SimpleNamespace] = None):
-    labels = {L.COMPONENT: role, L.WORKLOAD: f"tf-{role}", COMPLETION_INDEX: str(index)}
+    labels = {L.COMPONENT: role, L.WORKLOAD: f"tf-{role}", L.COMPLETION_INDEX: str(index)}
     container = SimpleNamespace(state=state, last_state=last_state)
     return SimpleNamespace(
         metadata=SimpleNamespace(name=name, namespace="tf", labels=labels),

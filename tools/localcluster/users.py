@@ -21,11 +21,12 @@ from typing import Any
 import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
+from urllib3.exceptions import MaxRetryError
 
 from components.spec.atomic_files import write_text_atomic
 
 from . import paths
-from .client import api_client, is_not_found
+from .client import api_client, is_not_found, server_message
 from .pki import issue_client_certificate, load_pki
 
 RBAC_DIR = paths.PROJECT_ROOT / "docs" / "rbac"
@@ -83,12 +84,17 @@ def mint_user(name: str, namespace: str, label_nodes: bool = False,
     if not where.kubeconfig.is_file():
         raise UserError(f"no local cluster runs ({where.kubeconfig} is missing): `make cluster-up` first")
     api = api_client(where.kubeconfig)
-    _ensure_namespace(api, namespace)
-    dynamic = DynamicClient(api)
-    for manifest in [*cluster_roles(), *bindings(name, namespace, label_nodes)]:
-        resource = dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
-        dynamic.server_side_apply(resource, body=manifest, namespace=manifest["metadata"].get("namespace"),
-                                  field_manager=FIELD_MANAGER)
+    try:
+        _ensure_namespace(api, namespace)
+        dynamic = DynamicClient(api)
+        for manifest in [*cluster_roles(), *bindings(name, namespace, label_nodes)]:
+            resource = dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+            dynamic.server_side_apply(resource, body=manifest, namespace=manifest["metadata"].get("namespace"),
+                                      field_manager=FIELD_MANAGER)
+    except MaxRetryError:
+        raise UserError(f"no local cluster answers at {api.configuration.host}: `make cluster-up` first") from None
+    except client.ApiException as error:
+        raise UserError(f"the local cluster refused: {server_message(error)}") from None
     path = user_kubeconfig(where, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, yaml.safe_dump(_kubeconfig(where, name, namespace), sort_keys=False), mode=0o600)

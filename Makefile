@@ -19,7 +19,7 @@ PARTITIONS ?= none auto
 # default model the PS work is mostly fixed per-call overhead and no PS stands out.
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
-.PHONY: setup demo plan local test test-program test-trainer test-cluster bench bench-trainer bench-cluster \
+.PHONY: setup demo plan local test lint test-program test-trainer test-cluster bench bench-trainer bench-cluster \
 	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -51,7 +51,13 @@ plan: $(STAMP)
 local: $(STAMP) $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(STACK) --steps $(STEPS)
 
-test: setup test-program test-trainer test-cluster test-real
+test: setup lint test-program test-trainer test-cluster test-real
+
+# ruff (lint, then formatting) and mypy over the code tfk8s ships; settings in pyproject.toml.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+	$(VENV)/bin/mypy
 
 test-program: $(STAMP) $(POLICY_STAMP)
 	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods

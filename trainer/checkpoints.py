@@ -53,7 +53,9 @@ def restore_latest(manager: tf.train.CheckpointManager) -> Optional[str]:
 def save(manager: tf.train.CheckpointManager, step: int) -> str:
     """Write checkpoint `step` from the chief; its path."""
     return _checkpoint_io(
-        f"write the checkpoint of step {step} to", manager.directory, lambda: manager.save(checkpoint_number=step, options=_io_options())
+        f"write the checkpoint of step {step} to",
+        manager.directory,
+        lambda: manager.save(checkpoint_number=step, options=_io_options()),
     )
 
 

@@ -42,6 +42,7 @@ from .failures import (
     PsLostError,
     is_ps_failure,
 )
+from .log_lines import SUMMARY, event_line, progress_line
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
 from .settings import CHECKPOINTS_KEPT, TrainerSettings
@@ -86,7 +87,7 @@ class Progress:
 
 
 def _emit(out: TextIO, event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, **fields}), file=out, flush=True)
+    print(event_line(event, **fields), file=out, flush=True)
 
 
 def build_cluster(task: TaskConfig, settings: TrainerSettings):
@@ -181,7 +182,7 @@ def _train(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -
         loop.close()
 
     summary = _summary(task, settings, model, progress, loop.elapsed, restored_from)
-    _emit(options.out, "summary", **summary)
+    _emit(options.out, SUMMARY, **summary)
     return summary
 
 
@@ -213,7 +214,9 @@ class TrainingLoop:
         next_checkpoint = _next_multiple(scheduled, settings.checkpoint_every)
         while scheduled < settings.steps:
             if self.options.finish.is_set():
-                _emit(self.options.out, "finishing", step=scheduled, steps=settings.steps, reason="asked to finish early")
+                _emit(
+                    self.options.out, "finishing", step=scheduled, steps=settings.steps, reason="asked to finish early"
+                )
                 break
             steps = min(settings.steps_per_call, settings.steps - scheduled)
             if next_checkpoint is not None and scheduled < next_checkpoint < scheduled + steps:
@@ -264,7 +267,9 @@ class TrainingLoop:
             # run again elsewhere), so its steps are on the PS; only its results, still on
             # the worker that was lost, cannot be copied.
             progress.add_unreported(steps, self.settings.batch_size)
-            _emit(self.options.out, "results_lost", steps=steps, step=progress.steps_done, reason="their worker is gone")
+            _emit(
+                self.options.out, "results_lost", steps=steps, step=progress.steps_done, reason="their worker is gone"
+            )
             return
         worker_process = worker_process.decode()
         if worker_process not in progress.steps_by_worker_process:
@@ -285,9 +290,7 @@ class TrainingLoop:
             "elapsed_sec": round(elapsed, 3),
         }
         print(
-            f"step {record['step']:>7}  loss {record['loss']:.4f}  {record['examples_per_sec']:>10.1f} examples/s",
-            file=self.options.out,
-            flush=True,
+            progress_line(record["step"], record["loss"], record["examples_per_sec"]), file=self.options.out, flush=True
         )
         if self.metrics:
             self.metrics.write(json.dumps(record) + "\n")
@@ -370,7 +373,9 @@ def main(task: TaskConfig, settings: TrainerSettings, finish: Optional[threading
 
 def wait_for_cluster(task: TaskConfig, say: Callable[[str], None]) -> float:
     """Every PS and worker serving before the chief connects (see trainer/peers.py); seconds waited."""
-    others = {f"{role}-{index}": address for role in ("ps", "worker") for index, address in enumerate(task.cluster[role])}
+    others = {
+        f"{role}-{index}": address for role in ("ps", "worker") for index, address in enumerate(task.cluster[role])
+    }
     return wait_until_serving(others, say)
 
 

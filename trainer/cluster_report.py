@@ -189,7 +189,9 @@ def cluster_run(sampling: Sampling, experiment: StackExperiment, replay) -> dict
         "source": "cluster",
         "phase": last["phase"],
         "steps": summary["steps"] if summary else (progress[-1]["step"] if progress else 0),
-        "examples_per_sec": summary["examples_per_sec"] if summary else (progress[-1]["examples_per_sec"] if progress else None),
+        "examples_per_sec": summary["examples_per_sec"]
+        if summary
+        else (progress[-1]["examples_per_sec"] if progress else None),
         "loss_first": progress[0]["loss"] if progress else None,
         "loss_last": summary["loss_last"] if summary else (progress[-1]["loss"] if progress else None),
         "ps_cpu_seconds": cpu,
@@ -219,12 +221,14 @@ def progress_printer(out=sys.stderr):
             step = view["progress"]["step"]
             ps = " ".join(
                 f"{t['cpu_cores']:.2f}" if t["cpu_cores"] is not None else "-"
-                for t in view["tasks"] if t["task"].startswith("ps-")
+                for t in view["tasks"]
+                if t["task"].startswith("ps-")
             )
             print(
                 f"{sampling.stack}: {view['phase']}, step {step if step is not None else '-'} of "
                 f"{view['progress']['steps']}, PS CPU cores {ps}",
-                file=out, flush=True,
+                file=out,
+                flush=True,
             )
 
     return show

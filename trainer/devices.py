@@ -7,9 +7,10 @@ line says so, so that a user sees it without reading nvidia-smi.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Optional, TextIO
+
+from .log_lines import event_line
 
 # Set in the container by the NVIDIA device plugin to the GPUs allocated to it.
 VISIBLE_GPUS_ENV = "NVIDIA_VISIBLE_DEVICES"
@@ -40,5 +41,5 @@ def log_devices(task: str, out: Optional[TextIO] = None) -> dict[str, Any]:
     # "/physical_device:GPU:0" -> "GPU:0"
     physical = [device.name.rsplit("physical_device:", 1)[-1] for device in tf.config.list_physical_devices()]
     event = devices_event(task, physical, granted_gpus(), tf.test.is_built_with_cuda())
-    print(json.dumps(event), file=out, flush=True)
+    print(event_line(**event), file=out, flush=True)
     return event

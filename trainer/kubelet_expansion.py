@@ -24,7 +24,7 @@ def reference_spans(text: str) -> Iterator[tuple[int, int, str]]:
         if following == "(":
             closer = text.find(")", cursor + 2)
             if closer >= 0:
-                yield cursor, closer + 1, text[cursor + 2:closer]
+                yield cursor, closer + 1, text[cursor + 2 : closer]
                 cursor = closer + 1
                 continue
         # `$$`, `$(` unclosed, or `$x`: two characters of literal text, read past together.
@@ -76,7 +76,7 @@ def _literal(text: str) -> str:
             out.append("$")
             cursor += 2
         elif text[cursor] == "$" and cursor + 1 < len(text):
-            out.append(text[cursor:cursor + 2])
+            out.append(text[cursor : cursor + 2])
             cursor += 2
         else:
             out.append(text[cursor])

@@ -55,7 +55,10 @@ def table_initializer(settings: TrainerSettings):
 
     def initial_value(partition_shape=(rows, dim), partition_offset=(0, 0)):
         first, count = partition_offset[0], partition_shape[0]
-        chunks = [rows_from(start, min(chunk_rows, first + count - start)) for start in range(first, first + count, chunk_rows)]
+        chunks = [
+            rows_from(start, min(chunk_rows, first + count - start))
+            for start in range(first, first + count, chunk_rows)
+        ]
         return chunks[0] if len(chunks) == 1 else tf.concat(chunks, axis=0)
 
     return initial_value
@@ -76,16 +79,17 @@ class SparseModel(tf.Module):
         # shard's PS; without them it builds the whole table on the chief (3 GiB measured at its
         # peak for a 1M x 64 table) and ships the slices, each bounded by protobuf's 2 GB.
         self.table = tf.Variable(
-            table_initializer(settings), shape=[settings.embedding_rows, settings.embedding_dim], dtype=tf.float32, name=TABLE
+            table_initializer(settings),
+            shape=[settings.embedding_rows, settings.embedding_dim],
+            dtype=tf.float32,
+            name=TABLE,
         )
         self.optimizer.create_slots(TABLE, self.table, colocate)
 
         self.dense: list[tuple[tf.Variable, tf.Variable]] = []
         width = settings.embedding_dim
         for layer, units in enumerate((*settings.hidden_units, 1)):
-            kernel = tf.Variable(
-                rng.normal([width, units], stddev=(2.0 / width) ** 0.5), name=f"kernel_{layer}"
-            )
+            kernel = tf.Variable(rng.normal([width, units], stddev=(2.0 / width) ** 0.5), name=f"kernel_{layer}")
             self.optimizer.create_slots(f"kernel_{layer}", kernel, colocate)
             bias = tf.Variable(tf.zeros([units]), name=f"bias_{layer}")
             self.optimizer.create_slots(f"bias_{layer}", bias, colocate)
@@ -143,9 +147,7 @@ class SparseModel(tf.Module):
         dense_vars = [v for pair in self.dense for v in pair]
         with tf.GradientTape() as tape:
             pooled, fetched = self.pooled_embeddings(ids)
-            loss = tf.reduce_mean(
-                tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=self.logits(pooled))
-            )
+            loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=self.logits(pooled)))
         gradients = tape.gradient(loss, self.table_shards + dense_vars)
         for index, (shard, gradient) in enumerate(zip(self.table_shards, gradients)):
             if gradient is None:

@@ -64,14 +64,15 @@ class Optimizer(tf.Module):
         `colocate`: a strategy's `colocate_vars_with`, used for unsharded variables.
         """
         slots = {}
+        dtype = variable.dtype
         for slot_name in self.slot_names:
             initial = ADAGRAD_INITIAL_ACCUMULATOR if slot_name == "accumulator" else 0.0
-            dtype = variable.dtype
 
             # A callable: the strategy builds each shard's slot on its PS.
             def init(partition_shape=tuple(variable.shape), partition_offset=None, value=initial):
                 del partition_offset
                 return tf.fill(partition_shape, tf.constant(value, dtype))
+
             # Shape and dtype given: each shard's slot is made on its PS, not whole on the chief.
             slot_args = dict(shape=variable.shape, dtype=dtype, trainable=False, name=f"{key}_{slot_name}")
             if colocate is not None and not hasattr(variable, "variables"):
@@ -93,8 +94,11 @@ class Optimizer(tf.Module):
             variable.assign_sub(lr * gradient)
         elif self.kind == "adagrad":
             tf.raw_ops.ResourceApplyAdagradV2(
-                var=variable.handle, accum=slots["accumulator"].handle, lr=lr,
-                epsilon=tf.cast(EPSILON, variable.dtype), grad=gradient,
+                var=variable.handle,
+                accum=slots["accumulator"].handle,
+                lr=lr,
+                epsilon=tf.cast(EPSILON, variable.dtype),
+                grad=gradient,
             )
         else:
             m, v = slots["m"], slots["v"]
@@ -109,8 +113,12 @@ class Optimizer(tf.Module):
             shard.scatter_sub(tf.IndexedSlices(lr * gradient.values, gradient.indices))
         elif self.kind == "adagrad":
             tf.raw_ops.ResourceSparseApplyAdagradV2(
-                var=shard.handle, accum=slots["accumulator"].handle, lr=lr,
-                epsilon=tf.cast(EPSILON, shard.dtype), grad=gradient.values, indices=gradient.indices,
+                var=shard.handle,
+                accum=slots["accumulator"].handle,
+                lr=lr,
+                epsilon=tf.cast(EPSILON, shard.dtype),
+                grad=gradient.values,
+                indices=gradient.indices,
             )
         else:
             # Lazy Adam: only the rows of this batch move, as sparse models need.

@@ -34,6 +34,7 @@ from typing import Any, Optional
 from .cluster_report import DEFAULT_INTERVAL_S, cluster_run, progress_printer, sample_experiments
 from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
 from .local.cli import settings_given
+from .log_lines import read_progress_line
 from .report_figures import REPLAY_BATCHES, from_cluster, imbalance, per_ps, replayed_rows_per_shard
 from .report_plots import plot
 from .settings import SettingsError, TrainerSettings
@@ -83,7 +84,13 @@ def plan_runs(
         scale = scale_to_machine(experiment.ps, experiment.workers, max_workers=max_workers)
         for partition in partitions:
             settings = TrainerSettings.from_config(
-                {**experiment.trainer, **(overrides or {}), "partition": partition, "steps": steps, "checkpointEvery": 0}
+                {
+                    **experiment.trainer,
+                    **(overrides or {}),
+                    "partition": partition,
+                    "steps": steps,
+                    "checkpointEvery": 0,
+                }
             )
             runs.append(RunSpec(experiment.stack, partition, max(scale.ps, REPORT_MIN_PS), scale.workers, settings))
     return runs
@@ -103,8 +110,9 @@ class _ProgressOut:
         self.buffer += text
         while "\n" in self.buffer:
             line, self.buffer = self.buffer.split("\n", 1)
-            if line.startswith("step "):
-                self.bar.n = int(line.split()[1])
+            progress = read_progress_line(line)
+            if progress is not None:
+                self.bar.n = progress.step
                 self.bar.refresh()
         return len(text)
 
@@ -205,13 +213,21 @@ def one_thing_apart(runs: list[dict[str, Any]]) -> list[tuple[dict, dict, str]]:
 
 
 def _listed(values: Optional[list]) -> str:
-    return ", ".join(str(v) for v in values) if values is not None else "not known (no summary from the chief: it had not finished)"
+    return (
+        ", ".join(str(v) for v in values)
+        if values is not None
+        else "not known (no summary from the chief: it had not finished)"
+    )
 
 
 def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
     lines = [f"# Report {name}", "", finding(runs), "", model_line(runs), ""]
     for run in runs:
-        where = f"real pods, sampled {run['sampled_seconds']} s, ended {run['phase']}" if from_cluster(run) else "local processes"
+        where = (
+            f"real pods, sampled {run['sampled_seconds']} s, ended {run['phase']}"
+            if from_cluster(run)
+            else "local processes"
+        )
         cpu_how = " (the kubelet's CPU rate, integrated while the chief trained)" if from_cluster(run) else ""
         lines += [
             f"## {run['name']}: {run['ps']} PS, {run['workers']} workers, partition {run['partition']} ({where})",
@@ -239,8 +255,13 @@ def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
             f"examples/s {a['examples_per_sec']} -> {b['examples_per_sec']}"
             + (" (placement is not reproduced on one machine: every task runs here)" if key == "stack" else "")
         )
-    lines += ["", "![PS CPU seconds](ps_cpu.png)", "![rows per PS](rows_per_ps.png)",
-              "![examples/s](examples_per_sec.png)", "![loss](loss.png)"]
+    lines += [
+        "",
+        "![PS CPU seconds](ps_cpu.png)",
+        "![rows per PS](rows_per_ps.png)",
+        "![examples/s](examples_per_sec.png)",
+        "![loss](loss.png)",
+    ]
     if any(from_cluster(run) for run in runs):
         lines.append("![PS CPU cores over time](ps_cpu_over_time.png)")
     lines.append("")
@@ -262,26 +283,44 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--stacks", nargs="+", help=f"stacks to run (default: {' '.join(DEFAULT_STACKS)})")
     parser.add_argument("--partitions", nargs="+", help=f"default: {' '.join(DEFAULT_PARTITIONS)}")
     cluster = parser.add_argument_group("experiments on a cluster (nothing runs here)")
-    cluster.add_argument("--cluster", nargs="+", metavar="STACK",
-                         help="sample these stacks' experiments from their pods (applied already), all at once")
+    cluster.add_argument(
+        "--cluster",
+        nargs="+",
+        metavar="STACK",
+        help="sample these stacks' experiments from their pods (applied already), all at once",
+    )
     cluster.add_argument("--seconds", type=float, help="stop sampling after this long (default: when each ends)")
-    cluster.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S,
-                         help="seconds between samples (default: %(default)s)")
+    cluster.add_argument(
+        "--interval", type=float, default=DEFAULT_INTERVAL_S, help="seconds between samples (default: %(default)s)"
+    )
     cluster.add_argument("--kubeconfig", help="the cluster's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
     parser.add_argument("--steps", type=int, default=200, help="steps per run (default: %(default)s)")
-    parser.add_argument("--max-workers", type=int, default=MAX_LOCAL_WORKERS,
-                        help="at most this many workers per run (default: %(default)s)")
+    parser.add_argument(
+        "--max-workers",
+        type=int,
+        default=MAX_LOCAL_WORKERS,
+        help="at most this many workers per run (default: %(default)s)",
+    )
     parser.add_argument("--name", help="report folder name (default: the stacks and partitions)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "reports", help="where reports go")
     add_setting_flags(parser, skip=OWN_FLAGS)
     args = parser.parse_args(argv)
     overrides = settings_given(args, skip=OWN_FLAGS)
     if args.cluster:
-        local_only = [flag for flag, given in (("--stacks", args.stacks), ("--partitions", args.partitions),
-                                               ("trainer settings", overrides)) if given]
+        local_only = [
+            flag
+            for flag, given in (
+                ("--stacks", args.stacks),
+                ("--partitions", args.partitions),
+                ("trainer settings", overrides),
+            )
+            if given
+        ]
         if local_only:
-            parser.error(f"--cluster samples experiments as their stacks ran them; {', '.join(local_only)} "
-                         "apply to local runs only")
+            parser.error(
+                f"--cluster samples experiments as their stacks ran them; {', '.join(local_only)} "
+                "apply to local runs only"
+            )
         return report_cluster(args)
     args.stacks = args.stacks or list(DEFAULT_STACKS)
     args.partitions = args.partitions or list(DEFAULT_PARTITIONS)
@@ -294,8 +333,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     name = args.name or "_".join([*args.stacks, *args.partitions])
     out_dir = args.out / name
     given = ", ".join(f"{key} {value}" for key, value in overrides.items()) or "none"
-    print(f"report {name}: {len(specs)} runs of {args.steps} steps (settings given: {given}) -> {out_dir}",
-          file=sys.stderr, flush=True)
+    print(
+        f"report {name}: {len(specs)} runs of {args.steps} steps (settings given: {given}) -> {out_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
     runs = []
     for spec in specs:
         for attempt in range(1, RUN_ATTEMPTS + 1):
@@ -306,8 +348,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                 if attempt == RUN_ATTEMPTS:
                     print(f"trainer.report: run {spec.name} failed: {error}", file=sys.stderr)
                     return 1
-                print(f"trainer.report: run {spec.name} failed ({str(error)[:200]}); trying it once more",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"trainer.report: run {spec.name} failed ({str(error)[:200]}); trying it once more",
+                    file=sys.stderr,
+                    flush=True,
+                )
     for path in write_report(name, runs, out_dir):
         print(path)
     print(finding(runs))
@@ -328,8 +373,11 @@ def report_cluster(args: argparse.Namespace) -> int:
     name = args.name or "_".join(experiment.stack for experiment in experiments)
     out_dir = args.out / name
     until = f"for {args.seconds:g} s" if args.seconds else "until each ends"
-    print(f"report {name}: sampling {', '.join(args.cluster)} every {args.interval:g} s {until} -> {out_dir}",
-          file=sys.stderr, flush=True)
+    print(
+        f"report {name}: sampling {', '.join(args.cluster)} every {args.interval:g} s {until} -> {out_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         samplings = sample_experiments(args.cluster, args.kubeconfig, args.seconds, args.interval, progress_printer())
     except LaunchError as error:

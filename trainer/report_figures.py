@@ -22,7 +22,9 @@ def replayed_rows_per_shard(settings: TrainerSettings, ps: int, batches: int = R
     hasher = IdHasher(settings.embedding_rows) if settings.partition == "auto" else None
     # The fixed-size partitioner's split: the first (rows % shards) shards hold one row more.
     base, extra = divmod(settings.embedding_rows, shards)
-    bounds = tf.constant([sum(base + (1 if i < extra else 0) for i in range(k + 1)) for k in range(shards - 1)], tf.int64)
+    bounds = tf.constant(
+        [sum(base + (1 if i < extra else 0) for i in range(k + 1)) for k in range(shards - 1)], tf.int64
+    )
     rows = [0] * shards
     for ids, _ in training_dataset(settings).take(batches):
         table_ids = tf.reshape(hasher(ids) if hasher is not None else tf.cast(ids, tf.int64), [-1])

@@ -57,22 +57,14 @@ class TrainerSettings:
         default=1_000_000,
         metadata=_describe("rows (distinct ids) of the embedding table", minimum=1),
     )
-    embedding_dim: int = field(
-        default=16, metadata=_describe("width of one embedding row", minimum=1)
-    )
-    ids_per_example: int = field(
-        default=8, metadata=_describe("multi-hot ids looked up per example", minimum=1)
-    )
+    embedding_dim: int = field(default=16, metadata=_describe("width of one embedding row", minimum=1))
+    ids_per_example: int = field(default=8, metadata=_describe("multi-hot ids looked up per example", minimum=1))
     hidden_units: tuple[int, ...] = field(
         default=(64, 32), metadata=_describe("widths of the dense tower's hidden layers")
     )
-    batch_size: int = field(
-        default=512, metadata=_describe("examples per worker step", minimum=1)
-    )
+    batch_size: int = field(default=512, metadata=_describe("examples per worker step", minimum=1))
     steps: int = field(default=1000, metadata=_describe("training steps in all", minimum=1))
-    steps_per_call: int = field(
-        default=4, metadata=_describe("steps run by one scheduled function", minimum=1)
-    )
+    steps_per_call: int = field(default=4, metadata=_describe("steps run by one scheduled function", minimum=1))
     max_in_flight: int = field(
         default=8,
         metadata=_describe("scheduled functions queued before the chief waits", minimum=1),
@@ -85,15 +77,9 @@ class TrainerSettings:
             choices=PARTITIONS,
         ),
     )
-    dedup: bool = field(
-        default=True, metadata=_describe("look up each distinct id of a batch once")
-    )
-    optimizer: str = field(
-        default="adagrad", metadata=_describe("optimizer", choices=OPTIMIZERS)
-    )
-    learning_rate: float = field(
-        default=0.1, metadata=_describe("optimizer learning rate", minimum=0.0)
-    )
+    dedup: bool = field(default=True, metadata=_describe("look up each distinct id of a batch once"))
+    optimizer: str = field(default="adagrad", metadata=_describe("optimizer", choices=OPTIMIZERS))
+    learning_rate: float = field(default=0.1, metadata=_describe("optimizer learning rate", minimum=0.0))
     zipf_exponent: float = field(
         default=1.2,
         metadata=_describe("skew of synthetic ids (Zipf exponent, > 1)", minimum=1.0),
@@ -102,9 +88,7 @@ class TrainerSettings:
         default="synthetic",
         metadata=_describe("'synthetic' or a TFRecord file pattern readable by tf.io.gfile"),
     )
-    checkpoint_every: int = field(
-        default=500, metadata=_describe("steps between checkpoints; 0 disables", minimum=0)
-    )
+    checkpoint_every: int = field(default=500, metadata=_describe("steps between checkpoints; 0 disables", minimum=0))
     checkpoint_dir: str = field(
         default="default",
         metadata=_describe(
@@ -208,4 +192,3 @@ def _check_field(spec: dataclasses.Field, value: Any) -> None:
     choices = spec.metadata.get("choices")
     if choices and value not in choices:
         raise SettingsError(key, f"must be one of {', '.join(choices)} (got {value!r})")
-

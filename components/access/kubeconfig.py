@@ -64,8 +64,9 @@ def kubeconfig_files(given: Optional[str], given_as: str = "--kubeconfig") -> Ku
     if listed:
         existing = [path for path in listed if path.exists()]
         return KubeconfigFiles(tuple(existing or listed), "from $KUBECONFIG")
-    return KubeconfigFiles((Path(DEFAULT_KUBECONFIG).expanduser(),),
-                           f"the default; set {given_as} or $KUBECONFIG for another")
+    return KubeconfigFiles(
+        (Path(DEFAULT_KUBECONFIG).expanduser(),), f"the default; set {given_as} or $KUBECONFIG for another"
+    )
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,9 @@ def read_kubeconfig(files: KubeconfigFiles, context: Optional[str]) -> Kubeconfi
     document = merged(documents)
     if not document.get("clusters") and not document.get("contexts"):
         # One file of several may hold users alone; all of them together must name a cluster.
-        raise KubeconfigError(f"is not a kubeconfig: {'they list' if len(documents) > 1 else 'it lists'} no clusters "
-                              "and no contexts")
+        raise KubeconfigError(
+            f"is not a kubeconfig: {'they list' if len(documents) > 1 else 'it lists'} no clusters and no contexts"
+        )
     chosen = _context(document, context)
     cluster = chosen.get("cluster")
     if isinstance(cluster, str) and _named(document.get("clusters"), cluster) is None:

@@ -74,9 +74,7 @@ class ExperimentDiff:
 
     @property
     def same(self) -> bool:
-        return not self.config and not self.moved and not self.objects and all(
-            s.change == "same" for s in self.servers
-        )
+        return not self.config and not self.moved and not self.objects and all(s.change == "same" for s in self.servers)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,8 +84,14 @@ class ExperimentDiff:
             "config": [{"key": c.key, "before": c.before, "after": c.after} for c in self.config],
             "plan": {
                 "servers": [
-                    {"server": s.server, "before": s.before, "after": s.after, "tasksBefore": s.tasks_before,
-                     "tasksAfter": s.tasks_after, "change": s.change}
+                    {
+                        "server": s.server,
+                        "before": s.before,
+                        "after": s.after,
+                        "tasksBefore": s.tasks_before,
+                        "tasksAfter": s.tasks_after,
+                        "change": s.change,
+                    }
                     for s in self.servers
                     if s.change != "same"
                 ],
@@ -113,8 +117,7 @@ def stack_values(experiment: Experiment) -> dict[str, Any]:
     config = experiment.config
     return {
         f"{CONFIG_NAMESPACE}:nodePools": {
-            pool.name: pool.model_dump(by_alias=True, exclude={"name"}, exclude_none=True)
-            for pool in config.node_pools
+            pool.name: pool.model_dump(by_alias=True, exclude={"name"}, exclude_none=True) for pool in config.node_pools
         },
         f"{CONFIG_NAMESPACE}:cluster": config.cluster.model_dump(by_alias=True, exclude_none=True),
         **(
@@ -161,9 +164,7 @@ def _all_text(values: list) -> bool:
 
 def _runs(names: list[str]) -> str:
     """'srv-05, srv-06, srv-07' -> 'srv-05 … srv-07' (3 or more in a row, in list order)."""
-    return names[0] if len(names) == 1 else (
-        f"{names[0]} … {names[-1]}" if len(names) >= 3 else ", ".join(names)
-    )
+    return names[0] if len(names) == 1 else (f"{names[0]} … {names[-1]}" if len(names) >= 3 else ", ".join(names))
 
 
 def _shown(value: Any) -> str:
@@ -177,15 +178,15 @@ def _shown(value: Any) -> str:
 
 def _where(plan: Plan) -> dict[str, str]:
     """Task -> its server, or '(scheduler) <pool>' when the scheduler places it."""
-    return {
-        p.task.name: p.server if p.server is not None else f"(scheduler) {p.pool}" for p in plan.placements
-    }
+    return {p.task.name: p.server if p.server is not None else f"(scheduler) {p.pool}" for p in plan.placements}
 
 
 def _rows(plan: Plan) -> dict[str, tuple[dict[str, int], list[str]]]:
     """Each server's counts and pinned tasks, then the tasks the scheduler places, per pool."""
     tasks_on = plan.by_server()
-    rows = {share.server: (share_counts(share.ps, share.workers), tasks_on.get(share.server, [])) for share in plan.shares}
+    rows = {
+        share.server: (share_counts(share.ps, share.workers), tasks_on.get(share.server, [])) for share in plan.shares
+    }
     for pool, tasks in plan.unpinned().items():
         ps = sum(1 for task in tasks if task.startswith("ps-"))
         rows[f"(scheduler) {pool}"] = (share_counts(ps, sum(1 for task in tasks if task.startswith("worker-"))), tasks)
@@ -210,9 +211,7 @@ def plan_changes(a: Plan, b: Plan) -> tuple[list[ServerChange], dict[str, tuple[
     ]
     where_a, where_b = _where(a), _where(b)
     moved = {
-        task: (where_a[task], where_b[task])
-        for task in where_a
-        if task in where_b and where_a[task] != where_b[task]
+        task: (where_a[task], where_b[task]) for task in where_a if task in where_b and where_a[task] != where_b[task]
     }
     return servers, moved
 
@@ -296,16 +295,27 @@ def diff_text(result: ExperimentDiff) -> str:
     rows = [("SERVER", result.a, result.b, "")]
     for server in changed:
         rows.append(
-            (server.server, _tasks(server.before, server.tasks_before), _tasks(server.after, server.tasks_after), server.change)
+            (
+                server.server,
+                _tasks(server.before, server.tasks_before),
+                _tasks(server.after, server.tasks_after),
+                server.change,
+            )
         )
     if changed:
         widths = [max(len(row[i]) for row in rows) for i in range(3)]
-        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + f"  {row[3]}".rstrip() for row in rows]
+        lines += [
+            "  " + "  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + f"  {row[3]}".rstrip() for row in rows
+        ]
     else:
         lines.append("  (same)")
     if result.moved:
         lines.append(f"  {len(result.moved)} tasks move: " + _moves(result.moved))
-    lines += ["", "objects (matched by kind and name: a replicatedJob is a role, a StatefulSet a role on a server; stack and namespace aside):"]
+    lines += [
+        "",
+        "objects (matched by kind and name: a replicatedJob is a role, a StatefulSet a role on a server; stack and "
+        "namespace aside):",
+    ]
     if not result.objects:
         lines.append("  (same)")
     for kind, changes in result.objects.items():

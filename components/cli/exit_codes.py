@@ -16,16 +16,26 @@ BAD_INPUT = 2
 INTERRUPTED = 130
 
 EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (OK, "done; where the command answers a question, the answer is yes (diff: the same; status: succeeded or "
-         "every task running as planned)"),
-    (NO, "the answer is no: diff: the experiments differ; status: the experiment failed, or a task is not "
-         "running where the plan put it; top: the experiment failed; import-tfjob: nothing usable came of FILE "
-         "(unreadable, not YAML, no TFJob, a field it cannot carry, or a stack that --image, --nodes or --pool make "
-         "invalid), --stack is no stack name, or the stack file exists and --force is not given; nothing is written"),
-    (BAD_INPUT, "bad input or usage: a stack or kubeconfig tfk8s cannot use; a file it cannot read as text "
-                "(missing, a folder, no permission, binary, not UTF-8; import-tfjob's FILE is exit 1, as above); an unknown command or flag, or a flag's "
-                "value not of its form (--watch SECONDS, an empty --kubeconfig); a cluster it "
-                "cannot read; an output it cannot write. One line on stderr names it"),
+    (
+        OK,
+        "done; where the command answers a question, the answer is yes (diff: the same; status: succeeded or "
+        "every task running as planned)",
+    ),
+    (
+        NO,
+        "the answer is no: diff: the experiments differ; status: the experiment failed, or a task is not "
+        "running where the plan put it; top: the experiment failed; import-tfjob: nothing usable came of FILE "
+        "(unreadable, not YAML, no TFJob, a field it cannot carry, or a stack that --image, --nodes or --pool make "
+        "invalid), --stack is no stack name, or the stack file exists and --force is not given; nothing is written",
+    ),
+    (
+        BAD_INPUT,
+        "bad input or usage: a stack or kubeconfig tfk8s cannot use; a file it cannot read as text "
+        "(missing, a folder, no permission, binary, not UTF-8; import-tfjob's FILE is exit 1, as above); an unknown "
+        "command or flag, or a flag's "
+        "value not of its form (--watch SECONDS, an empty --kubeconfig); a cluster it "
+        "cannot read; an output it cannot write. One line on stderr names it",
+    ),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 

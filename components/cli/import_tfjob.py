@@ -58,9 +58,11 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
         print(note, file=sys.stderr)
     for field in imported.fill_in:
         print(f"fill in: {field}", file=sys.stderr)
-    print(f"wrote {shown(target)} from TFJob '{job.name}': {_shape(imported)}"
-          + (f"; {_count(imported.notes, 'field')} not carried (listed above)" if imported.notes else "")
-          + (f"; fill in {_count(imported.fill_in, 'value')} before `pulumi up`" if imported.fill_in else ""))
+    print(
+        f"wrote {shown(target)} from TFJob '{job.name}': {_shape(imported)}"
+        + (f"; {_count(imported.notes, 'field')} not carried (listed above)" if imported.notes else "")
+        + (f"; fill in {_count(imported.fill_in, 'value')} before `pulumi up`" if imported.fill_in else "")
+    )
     return OK
 
 
@@ -105,4 +107,3 @@ def _shape(imported: ImportedStack) -> str:
     roles = ["chief"] if "chief" in cluster else []
     roles += [f"{cluster['ps']['replicas']} PS", f"{cluster['workers']['replicas']} workers"]
     return f"{', '.join(roles)}, done: {program['done']}"
-

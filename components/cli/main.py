@@ -34,7 +34,9 @@ DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m components", description=__doc__, epilog=exit_codes_help(),
+        prog="python -m components",
+        description=__doc__,
+        epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -42,12 +44,11 @@ def _parser() -> argparse.ArgumentParser:
 
     plan = commands.add_parser("plan", help="print the server-by-task table of a stack")
     plan.add_argument("stack", help=stack_help)
-    plan.add_argument(
-        "--json", action="store_true", help="print the placement output (server -> tasks) as JSON"
-    )
+    plan.add_argument("--json", action="store_true", help="print the placement output (server -> tasks) as JSON")
 
     render_cmd = commands.add_parser(
-        "render", help="write every object the program registers, one YAML file each, in apply order",
+        "render",
+        help="write every object the program registers, one YAML file each, in apply order",
         description="Write every object the program registers, one YAML file each, numbered in apply order, "
         "with a record of them (DIR/.tfk8s-render): a later render replaces or removes only the files it lists, "
         "while they still hold what it wrote. The Secret of a stack's secret env values is written as a "
@@ -57,40 +58,60 @@ def _parser() -> argparse.ArgumentParser:
     )
     render_cmd.add_argument("stack", help=stack_help)
     render_cmd.add_argument(
-        "--out", type=Path, metavar="DIR",
+        "--out",
+        type=Path,
+        metavar="DIR",
         help="folder to write (default: out/<stack>/): missing, empty or an earlier rendering, which is replaced "
         "whole; a folder holding other files is refused (exit 2) unless --force; - writes to standard output",
     )
     render_cmd.add_argument(
-        "--force", action="store_true",
+        "--force",
+        action="store_true",
         help="write into a folder that holds other files too: they are kept, and only files an earlier render "
         "recorded there (in its .tfk8s-render) are replaced or removed",
     )
     render_cmd.add_argument(
-        "-o", "--output", choices=("files", "yaml"), default="files",
+        "-o",
+        "--output",
+        choices=("files", "yaml"),
+        default="files",
         help="files (default): one file per object in --out; yaml: one multi-document YAML stream on standard "
         "output, nothing else there and no file written (`render STACK -o yaml | kubectl apply -f -`)",
     )
 
     status = commands.add_parser(
-        "status", help="each task's planned server against its pod's node and phase in a cluster",
-        description=STATUS_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "status",
+        help="each task's planned server against its pod's node and phase in a cluster",
+        description=STATUS_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("stack", help=stack_help)
-    status.add_argument("--kubeconfig", help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then ~/.kube/config)")
+    status.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then "
+        "~/.kube/config)",
+    )
     status.add_argument("--context", help="kubeconfig context (default: the current one)")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
     top = commands.add_parser(
-        "top", help="each task's CPU cores and memory (metrics.k8s.io, or the kubelet summary where that API is absent), "
+        "top",
+        help="each task's CPU cores and memory (metrics.k8s.io, or the kubelet summary where that API is absent), "
         "PS imbalance, the chief's progress",
-        description=TOP_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=TOP_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("stack", help=stack_help)
-    top.add_argument("--kubeconfig", help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then ~/.kube/config)")
+    top.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then "
+        "~/.kube/config)",
+    )
     top.add_argument("--context", help="kubeconfig context (default: the current one)")
     top.add_argument(
-        "--watch", type=_positive_seconds, metavar="SECONDS",
+        "--watch",
+        type=_positive_seconds,
+        metavar="SECONDS",
         help="refresh every SECONDS until the experiment ends, then print its final phase",
     )
     top.add_argument("--json", action="store_true", help="print one JSON object (one per line under --watch)")
@@ -101,7 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("stack", help=stack_help)
 
     diff = commands.add_parser(
-        "diff", help="config, plan and objects of two experiments side by side; exit 0 same, 1 different",
+        "diff",
+        help="config, plan and objects of two experiments side by side; exit 0 same, 1 different",
         description="Config, plan and objects of two experiments side by side. Exit 0 when they are the same, "
         "1 when they differ, 2 when either stack cannot be read or is refused (nothing is compared then).",
     )
@@ -121,17 +143,28 @@ def _parser() -> argparse.ArgumentParser:
         "exists and --force is not given; 2 when FILE cannot be read as text, a flag's value is not of its "
         "form, or the stack file cannot be written. Nothing is written unless it exits 0.",
     )
-    tfjob.add_argument("file", metavar="FILE", help="the TFJob manifest (the first TFJob of a multi-document file); - reads stdin")
     tfjob.add_argument(
-        "--stack", required=True, metavar="NAME",
+        "file", metavar="FILE", help="the TFJob manifest (the first TFJob of a multi-document file); - reads stdin"
+    )
+    tfjob.add_argument(
+        "--stack",
+        required=True,
+        metavar="NAME",
         help=f"the stack to write: stacks/Pulumi.<NAME>.yaml ({STACK_NAME_RULE})",
     )
-    tfjob.add_argument("--image", metavar="REF", help="the image every role runs, instead of the TFJob's (pinned: a tag or digest)")
     tfjob.add_argument(
-        "--nodes", type=_node_names, default=(), metavar="n1,n2,...",
+        "--image", metavar="REF", help="the image every role runs, instead of the TFJob's (pinned: a tag or digest)"
+    )
+    tfjob.add_argument(
+        "--nodes",
+        type=_node_names,
+        default=(),
+        metavar="n1,n2,...",
         help="n1,n2,...: the nodes of the experiment's node pool (default: a placeholder to fill in)",
     )
-    tfjob.add_argument("--pool", default=DEFAULT_POOL, metavar="NAME", help=f"the node pool's name (default: {DEFAULT_POOL})")
+    tfjob.add_argument(
+        "--pool", default=DEFAULT_POOL, metavar="NAME", help=f"the node pool's name (default: {DEFAULT_POOL})"
+    )
     tfjob.add_argument("--force", action="store_true", help="overwrite an existing stack file")
     return parser
 
@@ -268,4 +301,3 @@ def _program_export(experiment) -> dict:
         "source": str(PROJECT_ROOT / program.source) if program.source else None,
         "done": program.done,
     }
-

@@ -21,8 +21,7 @@ def plan_table(config: StackConfig, plan: Plan, source: Optional[ProgramSource] 
     lines = [
         f"stack {config.stack} · placement {plan.strategy} ({mode}) · namespace {config.namespace}",
         f"{plan.count('chief')} chief · {plan.count('ps')} PS ({ps_memory} each) · "
-        f"{plan.count('worker')} workers"
-        + (f" ({cluster.workers.gpus} GPU each)" if cluster.workers.gpus else ""),
+        f"{plan.count('worker')} workers" + (f" ({cluster.workers.gpus} GPU each)" if cluster.workers.gpus else ""),
         _program_line(config, source),
         "",
     ]
@@ -43,15 +42,15 @@ def plan_table(config: StackConfig, plan: Plan, source: Optional[ProgramSource] 
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         cells = [
-            cell.rjust(width) if i in (2, 3) else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(row, widths))
+            cell.rjust(width) if i in (2, 3) else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths))
         ]
         lines.append("  ".join(cells).rstrip())
     if plan.pinning == "count":
         lines += [
             "",
             "Each server holds exactly these counts; the scheduler picks which task indexes"
-            + ("" if plan.shares_even() else " and which servers hold one more") + " (`status` shows where they run).",
+            + ("" if plan.shares_even() else " and which servers hold one more")
+            + " (`status` shows where they run).",
         ]
     return "\n".join(lines)
 

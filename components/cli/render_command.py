@@ -21,16 +21,19 @@ from components.plan.experiment import Experiment
 from components.spec.secrets import SECRET_PLACEHOLDER
 
 STDOUT = "-"
-FORCE_MEANS = ("--force to write there anyway (every file render did not write is kept; only files an earlier "
-               "render recorded there, as it wrote them, are replaced or removed)")
+FORCE_MEANS = (
+    "--force to write there anyway (every file render did not write is kept; only files an earlier "
+    "render recorded there, as it wrote them, are replaced or removed)"
+)
 
 
 def render_command(experiment: Experiment, out: Path | None, output: str, force: bool, default_root: Path) -> int:
     """Render `experiment` into `out` (default: default_root/<stack>), or to standard output; the exit code."""
     to_stdout = output == "yaml" or str(out) == STDOUT
     if output == "yaml" and out is not None and str(out) != STDOUT:
-        print(f"render: -o yaml writes to standard output, and --out {out} to a folder: give one of them",
-              file=sys.stderr)
+        print(
+            f"render: -o yaml writes to standard output, and --out {out} to a folder: give one of them", file=sys.stderr
+        )
         return BAD_INPUT
     if to_stdout:
         # Standard output holds the objects alone, for `| kubectl apply -f -`; the counts go to stderr.
@@ -48,19 +51,28 @@ def render_command(experiment: Experiment, out: Path | None, output: str, force:
         return BAD_INPUT
     _print_counts(rendering.kinds, f"objects of stack {experiment.stack} in {shown(out_dir)}", sys.stdout)
     if label_commands(experiment):
-        print(f"render: node labels are not objects here (`kubectl delete -f` would delete the nodes): run "
-              f"sh {shown(out_dir / LABEL_SCRIPT)} before `kubectl apply -f {shown(out_dir)}`, and "
-              f"sh {shown(out_dir / UNLABEL_SCRIPT)} after deleting it", file=sys.stderr)
+        print(
+            f"render: node labels are not objects here (`kubectl delete -f` would delete the nodes): run "
+            f"sh {shown(out_dir / LABEL_SCRIPT)} before `kubectl apply -f {shown(out_dir)}`, and "
+            f"sh {shown(out_dir / UNLABEL_SCRIPT)} after deleting it",
+            file=sys.stderr,
+        )
     for template in rendering.templates:
-        _note_secret(experiment, f"is written as {shown(out_dir / template)}, which `kubectl apply -f "
-                                 f"{shown(out_dir)}` does not read")
+        _note_secret(
+            experiment,
+            f"is written as {shown(out_dir / template)}, which `kubectl apply -f {shown(out_dir)}` does not read",
+        )
     if rendering.kept:
-        print(f"render: kept {_listed(rendering.kept)} in {shown(out_dir)}: render did not write them, or they "
-              "were changed since; `kubectl apply -f` on the folder applies any of them that are manifests too",
-              file=sys.stderr)
+        print(
+            f"render: kept {_listed(rendering.kept)} in {shown(out_dir)}: render did not write them, or they "
+            "were changed since; `kubectl apply -f` on the folder applies any of them that are manifests too",
+            file=sys.stderr,
+        )
     if rendering.leftover:
-        print(f"render: the earlier rendering, set aside in {shown(rendering.leftover)}, could not be removed: "
-              "remove it", file=sys.stderr)
+        print(
+            f"render: the earlier rendering, set aside in {shown(rendering.leftover)}, could not be removed: remove it",
+            file=sys.stderr,
+        )
     return OK
 
 
@@ -71,8 +83,10 @@ def _refusal(error: RenderError) -> str:
         return error.describe(folder)
     if error.why is UNCHECKED:
         # --force would keep such files and then refuse to overwrite them: only the user can tell.
-        return (f"{folder} holds {error.name}, {error.why.holds}; nothing written: check the files "
-                f"{RECORD_NAME} lists, remove those that hold nothing of yours (or the folder), and render again")
+        return (
+            f"{folder} holds {error.name}, {error.why.holds}; nothing written: check the files "
+            f"{RECORD_NAME} lists, remove those that hold nothing of yours (or the folder), and render again"
+        )
     return f"{folder} holds {error.name}, {error.why.holds}; nothing written: give another --out, or {FORCE_MEANS}"
 
 
@@ -84,18 +98,24 @@ def _note_secret(experiment: Experiment, where: str) -> None:
     names = sorted(experiment.secret_env)
     secret = experiment.names.program_secret
     literals = " ".join(f"--from-literal={name}=..." for name in names)
-    print(f"render: Secret {secret} {where}: its values of {', '.join(names)} are the stack's secrets, "
-          f"which render cannot read, and applied with placeholders ({SECRET_PLACEHOLDER}) it would replace the real "
-          f"Secret. Create it with the real values (docs/secrets.md):\n"
-          f"  kubectl -n {experiment.namespace} create secret generic {secret} {literals}", file=sys.stderr)
+    print(
+        f"render: Secret {secret} {where}: its values of {', '.join(names)} are the stack's secrets, "
+        f"which render cannot read, and applied with placeholders ({SECRET_PLACEHOLDER}) it would replace the real "
+        f"Secret. Create it with the real values (docs/secrets.md):\n"
+        f"  kubectl -n {experiment.namespace} create secret generic {secret} {literals}",
+        file=sys.stderr,
+    )
 
 
 def _note_node_labels_for_stream(experiment: Experiment) -> None:
     """The stream holds no node: say how to label the servers, and how to remove the labels."""
     commands = label_commands(experiment)
     if commands:
-        print(f"render: node labels are left out of the stream; label the {len(commands)} servers first "
-              "(render --out DIR writes these as label-nodes.sh and unlabel-nodes.sh):", file=sys.stderr)
+        print(
+            f"render: node labels are left out of the stream; label the {len(commands)} servers first "
+            "(render --out DIR writes these as label-nodes.sh and unlabel-nodes.sh):",
+            file=sys.stderr,
+        )
         for command in commands:
             print(f"  {command}", file=sys.stderr)
 

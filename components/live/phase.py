@@ -9,7 +9,6 @@ completed. Failed: restarts used up, or the chief's own retries.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
@@ -25,9 +24,7 @@ class Phase:
         return f"{self.name} ({self.detail})" if self.detail else self.name
 
 
-def jobset_phase(
-    jobset: Optional[Mapping[str, Any]], queued: bool, all_running: bool, max_restarts: int
-) -> Phase:
+def jobset_phase(jobset: Optional[Mapping[str, Any]], queued: bool, all_running: bool, max_restarts: int) -> Phase:
     """`jobset`: the JobSet as the API server returns it (None: not created yet); `queued`: the
     experiment names a Kueue queue; `all_running`: every task's pod runs."""
     if jobset is None:
@@ -75,20 +72,6 @@ def statefulset_phase(chief_succeeded: bool, chief_failed: bool, all_running: bo
     if chief_failed:
         return Phase("Failed", "the chief's Job used up its retries")
     return Phase("Running" if all_running else "Pending")
-
-
-def chief_summary(log: str) -> Optional[dict[str, Any]]:
-    """The chief's JSON summary line (`{"event": "summary", ...}`), the last one in its log."""
-    for line in reversed(log.splitlines()):
-        line = line.strip()
-        if line.startswith("{") and '"summary"' in line:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == "summary":
-                return record
-    return None
 
 
 def summary_text(summary: Mapping[str, Any]) -> str:

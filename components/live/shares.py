@@ -84,6 +84,11 @@ def servers_table(servers: list[ServerStatus]) -> list[str]:
 
 def servers_json(servers: list[ServerStatus]) -> dict[str, dict]:
     return {
-        server.server: {"share": server.share, "tasks": server.tasks, "ps": server.count("ps"), "worker": server.count("worker")}
+        server.server: {
+            "share": server.share,
+            "tasks": server.tasks,
+            "ps": server.count("ps"),
+            "worker": server.count("worker"),
+        }
         for server in servers
     }

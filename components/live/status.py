@@ -29,10 +29,8 @@ from components.access.kubeconfig import (
     new_api_client,
     read_kubeconfig,
 )
-from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.live.phase import (
     Phase,
-    chief_summary,
     jobset_phase,
     last_error,
     queued_detail,
@@ -50,8 +48,10 @@ from components.live.tasks import (
     status_table,
     task_status,
 )
+from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.plan import labels as L
 from components.plan.experiment import Experiment
+from trainer.log_lines import last_summary
 
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 
@@ -133,7 +133,9 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     all_running = all(t.phase == "Running" for t in tasks)
     if experiment.workload == "jobset":
         phase = jobset_phase(
-            read_jobset(api, experiment), experiment.config.cluster.queue is not None, all_running,
+            read_jobset(api, experiment),
+            experiment.config.cluster.queue is not None,
+            all_running,
             experiment.config.cluster.restarts,
         )
     else:
@@ -152,10 +154,11 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         ended_with = "the chief" if experiment.plan.count("chief") else "the workers"
         tasks = [
             TaskStatus(t.task, t.pool, t.planned, None, "Succeeded", True, f"ended with {ended_with}")
-            if t.phase == "Missing" else t
+            if t.phase == "Missing"
+            else t
             for t in tasks
         ]
-        summary = chief_summary(pod_log(core, pods.get("chief-0")))
+        summary = last_summary(pod_log(core, pods.get("chief-0")))
         if summary is not None:
             phase = Phase(phase.name, summary_text(summary))
     elif phase.name == "Failed":
@@ -178,12 +181,21 @@ def _kueue_view(api: Any, experiment: Experiment, unread: list[str]) -> tuple[li
         if error.status == 403:
             unread.append(not_read("Kueue's Workloads", error, "status says why Kueue has not admitted it yet"))
     workloads = [
-        w for w in listed
-        if any(o.get("kind") == "JobSet" and o.get("name") == experiment.names.jobset for o in w["metadata"].get("ownerReferences") or ())
+        w
+        for w in listed
+        if any(
+            o.get("kind") == "JobSet" and o.get("name") == experiment.names.jobset
+            for o in w["metadata"].get("ownerReferences") or ()
+        )
     ]
-    events = client.CoreV1Api(api).list_namespaced_event(
-        experiment.namespace, field_selector=f"involvedObject.kind=JobSet,involvedObject.name={experiment.names.jobset}"
-    ).items
+    events = (
+        client.CoreV1Api(api)
+        .list_namespaced_event(
+            experiment.namespace,
+            field_selector=f"involvedObject.kind=JobSet,involvedObject.name={experiment.names.jobset}",
+        )
+        .items
+    )
     events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
     return workloads, events
 
@@ -330,9 +342,7 @@ def with_cluster(
         return 2
 
 
-def cluster_status(
-    experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool
-) -> int:
+def cluster_status(experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool) -> int:
     """Print the status; 0 when the experiment succeeded or every task runs as planned, 1 when not (or it
     failed), 2 when the cluster cannot be read (or has no JobSet for a stack that asks for one)."""
 

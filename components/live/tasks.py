@@ -127,7 +127,8 @@ def against_shares(experiment: Experiment, tasks: list[TaskStatus]) -> tuple[lis
     crowded = crowded_tasks(experiment, servers)
     tasks = [
         dataclasses.replace(t, as_planned=False, reason="; ".join(filter(None, [t.reason, crowded[t.task]])))
-        if t.task in crowded else t
+        if t.task in crowded
+        else t
         for t in tasks
     ]
     return tasks, servers

@@ -33,7 +33,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
-from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.live.status import group_served, pod_log, read_status, with_cluster
 from components.live.usage import (
     KUBELET_SUMMARY,
@@ -46,6 +45,7 @@ from components.live.usage import (
     pod_usage,
     top_text,
 )
+from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.plan.experiment import Experiment
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -162,7 +162,11 @@ def read_usage(api: Any, experiment: Experiment, pods_on: dict[str, list[str]]) 
         pods = metrics_api_usage(api, experiment.namespace)
         # A node none of whose pods has figures may be one metrics-server cannot read at all.
         silent = [node for node, names in pods_on.items() if not any((experiment.namespace, n) in pods for n in names)]
-        kwok = {node: "a kwok node (no kubelet, so metrics-server reads nothing there)" for node in silent if _is_kwok(core, node)}
+        kwok = {
+            node: "a kwok node (no kubelet, so metrics-server reads nothing there)"
+            for node in silent
+            if _is_kwok(core, node)
+        }
         return Usage(METRICS_API, pods, kwok)
     except UsageUnreadable as why:
         return Usage(None, unreadable=str(why))
@@ -175,10 +179,15 @@ def read_usage(api: Any, experiment: Experiment, pods_on: dict[str, list[str]]) 
         except NodeMetricsUnavailable as why:
             without_metrics[node] = str(why)
         except SummaryForbidden as why:
-            return Usage(None, unreadable=(
-                f"{absent}, and the {KUBELET_SUMMARY} through the node proxy was refused: {why}; with metrics-server "
-                f"on the cluster, `list` on `pods.{METRICS_API}` in namespace {experiment.namespace} is all top needs"
-            ))
+            return Usage(
+                None,
+                unreadable=(
+                    f"{absent}, and the {KUBELET_SUMMARY} through the node proxy was refused: {why}; with "
+                    "metrics-server "
+                    f"on the cluster, `list` on `pods.{METRICS_API}` in namespace {experiment.namespace} is all top "
+                    "needs"
+                ),
+            )
     return Usage(KUBELET_SUMMARY, pods, without_metrics, metrics_api_absent=absent)
 
 
@@ -210,14 +219,20 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
     steps_asked = experiment.config.trainer.steps if experiment.program is None else None
     progress = chief_progress(pod_log(core, reporter, lines=CHIEF_LOG_LINES), steps_asked)
     return TopView(
-        experiment.stack, experiment.namespace, status.phase.name, status.phase.detail, tasks, progress,
-        usage.without_metrics, usage.source, usage.unreadable, usage.metrics_api_absent,
+        experiment.stack,
+        experiment.namespace,
+        status.phase.name,
+        status.phase.detail,
+        tasks,
+        progress,
+        usage.without_metrics,
+        usage.source,
+        usage.unreadable,
+        usage.metrics_api_absent,
     )
 
 
-def watch(
-    read: Callable[[], TopView], every_s: Optional[float], as_json: bool, out: Optional[TextIO] = None
-) -> int:
+def watch(read: Callable[[], TopView], every_s: Optional[float], as_json: bool, out: Optional[TextIO] = None) -> int:
     """Print the view once, or every `every_s` seconds until the experiment ends. 0 unless it failed.
     `out`: standard output as it is when called (a default bound at import would keep the one of then)."""
     out = out or sys.stdout
@@ -241,4 +256,6 @@ def watch(
 def cluster_top(
     experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], every_s: Optional[float], as_json: bool
 ) -> int:
-    return with_cluster(experiment, kubeconfig, context, lambda api: watch(lambda: read_top(api, experiment), every_s, as_json))
+    return with_cluster(
+        experiment, kubeconfig, context, lambda api: watch(lambda: read_top(api, experiment), every_s, as_json)
+    )

@@ -11,19 +11,17 @@ reported a step.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from components.live.table import aligned
 from components.spec.quantities import QUANTITY_FACTORS
+from trainer.log_lines import SUMMARY, read_event, read_progress_line
 
-# The chief's progress line (trainer/chief.py): `step     936  loss 0.3176      9506.1 examples/s`.
 # The busiest PS's CPU over the mean past which it does most of the PS work: with 2 PS, 1.5 is
 # three times the other's; level PS read near 1.
 HOT_PS_IMBALANCE = 1.5
-PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+\d.eE]+|nan|inf)\s+([\d.]+)\s+examples/s\s*$")
 # Where the CPU and memory figures came from (`metrics_source` in `top --json`).
 METRICS_API = "metrics.k8s.io"
 KUBELET_SUMMARY = "kubelet summary"
@@ -90,18 +88,14 @@ def chief_progress(log: str, steps_asked: Optional[int]) -> Optional[Progress]:
     """The chief's latest progress: its summary once it finished, else its last progress line.
     None for a team's program (`steps_asked` None) that prints no progress line."""
     for line in reversed(log.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == "summary":
-                return Progress(record.get("steps"), steps_asked, record.get("loss_last"), record.get("examples_per_sec"))
+        event = read_event(line)
+        if event is not None:
+            if event["event"] == SUMMARY:
+                return Progress(event.get("steps"), steps_asked, event.get("loss_last"), event.get("examples_per_sec"))
             continue
-        match = PROGRESS_LINE.match(line)
-        if match:
-            return Progress(int(match[1]), steps_asked, float(match[2]), float(match[3]))
+        progress = read_progress_line(line)
+        if progress is not None:
+            return Progress(progress.step, steps_asked, progress.loss, progress.examples_per_sec)
     return Progress(steps=steps_asked) if steps_asked is not None else None
 
 
@@ -165,7 +159,9 @@ class TopView:
                 for t in self.tasks
             ],
             "ps_imbalance": self.ps_imbalance,
-            "progress": None if progress is None else {
+            "progress": None
+            if progress is None
+            else {
                 "step": progress.step,
                 "steps": progress.steps,
                 "loss": progress.loss,
@@ -202,8 +198,13 @@ def top_text(view: TopView) -> str:
         progress_line,
         _source_line(view),
         "PS imbalance (busiest PS's CPU over the mean): "
-        + (f"{ps_imbalance:.2f}" if ps_imbalance is not None else
-           "not known" if view.metrics_unreadable else "not known yet"),
+        + (
+            f"{ps_imbalance:.2f}"
+            if ps_imbalance is not None
+            else "not known"
+            if view.metrics_unreadable
+            else "not known yet"
+        ),
     ]
     if view.hot_ps is not None:
         lines.append(
@@ -235,5 +236,6 @@ def _source_line(view: TopView) -> str:
         return f"CPU and memory from the metrics API ({METRICS_API}, metrics-server)"
     if view.metrics_source == KUBELET_SUMMARY:
         instead = f", instead of the metrics API: {view.metrics_api_absent}" if view.metrics_api_absent else ""
-        return f"CPU and memory from the {KUBELET_SUMMARY} (each node's kubelet through the API server's node proxy){instead}"
+        through = "each node's kubelet through the API server's node proxy"
+        return f"CPU and memory from the {KUBELET_SUMMARY} ({through}){instead}"
     return f"CPU and memory not readable: {view.metrics_unreadable or 'no source answered'}"

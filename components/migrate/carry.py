@@ -77,11 +77,15 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     cluster["ps"] = {"replicas": ps.replica.replicas, "pool": options.pool, **_sizes(ps)}
     if ps.memory is None:
         cluster["ps"]["memory"] = FILL_IN_PS_MEMORY
-        fill_in.append(f"tfk8s:cluster.ps.memory: {ps.replica.path} requests no memory, and tfk8s cannot size a PS "
-                       "for a model it does not know")
+        fill_in.append(
+            f"tfk8s:cluster.ps.memory: {ps.replica.path} requests no memory, and tfk8s cannot size a PS "
+            "for a model it does not know"
+        )
     cluster["workers"] = {
-        "replicas": workers.replica.replicas, "pool": options.pool,
-        **({"gpus": workers.gpus} if workers.gpus else {}), **_sizes(workers),
+        "replicas": workers.replica.replicas,
+        "pool": options.pool,
+        **({"gpus": workers.gpus} if workers.gpus else {}),
+        **_sizes(workers),
     }
     chief = roles.get("chief")
     if chief is not None:
@@ -103,7 +107,9 @@ def _pool(workers: RoleView, options: ImportOptions, comments: dict, fill_in: li
     """The one node pool: the nodes given, or a placeholder; GPUs as the workers ask for them."""
     pool: dict[str, Any] = {"name": options.pool, "nodes": list(options.nodes) or [FILL_IN_NODE]}
     if not options.nodes:
-        comments[("tfk8s:nodePools",)] = "Fill in the nodes the experiment may use (kubectl get nodes): tfk8s labels them."
+        comments[("tfk8s:nodePools",)] = (
+            "Fill in the nodes the experiment may use (kubectl get nodes): tfk8s labels them."
+        )
         fill_in.append(f"tfk8s:nodePools[0].nodes: the nodes of pool '{options.pool}' (or import again with --nodes)")
     if workers.gpus:
         pool["gpu"] = {"product": workers.gpu_product or FILL_IN_GPU_PRODUCT, "perNode": workers.gpus}
@@ -119,7 +125,9 @@ def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, note
     """cluster.image from the chief (else the PS under GPU workers, else the workers); gpuImage for GPU workers."""
     if options.image is not None:
         if not is_pinned(options.image):
-            raise NotImportable(f"--image {options.image}: tfk8s runs images pinned to a tag other than latest or a digest")
+            raise NotImportable(
+                f"--image {options.image}: tfk8s runs images pinned to a tag other than latest or a digest"
+            )
         return {"image": options.image, **({"gpuImage": options.image} if roles["worker"].gpus else {})}
     for view in roles.values():
         image = view.container.get("image")
@@ -140,8 +148,13 @@ def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, note
         expected = images["gpuImage"] if role == "worker" and workers.gpus else base
         if view.container["image"] != expected:
             images_of = "tfk8s:cluster.gpuImage" if role == "worker" and workers.gpus else "tfk8s:cluster.image"
-            notes.append(Note(view.at("image"), f"tfk8s runs this role in {images_of}, {expected}: one image for "
-                                  "the chief and PS, and for CPU workers (GPU workers may have their own)"))
+            notes.append(
+                Note(
+                    view.at("image"),
+                    f"tfk8s runs this role in {images_of}, {expected}: one image for "
+                    "the chief and PS, and for CPU workers (GPU workers may have their own)",
+                )
+            )
     return images
 
 
@@ -154,7 +167,8 @@ def _sizes(view: RoleView) -> dict[str, Any]:
 def _run_policy(
     job: TFJob, roles: dict[str, RoleView], cluster: dict[str, Any], comments: dict, notes: list[Note]
 ) -> None:
-    """Restart policies, backoffLimit, the deadline, Kueue's queue and the priority, where tfk8s has the same meaning."""
+    """Restart policies, backoffLimit, the deadline, Kueue's queue and the priority, where tfk8s has the
+    same meaning."""
     # Early v1 TFJobs set these in spec; later ones in spec.runPolicy.
     where_of = {key: f"spec.{key}" for key in LEGACY_RUN_KEYS if key in job.spec}
     where_of |= {key: f"spec.runPolicy.{key}" for key in job.spec.get("runPolicy") or {}}
@@ -167,8 +181,12 @@ def _run_policy(
         policy = view.replica.restart_policy or TFJOB_RESTART_POLICY
         restarts = 0 if policy == "Never" else backoff if policy in RESTARTING else None
         if policy == "ExitCode":
-            notes.append(Note(f"{view.replica.path}.restartPolicy", "tfk8s retries a failed task on any non-zero "
-                              "exit code, not only retryable ones"))
+            notes.append(
+                Note(
+                    f"{view.replica.path}.restartPolicy",
+                    "tfk8s retries a failed task on any non-zero exit code, not only retryable ones",
+                )
+            )
         if restarts is not None:
             target = cluster["chief"] if where else cluster
             target["restarts"] = restarts
@@ -179,15 +197,23 @@ def _run_policy(
             )
     worker_policy = roles["worker"].replica.restart_policy or TFJOB_RESTART_POLICY
     if worker_policy not in RESTARTING:
-        notes.append(Note(f"{roles['worker'].replica.path}.restartPolicy", f"{worker_policy}: tfk8s restarts a failed "
-                          "worker alone (its Job retries it, whatever the exit code)"))
+        notes.append(
+            Note(
+                f"{roles['worker'].replica.path}.restartPolicy",
+                f"{worker_policy}: tfk8s restarts a failed worker alone (its Job retries it, whatever the exit code)",
+            )
+        )
     deadline = run.get("activeDeadlineSeconds")
     if deadline is not None:
         if "chief" in cluster:
             cluster["chief"]["activeDeadlineSeconds"] = deadline
         else:
-            notes.append(Note(where_of["activeDeadlineSeconds"], "tfk8s's deadline is the chief's, and this "
-                              "TFJob has no chief (done: workers)"))
+            notes.append(
+                Note(
+                    where_of["activeDeadlineSeconds"],
+                    "tfk8s's deadline is the chief's, and this TFJob has no chief (done: workers)",
+                )
+            )
     scheduling = run.get("schedulingPolicy") or {}
     if scheduling.get("queue"):
         cluster["queue"] = scheduling["queue"]
@@ -195,8 +221,13 @@ def _run_policy(
     if scheduling.get("priorityClass"):
         cluster["priorityClass"] = scheduling["priorityClass"]
     for key in sorted(set(scheduling) - {"queue", "priorityClass"}):
-        notes.append(Note(f"spec.runPolicy.schedulingPolicy.{key}", "with tfk8s:cluster.queue, Kueue admits the whole "
-                          "experiment at once; tfk8s has no gang scheduler settings"))
+        notes.append(
+            Note(
+                f"spec.runPolicy.schedulingPolicy.{key}",
+                "with tfk8s:cluster.queue, Kueue admits the whole "
+                "experiment at once; tfk8s has no gang scheduler settings",
+            )
+        )
     instead = {
         "cleanPodPolicy": "JobSet ends the PS and workers when the experiment ends; `pulumi destroy` removes the rest",
         "ttlSecondsAfterFinished": "the experiment's objects stay until `pulumi destroy`",
@@ -206,7 +237,7 @@ def _run_policy(
         notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))
     spec_instead = {
         "successPolicy": "with a chief the experiment succeeds when it exits 0; without one (done: workers), "
-                         "when every worker has",
+        "when every worker has",
         "enableDynamicWorker": "the number of workers is the stack's tfk8s:cluster.workers.replicas",
     }
     for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS}):
@@ -221,8 +252,12 @@ def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[N
     elif priorities - {cluster.get("priorityClass")}:
         for view in roles.values():
             if view.replica.pod.get("priorityClassName") not in (None, cluster.get("priorityClass")):
-                notes.append(Note(f"{view.replica.path}.template.spec.priorityClassName", "tfk8s gives every pod "
-                                  f"of the experiment one priority class ({cluster.get('priorityClass')})"))
+                notes.append(
+                    Note(
+                        f"{view.replica.path}.template.spec.priorityClassName",
+                        f"tfk8s gives every pod of the experiment one priority class ({cluster.get('priorityClass')})",
+                    )
+                )
     secrets = sorted({s.get("name") for view in roles.values() for s in view.replica.pod.get("imagePullSecrets") or ()})
     if secrets:
         cluster["imagePullSecrets"] = secrets
@@ -244,7 +279,9 @@ def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
     shown = working_dir or "the image's"
     for view in roles.values():
         if view.container.get("workingDir") != working_dir:
-            notes.append(Note(view.at("workingDir"), f"tfk8s gives every task the workers' working directory ({shown})"))
+            notes.append(
+                Note(view.at("workingDir"), f"tfk8s gives every task the workers' working directory ({shown})")
+            )
     if env:
         program["env"] = env
     claims = _claims(roles, notes)
@@ -260,8 +297,13 @@ def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
             if view.container.get(key) == workers.container.get(key):
                 continue
             if view.container.get(key) is None:
-                notes.append(Note(view.at(key), f"unset, where the workers' is set: tfk8s runs the workers' {key} in "
-                                  "this role too; give it in tfk8s:program.roles"))
+                notes.append(
+                    Note(
+                        view.at(key),
+                        f"unset, where the workers' is set: tfk8s runs the workers' {key} in "
+                        "this role too; give it in tfk8s:program.roles",
+                    )
+                )
                 continue
             own.setdefault(role, {})[key] = _kept_literal(view, key, known, notes)
     if own:
@@ -276,8 +318,12 @@ def _kept_literal(view: RoleView, key: str, known: set[str], notes: list[Note]) 
     for index, word in enumerate(view.container[key]):
         word, unknown = escaped(str(word), known)
         for name in unknown:
-            notes.append(Note(f"{view.at(key)}[{index}]", f"$({name}) names no variable a task has: kept as "
-                              "literal text ($$), as Kubernetes passed it on"))
+            notes.append(
+                Note(
+                    f"{view.at(key)}[{index}]",
+                    f"$({name}) names no variable a task has: kept as literal text ($$), as Kubernetes passed it on",
+                )
+            )
         words.append(word)
     return words
 
@@ -293,8 +339,13 @@ def _shared_env(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]
             continue
         for view in roles.values():
             if name in view.env:
-                notes.append(Note(f"{view.at('env')} ({name})", "set for some roles only, or differently: tfk8s gives "
-                                  "every task the same env (tfk8s:program.env)"))
+                notes.append(
+                    Note(
+                        f"{view.at('env')} ({name})",
+                        "set for some roles only, or differently: tfk8s gives "
+                        "every task the same env (tfk8s:program.env)",
+                    )
+                )
     return shared
 
 
@@ -305,10 +356,17 @@ def _claims(roles: dict[str, RoleView], notes: list[Note]) -> list[dict[str, Any
         for claim in view.claims:
             kept = by_path.setdefault(claim["mountPath"], claim)
             if kept["claim"] != claim["claim"]:
-                notes.append(Note(f"{view.at('volumeMounts')} ({claim['mountPath']})", f"another role mounts claim "
-                                  f"'{kept['claim']}' there; tfk8s mounts one claim per path in every task"))
-    return [{"claim": c["claim"], "mountPath": c["mountPath"], **({"readOnly": True} if c["readOnly"] else {})}
-            for c in by_path.values()]
+                notes.append(
+                    Note(
+                        f"{view.at('volumeMounts')} ({claim['mountPath']})",
+                        f"another role mounts claim "
+                        f"'{kept['claim']}' there; tfk8s mounts one claim per path in every task",
+                    )
+                )
+    return [
+        {"claim": c["claim"], "mountPath": c["mountPath"], **({"readOnly": True} if c["readOnly"] else {})}
+        for c in by_path.values()
+    ]
 
 
 def _namespace_notes(job: TFJob, program: dict[str, Any], cluster: dict[str, Any]) -> list[Note]:
@@ -319,7 +377,12 @@ def _namespace_notes(job: TFJob, program: dict[str, Any], cluster: dict[str, Any
     if not needed and job.namespace in (None, "default"):
         return []
     where = job.namespace or "default"
-    return [Note("metadata.namespace", f"tfk8s creates the experiment's own namespace (tf-<stack>, or "
-                 f"tfk8s:cluster.namespace){': create ' + ', '.join(dict.fromkeys(needed)) + ' there' if needed else ''}"
-                 f"; to run in the TFJob's namespace, where they are, set tfk8s:cluster.namespace: "
-                 f"{{name: {where}, existing: true}} (docs/shared-cluster.md)")]
+    return [
+        Note(
+            "metadata.namespace",
+            f"tfk8s creates the experiment's own namespace (tf-<stack>, or "
+            f"tfk8s:cluster.namespace){': create ' + ', '.join(dict.fromkeys(needed)) + ' there' if needed else ''}"
+            f"; to run in the TFJob's namespace, where they are, set tfk8s:cluster.namespace: "
+            f"{{name: {where}, existing: true}} (docs/shared-cluster.md)",
+        )
+    ]

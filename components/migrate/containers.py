@@ -36,8 +36,9 @@ CONTAINER_FIELDS_INSTEAD = {
     "envFrom": "tfk8s:program.env takes values and Secret keys, one by one",
     "imagePullPolicy": "Kubernetes' default applies (IfNotPresent for a pinned tag)",
     "securityContext": POD_FIELDS_INSTEAD["securityContext"],
-    **dict.fromkeys(("livenessProbe", "readinessProbe", "startupProbe"),
-                    "tfk8s probes PS and workers on their gRPC port itself"),
+    **dict.fromkeys(
+        ("livenessProbe", "readinessProbe", "startupProbe"), "tfk8s probes PS and workers on their gRPC port itself"
+    ),
     "ports": f"tfk8s serves TensorFlow on port {TF_PORT} and names it in TF_CONFIG; other ports are not opened",
 }
 CONTAINER_FIELDS_READ = {"name", "image", "command", "args", "env", "workingDir", "resources", "volumeMounts"}
@@ -89,7 +90,8 @@ def _pod_fields(view: RoleView) -> None:
                 continue
         view.notes.append(Note(f"{path}.{key}", POD_FIELDS_INSTEAD.get(key, "tfk8s does not set it")))
     view.tolerations = [
-        {name: value for name, value in toleration.items() if value is not None} for toleration in pod.get("tolerations") or ()
+        {name: value for name, value in toleration.items() if value is not None}
+        for toleration in pod.get("tolerations") or ()
     ]
 
 
@@ -132,8 +134,13 @@ def _claims(view: RoleView) -> None:
         mount_path = mount.get("mountPath", "")
         if claim is None:
             kind = next((key for key in volume if key != "name"), "missing")
-            view.notes.append(Note(f"{path} ({mount_path})", f"a {kind} volume: tfk8s mounts existing "
-                                   "PersistentVolumeClaims only (tfk8s:program.volumes); bake it into the image"))
+            view.notes.append(
+                Note(
+                    f"{path} ({mount_path})",
+                    f"a {kind} volume: tfk8s mounts existing "
+                    "PersistentVolumeClaims only (tfk8s:program.volumes); bake it into the image",
+                )
+            )
             continue
         clash = next((own for own in OWN_MOUNTS if mount_path == own or mount_path.startswith(f"{own}/")), None)
         if clash:
@@ -142,11 +149,13 @@ def _claims(view: RoleView) -> None:
         for key in ("subPath", "subPathExpr", "mountPropagation"):
             if key in mount:
                 view.notes.append(Note(f"{path}.{key}", "tfk8s mounts the whole claim"))
-        view.claims.append({
-            "claim": claim.get("claimName"),
-            "mountPath": mount_path,
-            "readOnly": bool(mount.get("readOnly") or claim.get("readOnly")),
-        })
+        view.claims.append(
+            {
+                "claim": claim.get("claimName"),
+                "mountPath": mount_path,
+                "readOnly": bool(mount.get("readOnly") or claim.get("readOnly")),
+            }
+        )
 
 
 def _resources(view: RoleView) -> None:
@@ -156,8 +165,12 @@ def _resources(view: RoleView) -> None:
     cpu = requests.get("cpu", limits.get("cpu"))
     view.cpu = None if cpu is None else str(cpu)
     if "cpu" in limits:
-        view.notes.append(Note(f"{path}.limits.cpu", "tfk8s sets no CPU limit: a limit throttles TensorFlow's threads "
-                               "(the request is kept)"))
+        view.notes.append(
+            Note(
+                f"{path}.limits.cpu",
+                "tfk8s sets no CPU limit: a limit throttles TensorFlow's threads (the request is kept)",
+            )
+        )
     memory = limits.get("memory", requests.get("memory"))
     view.memory = None if memory is None else str(memory)
     if "memory" in limits and "memory" in requests and str(limits["memory"]) != str(requests["memory"]):
@@ -169,7 +182,11 @@ def _resources(view: RoleView) -> None:
         if view.replica.role == "worker":
             view.gpus = int(gpus)
         else:
-            view.notes.append(Note(f"{path}.limits.{GPU_RESOURCE}", "tfk8s gives GPUs to workers only "
-                                   "(a PS holds variables in memory, a chief coordinates)"))
+            view.notes.append(
+                Note(
+                    f"{path}.limits.{GPU_RESOURCE}",
+                    "tfk8s gives GPUs to workers only (a PS holds variables in memory, a chief coordinates)",
+                )
+            )
     for kind in sorted((set(requests) | set(limits)) - {"cpu", "memory", GPU_RESOURCE}):
         view.notes.append(Note(f"{path} ({kind})", "tfk8s requests CPU, memory and nvidia.com/gpu only"))

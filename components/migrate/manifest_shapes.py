@@ -70,4 +70,3 @@ def _check(value: Any, shape: Shape, where: str) -> None:
             raise ShapeError(f"{where} is {described(value)}; it must be a list")
         for index, item in enumerate(value):
             _check(item, shape[0], f"{where}[{index}]")
-

@@ -61,8 +61,9 @@ def _mapping(values: dict[str, Any], indent: int, path: tuple[str, ...], comment
         _entry(f"{pad}{_scalar(key)}:", key, value, indent, here, comments, lines)
 
 
-def _entry(prefix: str, key: str, value: Any, indent: int, path: tuple[str, ...], comments: Comments,
-           lines: list[str]) -> None:
+def _entry(
+    prefix: str, key: str, value: Any, indent: int, path: tuple[str, ...], comments: Comments, lines: list[str]
+) -> None:
     if not isinstance(value, (dict, list)) or _fits_on_one_line(key, value, path, comments, indent):
         lines.append(f"{prefix} {_flow(value)}")
     elif isinstance(value, dict):
@@ -83,5 +84,5 @@ def _items(items: list[Any], indent: int, path: tuple[str, ...], comments: Comme
         nested: list[str] = []
         _mapping(item, indent + 1, path, comments, nested)
         first = next(index for index, line in enumerate(nested) if not line.lstrip().startswith("#"))
-        nested[first] = f"{pad}- {nested[first][len(pad) + 2:]}"
+        nested[first] = f"{pad}- {nested[first][len(pad) + 2 :]}"
         lines += nested

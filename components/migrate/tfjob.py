@@ -3,10 +3,9 @@ TensorFlow container; anything that is not a `kubeflow.org/v1` TFJob is refused 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any, Optional
-
-import difflib
 
 import yaml
 
@@ -23,7 +22,10 @@ TF_CONTAINER = "tensorflow"
 # What other kinds a user may hand over by mistake, by the name they know them by.
 OTHER_KINDS = {
     ("kubeflow.org/v2", "TrainJob"): "a Kubeflow Trainer v2 TrainJob (Trainer v2 has no TensorFlow runtime)",
-    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): "a Kubeflow Trainer v2 TrainJob (Trainer v2 has no TensorFlow runtime)",
+    (
+        "trainer.kubeflow.org/v1alpha1",
+        "TrainJob",
+    ): "a Kubeflow Trainer v2 TrainJob (Trainer v2 has no TensorFlow runtime)",
     ("kubeflow.org/v1", "PyTorchJob"): "a Kubeflow PyTorchJob",
     ("kubeflow.org/v1", "MPIJob"): "a Kubeflow MPIJob",
     ("kubeflow.org/v2beta1", "MPIJob"): "a Kubeflow MPIJob",
@@ -88,7 +90,9 @@ def read_tfjob(text: str, source: str) -> TFJob:
             return _tfjob(document, source)
         kinds.append(OTHER_KINDS.get((api, kind)) or f"a {api or '(no apiVersion)'} {kind or '(no kind)'}")
     found = kinds[0] if len(kinds) == 1 else f"{len(kinds)} objects ({', '.join(kinds)})"
-    raise NotImportable(f"{source}: no {TFJOB_API} TFJob in it: it holds {found}; import-tfjob reads {TFJOB_API} TFJobs")
+    raise NotImportable(
+        f"{source}: no {TFJOB_API} TFJob in it: it holds {found}; import-tfjob reads {TFJOB_API} TFJobs"
+    )
 
 
 def _tfjob(document: dict[str, Any], source: str) -> TFJob:
@@ -113,8 +117,14 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
             if kind not in _UNCARRIED_REPLICA_TYPES:
                 _refuse_a_misspelled_replica_type(str(replica_type), f"{where}: {path}")
                 unknown.append(str(replica_type))
-            job.notes.append(Note(path, _UNCARRIED_REPLICA_TYPES.get(kind, "an unknown replica type; tfk8s runs a "
-                                  "chief, PS and workers only")))
+            job.notes.append(
+                Note(
+                    path,
+                    _UNCARRIED_REPLICA_TYPES.get(
+                        kind, "an unknown replica type; tfk8s runs a chief, PS and workers only"
+                    ),
+                )
+            )
             continue
         replica_spec = _mapping(replica_spec, f"{where}: {path}")
         count = replica_spec.get("replicas", 1)  # TFJob's default
@@ -129,9 +139,14 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
         if role == "chief" and count != 1:
             raise NotImportable(f"{where}: {path}.replicas is {count}; a TFJob's {replica_type} has 1 replica")
         if str(replica_type).lower() == "master":
-            job.notes.append(Note(path, "runs as tfk8s's chief, and TF_CONFIG names it 'chief', not 'master': "
-                                  "TensorFlow's resolvers take either; a program comparing its task type with "
-                                  "'master' must accept 'chief'"))
+            job.notes.append(
+                Note(
+                    path,
+                    "runs as tfk8s's chief, and TF_CONFIG names it 'chief', not 'master': "
+                    "TensorFlow's resolvers take either; a program comparing its task type with "
+                    "'master' must accept 'chief'",
+                )
+            )
         template = _mapping(replica_spec.get("template"), f"{where}: {path}.template")
         pod = _mapping(template.get("spec"), f"{where}: {path}.template.spec")
         _shaped(pod, POD, f"{path}.template.spec", where)
@@ -139,7 +154,12 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
         container_path = f"{path}.template.spec.containers[{container_index}]"
         _shaped(pod["containers"][container_index], CONTAINER, container_path, where)
         job.replicas[role] = Replica(
-            role, path, count, replica_spec.get("restartPolicy"), pod, pod["containers"][container_index],
+            role,
+            path,
+            count,
+            replica_spec.get("restartPolicy"),
+            pod,
+            pod["containers"][container_index],
             container_path,
         )
         for key in sorted(map(str, set(replica_spec) - {"replicas", "restartPolicy", "template"})):
@@ -202,8 +222,13 @@ def _metadata_notes(metadata: dict[str, Any]) -> list[Note]:
         for name in sorted(map(str, entries)) if named else [None]:
             path = f"metadata.{key}" + (f".{name}" if name else "")
             if name == QUEUE_LABEL:
-                notes.append(Note(path, "a LocalQueue; tfk8s:cluster.queue takes the ClusterQueue it points to, and "
-                                  "tfk8s makes its own LocalQueue"))
+                notes.append(
+                    Note(
+                        path,
+                        "a LocalQueue; tfk8s:cluster.queue takes the ClusterQueue it points to, and "
+                        "tfk8s makes its own LocalQueue",
+                    )
+                )
             else:
                 notes.append(Note(path, "tfk8s labels and annotates its objects itself"))
     return notes

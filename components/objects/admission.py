@@ -69,8 +69,10 @@ def never_admitted(experiment: Experiment, cluster_queue: Optional[Mapping[str, 
         return None
     where = f"stack '{experiment.stack}': tfk8s:cluster.queue '{queue}'"
     if cluster_queue is None:
-        return (f"{where}: the cluster has no such ClusterQueue (or no Kueue), so the experiment would wait "
-                "forever with no pod; create it, or name one the cluster has")
+        return (
+            f"{where}: the cluster has no such ClusterQueue (or no Kueue), so the experiment would wait "
+            "forever with no pod; create it, or name one the cluster has"
+        )
     most = lendable(cluster_queue)
     short = [
         f"{resource} {_shown(resource, amount)} (the queue lends at most {_shown(resource, most.get(resource, 0.0))})"
@@ -79,8 +81,10 @@ def never_admitted(experiment: Experiment, cluster_queue: Optional[Mapping[str, 
     ]
     if not short:
         return None
-    return (f"{where}: Kueue could never admit this experiment, which asks for {'; '.join(short)}; "
-            "ask for less (fewer or smaller tasks) or raise the ClusterQueue's quota")
+    return (
+        f"{where}: Kueue could never admit this experiment, which asks for {'; '.join(short)}; "
+        "ask for less (fewer or smaller tasks) or raise the ClusterQueue's quota"
+    )
 
 
 def _shown(resource: str, amount: float) -> str:

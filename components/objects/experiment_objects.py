@@ -14,8 +14,8 @@ from typing import Optional
 from components.objects import jobset, manifests
 from components.objects.manifests import Manifest
 from components.plan.experiment import Experiment
-from components.plan.planner import TASK_TYPES
 from components.plan.object_names import JOBSET
+from components.plan.planner import TASK_TYPES
 from components.plan.workloads import TaskGroup
 from components.spec.pools import NodePoolSpec
 
@@ -69,13 +69,18 @@ def kept_on_destroy_note(experiment: Experiment) -> Optional[str]:
         return None
     namespace, claim = experiment.namespace, experiment.names.checkpoint_claim
     if experiment.shares_namespace:
-        kept, delete = f"the checkpoint claim {claim} in namespace {namespace}", f"kubectl -n {namespace} delete pvc {claim}"
+        kept, delete = (
+            f"the checkpoint claim {claim} in namespace {namespace}",
+            f"kubectl -n {namespace} delete pvc {claim}",
+        )
     else:
         kept = f"namespace {namespace} with the checkpoint claim {claim} (and nothing else of the experiment)"
         delete = f"kubectl delete namespace {namespace}"
-    return (f"stack '{experiment.stack}': pulumi destroy keeps {kept}, so the next pulumi up resumes from the "
-            f"last checkpoint; to delete the checkpoints: {delete}, or set "
-            "tfk8s:cluster.chief.checkpointVolume.keep: false and pulumi up before destroying")
+    return (
+        f"stack '{experiment.stack}': pulumi destroy keeps {kept}, so the next pulumi up resumes from the "
+        f"last checkpoint; to delete the checkpoints: {delete}, or set "
+        "tfk8s:cluster.chief.checkpointVolume.keep: false and pulumi up before destroying"
+    )
 
 
 def shared_objects(experiment: Experiment) -> list[KubeObject]:
@@ -103,8 +108,9 @@ def role_services(experiment: Experiment) -> list[KubeObject]:
     """StatefulSet model: one headless Service per role, the DNS names in TF_CONFIG (a JobSet has its own)."""
     if experiment.workload == "jobset":
         return []
-    return [KubeObject(f"{task_type}-service", manifests.role_service(experiment, task_type))
-            for task_type in TASK_TYPES]
+    return [
+        KubeObject(f"{task_type}-service", manifests.role_service(experiment, task_type)) for task_type in TASK_TYPES
+    ]
 
 
 def workload_objects(experiment: Experiment) -> list[KubeObject]:
@@ -114,10 +120,9 @@ def workload_objects(experiment: Experiment) -> list[KubeObject]:
         queue = jobset.local_queue(experiment)
         return [
             *([KubeObject("local-queue", queue)] if queue is not None else []),
-            KubeObject(JOBSET, jobset.jobset(experiment))  # the Pulumi name: steady URNs,
+            KubeObject(JOBSET, jobset.jobset(experiment)),  # the Pulumi name: steady URNs,
         ]
-    return [KubeObject(group.name, manifests.group_workload(experiment, group), group)
-            for group in experiment.groups]
+    return [KubeObject(group.name, manifests.group_workload(experiment, group), group) for group in experiment.groups]
 
 
 def experiment_objects(experiment: Experiment) -> list[KubeObject]:

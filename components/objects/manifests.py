@@ -167,7 +167,9 @@ def role_service(experiment: Experiment, task_type: str) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(experiment, experiment.names.service(task_type), L.role_labels(experiment.stack, task_type)),
+        "metadata": metadata(
+            experiment, experiment.names.service(task_type), L.role_labels(experiment.stack, task_type)
+        ),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -253,14 +255,10 @@ def node_patch(experiment: Experiment, node: str, pool: NodePoolSpec) -> Manifes
 # -- pieces -------------------------------------------------------------------
 
 
-def metadata(
-    experiment: Experiment, name: str, object_labels: Optional[dict[str, str]] = None
-) -> Manifest:
+def metadata(experiment: Experiment, name: str, object_labels: Optional[dict[str, str]] = None) -> Manifest:
     """An experiment's object `name` in its namespace, with the experiment's labels (or `object_labels`)."""
     return {
         "name": name,
         "namespace": experiment.namespace,
         "labels": object_labels or L.experiment_labels(experiment.stack),
     }
-
-

@@ -56,8 +56,16 @@ def label_scripts(experiment: Experiment) -> list[tuple[str, str]]:
     head = "#!/bin/sh\n# tfk8s, stack {stack}: {what}\nset -e\n"
     stack = experiment.stack
     return [
-        (LABEL_SCRIPT, head.format(stack=stack, what="label the experiment's servers before `kubectl apply -f`")
-         + "\n".join(labels) + "\n"),
-        (UNLABEL_SCRIPT, head.format(stack=stack, what="remove the experiment's labels, and no other, after "
-                                                       "`kubectl delete -f`") + "\n".join(unlabels) + "\n"),
+        (
+            LABEL_SCRIPT,
+            head.format(stack=stack, what="label the experiment's servers before `kubectl apply -f`")
+            + "\n".join(labels)
+            + "\n",
+        ),
+        (
+            UNLABEL_SCRIPT,
+            head.format(stack=stack, what="remove the experiment's labels, and no other, after `kubectl delete -f`")
+            + "\n".join(unlabels)
+            + "\n",
+        ),
     ]

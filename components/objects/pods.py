@@ -9,10 +9,10 @@ from typing import Any, Optional
 
 from components.objects.program_container import (
     program_command,
-    task_index_source,
     program_mounts,
     program_task_env,
     program_volumes,
+    task_index_source,
 )
 from components.plan import labels as L
 from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
@@ -121,7 +121,9 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
     program = experiment.program
     container: Manifest = {
         "name": CONTAINER_NAME,
-        "image": experiment.config.cluster.worker_image if group.task_type == "worker" else experiment.config.cluster.image,
+        "image": experiment.config.cluster.worker_image
+        if group.task_type == "worker"
+        else experiment.config.cluster.image,
         **(_trainer_command() if program is None else program_command(program, group.task_type)),
         # envFrom is read first and env in order, so TF_CONFIG's $(TFK8S_CLUSTER)
         # and its index variable expand to the shared cluster and this pod's index.
@@ -179,8 +181,6 @@ def _task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     ]
 
 
-
-
 def _resources(experiment: Experiment, task_type: str) -> Manifest:
     cluster = experiment.config.cluster
     if task_type == "ps":
@@ -212,16 +212,15 @@ def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     """GPU workers tolerate the GPU taint; every role adds the stack's own tolerations."""
     cluster = experiment.config.cluster
     own = {"chief": cluster.chief, "ps": cluster.ps, "worker": cluster.workers}[group.task_type].tolerations
-    tolerations = [{"key": L.GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}] if _has_gpus(experiment, group) else []
+    tolerations = (
+        [{"key": L.GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}] if _has_gpus(experiment, group) else []
+    )
     return tolerations + [toleration.manifest() for toleration in own if toleration.manifest() not in tolerations]
 
 
 def _pool_expressions(experiment: Experiment, pool: NodePoolSpec) -> list[Manifest]:
     if pool.selector is not None:
-        return [
-            {"key": key, "operator": "In", "values": [value]}
-            for key, value in sorted(pool.selector.items())
-        ]
+        return [{"key": key, "operator": "In", "values": [value]} for key, value in sorted(pool.selector.items())]
     assert pool.nodes is not None
     if not experiment.labels_nodes:
         # placeBy: hostname: the nodes' own label, which the kubelet writes, not tfk8s.
@@ -246,12 +245,12 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
     strict_server = group.server is not None and experiment.plan.strict
     expressions = _pool_expressions(experiment, pool)
     if _has_gpus(experiment, group) and pool.gpu and _selects_gpu_product(experiment, pool):
-        expressions.append({"key": L.gpu_product_label(pool.gpu_labeller), "operator": "In", "values": [pool.gpu.product]})
+        expressions.append(
+            {"key": L.gpu_product_label(pool.gpu_labeller), "operator": "In", "values": [pool.gpu.product]}
+        )
 
     required_term: Manifest = {"matchExpressions": expressions}
-    node_affinity: Manifest = {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [required_term]}
-    }
+    node_affinity: Manifest = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [required_term]}}
     if group.server is not None:
         # matchFields on the node name: hostname labels need not equal node names.
         on_server = [{"key": "metadata.name", "operator": "In", "values": [group.server]}]

@@ -102,11 +102,17 @@ def program_volumes(experiment: Experiment) -> list[Manifest]:
         volumes.append(
             {
                 "name": PROGRAM_VOLUME,
-                "configMap": {"name": experiment.names.program_config_map, "items": experiment.program_source.volume_items()},
+                "configMap": {
+                    "name": experiment.names.program_config_map,
+                    "items": experiment.program_source.volume_items(),
+                },
             }
         )
     volumes += [
-        {"name": _claim_volume_name(index), "persistentVolumeClaim": {"claimName": volume.claim, "readOnly": volume.read_only}}
+        {
+            "name": _claim_volume_name(index),
+            "persistentVolumeClaim": {"claimName": volume.claim, "readOnly": volume.read_only},
+        }
         for index, volume in enumerate(program.volumes)
     ]
     return volumes

@@ -113,5 +113,8 @@ def read_rendered(out_dir: Path) -> list[Manifest]:
     applied), or every YAML file of a folder without one."""
     record = read_record(out_dir)
     names = record.names if record else tuple(sorted(path.name for path in out_dir.glob("*.yaml")))
-    return [yaml.load((out_dir / name).read_text(encoding="utf-8"), Loader=_SafeLoader)
-            for name in names if name.endswith(".yaml")]
+    return [
+        yaml.load((out_dir / name).read_text(encoding="utf-8"), Loader=_SafeLoader)
+        for name in names
+        if name.endswith(".yaml")
+    ]

@@ -74,6 +74,7 @@ class NotAFolder(RenderError):
 @dataclass(frozen=True)
 class Foreignness:
     """Why a file in the folder is not render's to replace, said two ways."""
+
     holds: str  # "DIR holds NAME, <holds>"
     was: str  # "DIR/NAME <was>, and the rendering has a file of that name"
 
@@ -82,7 +83,8 @@ NOT_WRITTEN = Foreignness("which render did not write", "was not written by rend
 CHANGED = Foreignness("which render wrote but which was changed since", "was changed since render wrote it")
 UNCHECKED = Foreignness(
     "which an older render recorded without its sha256, so render cannot tell whether it was changed since",
-    "was recorded by an older render without its sha256, so render cannot tell whether it was changed since")
+    "was recorded by an older render without its sha256, so render cannot tell whether it was changed since",
+)
 NOT_A_RECORD = Foreignness("which is not a plain file, as render's record is", "is not a plain file")
 
 
@@ -94,16 +96,20 @@ class ForeignFile(RenderError):
         super().__init__(folder)
 
     def describe(self, folder: str) -> str:
-        return (f"{folder} holds {self.name}, {self.why.holds}: render replaces a folder only when it is empty "
-                "or holds nothing but an earlier rendering, as render wrote it")
+        return (
+            f"{folder} holds {self.name}, {self.why.holds}: render replaces a folder only when it is empty "
+            "or holds nothing but an earlier rendering, as render wrote it"
+        )
 
 
 class WouldOverwrite(ForeignFile):
     """A file that is not render's has the name of one the rendering has."""
 
     def describe(self, folder: str) -> str:
-        return (f"{os.path.join(folder, self.name)} {self.why.was}, and the rendering has a file of that name: "
-                "render never overwrites it; move it, or render into another folder")
+        return (
+            f"{os.path.join(folder, self.name)} {self.why.was}, and the rendering has a file of that name: "
+            "render never overwrites it; move it, or render into another folder"
+        )
 
 
 class BadRecord(RenderError):
@@ -112,8 +118,10 @@ class BadRecord(RenderError):
         super().__init__(folder)
 
     def describe(self, folder: str) -> str:
-        return (f"{os.path.join(folder, RECORD_NAME)} is not a record render can trust ({self.why}); render "
-                "keeps it and trusts none of it: remove it, or render into another folder")
+        return (
+            f"{os.path.join(folder, RECORD_NAME)} is not a record render can trust ({self.why}); render "
+            "keeps it and trusts none of it: remove it, or render into another folder"
+        )
 
 
 class Unwritable(RenderError):
@@ -131,8 +139,10 @@ class StaleNotRemoved(Unwritable):
         super().__init__(folder, error)
 
     def describe(self, folder: str) -> str:
-        return (f"wrote the rendering in {folder}, but cannot remove {self.name} of the earlier one "
-                f"({self.reason}): remove it before applying the folder")
+        return (
+            f"wrote the rendering in {folder}, but cannot remove {self.name} of the earlier one "
+            f"({self.reason}): remove it before applying the folder"
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +158,7 @@ class _Contents:
     foreign: dict[str, Foreignness]  # everything else, the one a refusal names first
 
 
-def place_rendering(folder: Path, stack: str, files: Iterable[tuple[str, str]],
-                    force: bool = False) -> PlacedRendering:
+def place_rendering(folder: Path, stack: str, files: Iterable[tuple[str, str]], force: bool = False) -> PlacedRendering:
     """Put `files` (name, text), in apply order, in `folder` as the rendering of `stack`."""
     try:
         _check_is_a_folder(folder)
@@ -259,8 +268,9 @@ def _replaceable(folder: Path) -> bool:
     return _writable(existing_parent)
 
 
-def _replace_folder(folder: Path, stack: str, files: Iterable[tuple[str, str]],
-                    old: _Contents) -> tuple[tuple[str, ...], Path | None]:
+def _replace_folder(
+    folder: Path, stack: str, files: Iterable[tuple[str, str]], old: _Contents
+) -> tuple[tuple[str, ...], Path | None]:
     """The new rendering written into a sibling folder, swapped in; the earlier one set aside, then
     removed (its path when it could not be)."""
     target = folder.resolve()

@@ -138,8 +138,13 @@ def _recorded_files(files: object) -> dict[str, tuple[str, ...]] | None:
     recorded = {}
     for name, digests in files.items():
         digests = (digests,) if isinstance(digests, str) else digests
-        if (not isinstance(name, str) or not is_plain_file_name(name) or not isinstance(digests, (list, tuple))
-                or not digests or not all(isinstance(d, str) and _SHA256.fullmatch(d) for d in digests)):
+        if (
+            not isinstance(name, str)
+            or not is_plain_file_name(name)
+            or not isinstance(digests, (list, tuple))
+            or not digests
+            or not all(isinstance(d, str) and _SHA256.fullmatch(d) for d in digests)
+        ):
             return None
         recorded[name] = tuple(digests)
     return recorded

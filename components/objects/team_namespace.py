@@ -51,14 +51,21 @@ class Findings:
 def named_objects(experiment: Experiment) -> list[NamedObject]:
     """The team's objects the stack names in its namespace, each once, in the stack's order."""
     ns = CONFIG_NAMESPACE
-    named = [NamedObject("Secret", secret, f"{ns}:cluster.imagePullSecrets")
-             for secret in experiment.config.cluster.image_pull_secrets]
+    named = [
+        NamedObject("Secret", secret, f"{ns}:cluster.imagePullSecrets")
+        for secret in experiment.config.cluster.image_pull_secrets
+    ]
     program = experiment.program
     if program is not None:
-        named += [NamedObject("Secret", value.secret, f"{ns}:program.env.{name}")
-                  for name, value in program.env.items() if not isinstance(value, str)]
-        named += [NamedObject("PersistentVolumeClaim", volume.claim, f"{ns}:program.volumes[{index}].claim")
-                  for index, volume in enumerate(program.volumes)]
+        named += [
+            NamedObject("Secret", value.secret, f"{ns}:program.env.{name}")
+            for name, value in program.env.items()
+            if not isinstance(value, str)
+        ]
+        named += [
+            NamedObject("PersistentVolumeClaim", volume.claim, f"{ns}:program.volumes[{index}].claim")
+            for index, volume in enumerate(program.volumes)
+        ]
     unique: dict[tuple[str, str], NamedObject] = {}
     for obj in named:
         unique.setdefault((obj.kind, obj.name), obj)
@@ -80,19 +87,25 @@ def team_namespace_findings(experiment: Experiment, read: Reader) -> Findings:
             findings.errors.append(
                 f"{CONFIG_NAMESPACE}:cluster.namespace: namespace '{namespace}' does not exist, and with existing: "
                 "true tfk8s never creates it; create it (or ask for it), or drop existing: true to let tfk8s "
-                "create and own it")
+                "create and own it"
+            )
             return findings
         labels = (found.get("metadata") or {}).get("labels") or {}
         level = labels.get(POD_SECURITY_ENFORCE)
         enforced = f"enforces Pod Security level {level}" if level else "enforces no Pod Security level"
-        findings.notes.append(f"{where}: namespace {namespace} {enforced}; tfk8s's pods meet the restricted level "
-                              "either way")
+        findings.notes.append(
+            f"{where}: namespace {namespace} {enforced}; tfk8s's pods meet the restricted level either way"
+        )
     for obj in named_objects(experiment):
         try:
             if read(obj.kind, obj.name) is None:
-                findings.errors.append(f"{obj.key}: {obj.kind} '{obj.name}' does not exist in namespace "
-                                       f"'{namespace}'; create it there before pulumi up")
+                findings.errors.append(
+                    f"{obj.key}: {obj.kind} '{obj.name}' does not exist in namespace "
+                    f"'{namespace}'; create it there before pulumi up"
+                )
         except (Forbidden, Unreadable) as error:
-            findings.warnings.append(f"{where}: whether {obj.kind} '{obj.name}' ({obj.key}) exists in namespace "
-                                     f"'{namespace}' is not checked: {error}")
+            findings.warnings.append(
+                f"{where}: whether {obj.kind} '{obj.name}' ({obj.key}) exists in namespace "
+                f"'{namespace}' is not checked: {error}"
+            )
     return findings

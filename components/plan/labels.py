@@ -7,10 +7,11 @@ exactly, so they come from these helpers and nowhere else.
 from __future__ import annotations
 
 from components.plan.workloads import TaskGroup
+
 # The keys the pods and the policy pack read as well are defined once, with them.
 from trainer.shared_names import (  # noqa: F401 (this module is where components/ looks them up)
-    COMPONENT,
     COMPLETION_INDEX,
+    COMPONENT,
     GPU_PRODUCT,
     GPU_RESOURCE,
     INSTANCE,

@@ -99,7 +99,9 @@ def shared_name_error(config: StackConfig) -> Optional[str]:
     stack = config.stack
     if re.match(DNS_LABEL_PATTERN, stack) and len(stack) <= MAX_SHARED_STACK_NAME:
         return None
-    return (f"{CONFIG_NAMESPACE}:cluster.namespace: in the shared namespace '{config.namespace}' every object and "
-            f"pod of the experiment is named after the stack, so the stack's name '{stack}' must be a DNS label "
-            f"(lower-case letters, digits and '-') of at most {MAX_SHARED_STACK_NAME} characters; rename the "
-            "stack, or let tfk8s create a namespace of the experiment's own")
+    return (
+        f"{CONFIG_NAMESPACE}:cluster.namespace: in the shared namespace '{config.namespace}' every object and "
+        f"pod of the experiment is named after the stack, so the stack's name '{stack}' must be a DNS label "
+        f"(lower-case letters, digits and '-') of at most {MAX_SHARED_STACK_NAME} characters; rename the "
+        "stack, or let tfk8s create a namespace of the experiment's own"
+    )

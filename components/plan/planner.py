@@ -196,12 +196,9 @@ def plan_placement(
     if pinning == "count":
         ps_servers, worker_servers = [None] * ps_count, [None] * worker_count
     placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)] if chief else []
+    placements += [TaskPlacement(Task("ps", i), ps_pool.name, server) for i, server in enumerate(ps_servers)]
     placements += [
-        TaskPlacement(Task("ps", i), ps_pool.name, server) for i, server in enumerate(ps_servers)
-    ]
-    placements += [
-        TaskPlacement(Task("worker", i), worker_pool.name, server)
-        for i, server in enumerate(worker_servers)
+        TaskPlacement(Task("worker", i), worker_pool.name, server) for i, server in enumerate(worker_servers)
     ]
     return Plan(strategy, strict, tuple(placements), pinning if shares else "none", shares)
 
@@ -252,9 +249,7 @@ def compress_names(names: Iterable[str]) -> str:
 def plan_stack(config: StackConfig) -> Plan:
     """The plan of a validated stack."""
     cluster = config.cluster
-    pools = {
-        pool.name: PoolServers(pool.name, pool.nodes) for pool in config.node_pools
-    }
+    pools = {pool.name: PoolServers(pool.name, pool.nodes) for pool in config.node_pools}
     return plan_placement(
         cluster.placement,
         pools[cluster.ps.pool],

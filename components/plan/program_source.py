@@ -92,8 +92,7 @@ class ProgramSource:
     def volume_items(self) -> list[dict]:
         """Each key back at its path; scripts keep their execute bit (read-only either way)."""
         return [
-            {"key": item.key, "path": item.path, "mode": 0o555 if item.executable else 0o444}
-            for item in self.files
+            {"key": item.key, "path": item.path, "mode": 0o555 if item.executable else 0o444} for item in self.files
         ]
 
 
@@ -220,7 +219,8 @@ def _load(folder: str, found: _Found) -> ProgramSource:
     if size + OBJECT_OVERHEAD_BYTES > MAX_CONFIG_MAP_BYTES:
         raise ProgramSourceError(
             f"{FIELD}: '{folder}' holds {size:,} bytes in {len(found.files)} files, but it is shipped in a "
-            f"ConfigMap, which holds at most {MAX_CONFIG_MAP_BYTES - OBJECT_OVERHEAD_BYTES:,} bytes of files; {BAKE_IT_IN}"
+            f"ConfigMap, which holds at most {MAX_CONFIG_MAP_BYTES - OBJECT_OVERHEAD_BYTES:,} bytes of files; "
+            f"{BAKE_IT_IN}"
         )
     return ProgramSource(folder, tuple(sorted(files, key=lambda item: item.path)), tuple(sorted(found.left_out)))
 

@@ -32,7 +32,7 @@ class IgnoreFile:
         """True: ignored, False: re-included with `!`, None: no line matches (or the path is not below it)."""
         if len(path) <= len(self.folder) or not path.startswith(self.folder):
             return None
-        return self.spec.check_file(path[len(self.folder):] + ("/" if is_folder else "")).include
+        return self.spec.check_file(path[len(self.folder) :] + ("/" if is_folder else "")).include
 
 
 def is_dotted(name: str) -> bool:
@@ -110,7 +110,8 @@ class IgnoreRules:
             self._layers.append(layer)
 
     def leaves_out(self, relative: str, is_folder: bool) -> bool:
-        """Whether the path (relative to the source folder, '/'-separated) is not shipped; an ignored folder is not entered."""
+        """Whether the path (relative to the source folder, '/'-separated) is not shipped; an ignored
+        folder is not entered."""
         if any(is_dotted(part) for part in relative.split("/")):
             return True
         last = [self._last] if self._last is not None else []

@@ -39,6 +39,7 @@ from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from components.spec.models import Workload
 from trainer.cluster import CLUSTER_ENV, TASK_INDEX_ENV  # the variables the trainer reads
 from trainer.shared_names import TF_PORT  # noqa: F401 (where components/ looks it up)
+
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
 MAX_ENV_STRING = 131_072
 # The most data one ConfigMap holds (the API server refuses more).

@@ -30,8 +30,10 @@ def refuse_never_admitted(experiment: Experiment) -> None:
     try:
         cluster_queue = read_cluster_queue(queue)
     except ClusterUnreadable as error:
-        pulumi.log.warn(f"stack '{experiment.stack}': whether Kueue could admit the experiment through ClusterQueue "
-                        f"'{queue}' is not checked: {error}")
+        pulumi.log.warn(
+            f"stack '{experiment.stack}': whether Kueue could admit the experiment through ClusterQueue "
+            f"'{queue}' is not checked: {error}"
+        )
         return
     refusal = never_admitted(experiment, cluster_queue)
     if refusal is not None:

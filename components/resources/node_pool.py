@@ -27,9 +27,7 @@ class NodePoolArgs:
 class NodePool(pulumi.ComponentResource):
     patches: dict[str, pulumi.CustomResource]  # node name -> its label patch
 
-    def __init__(
-        self, name: str, args: NodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None
-    ) -> None:
+    def __init__(self, name: str, args: NodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("tfk8s:node_pool:NodePool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.patches = {

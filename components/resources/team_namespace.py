@@ -28,8 +28,10 @@ def check_team_namespace(experiment: Experiment) -> None:
     try:
         api = provider_api_client()
     except ClusterUnreadable as error:
-        pulumi.log.warn(f"stack '{experiment.stack}': namespace {experiment.namespace} and what the stack names "
-                        f"there are not checked: {error}")
+        pulumi.log.warn(
+            f"stack '{experiment.stack}': namespace {experiment.namespace} and what the stack names "
+            f"there are not checked: {error}"
+        )
         return
     with api:
         findings = team_namespace_findings(experiment, lambda kind, name: _read(api, experiment.namespace, kind, name))
@@ -51,7 +53,8 @@ def _read(api: Any, namespace: str, kind: str, name: str) -> Optional[dict[str, 
         "Namespace": lambda: core.read_namespace(name, _request_timeout=READ_TIMEOUT_S),
         "Secret": lambda: core.read_namespaced_secret(name, namespace, _request_timeout=READ_TIMEOUT_S),
         "PersistentVolumeClaim": lambda: core.read_namespaced_persistent_volume_claim(
-            name, namespace, _request_timeout=READ_TIMEOUT_S),
+            name, namespace, _request_timeout=READ_TIMEOUT_S
+        ),
     }[kind]
     try:
         found = read()

@@ -1,7 +1,8 @@
 """TFCluster: the Kubernetes objects of one TensorFlow parameter-server experiment.
 
-Its namespace (unless it runs in a team's, which tfk8s never creates), NetworkPolicy, the trainer's code and settings as ConfigMaps, and what runs the tasks:
-one JobSet (components/objects/jobset.py) or, in the StatefulSet model, a headless Service per role and
+Its namespace (unless it runs in a team's, which tfk8s never creates), NetworkPolicy, the trainer's
+code and settings as ConfigMaps, and what runs the tasks: one JobSet (components/objects/jobset.py)
+or, in the StatefulSet model, a headless Service per role and
 per task group (a role's tasks on one server) one workload pinned as the plan says.
 """
 
@@ -36,22 +37,28 @@ class TFClusterArgs:
 class TFCluster(pulumi.ComponentResource):
     namespace: pulumi.Output[str]  # known once the Namespace is registered
 
-    def __init__(
-        self, name: str, args: TFClusterArgs, opts: Optional[pulumi.ResourceOptions] = None
-    ) -> None:
+    def __init__(self, name: str, args: TFClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("tfk8s:tf_cluster:TFCluster", name, None, opts)
         experiment = args.experiment
 
         namespace_obj = namespace_object(experiment)
-        namespace = [] if namespace_obj is None else [
-            kube.create(f"{name}-{namespace_obj.suffix}", namespace_obj.manifest, self._kept(namespace_obj, self))
-        ]
+        namespace = (
+            []
+            if namespace_obj is None
+            else [
+                kube.create(f"{name}-{namespace_obj.suffix}", namespace_obj.manifest, self._kept(namespace_obj, self))
+            ]
+        )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=namespace)
         # Trainer code and settings, the NetworkPolicy that isolates the gRPC
         # port and the chief's checkpoint claim exist before any pod starts.
         shared = [
-            kube.create(f"{name}-{obj.suffix}", *self._with_secret_values(
-                experiment, obj, pulumi.ResourceOptions.merge(in_namespace, self._kept(obj, self))))
+            kube.create(
+                f"{name}-{obj.suffix}",
+                *self._with_secret_values(
+                    experiment, obj, pulumi.ResourceOptions.merge(in_namespace, self._kept(obj, self))
+                ),
+            )
             for obj in shared_objects(experiment)
         ]
         kept = kept_on_destroy_note(experiment)
@@ -71,8 +78,11 @@ class TFCluster(pulumi.ComponentResource):
             if obj.kind == "LocalQueue":
                 queues.append(created)
 
-        self.namespace = (namespace[0].urn.apply(lambda _: experiment.namespace) if namespace
-                          else pulumi.Output.from_input(experiment.namespace))
+        self.namespace = (
+            namespace[0].urn.apply(lambda _: experiment.namespace)
+            if namespace
+            else pulumi.Output.from_input(experiment.namespace)
+        )
         self.register_outputs({"namespace": self.namespace})
 
     @staticmethod

@@ -91,8 +91,10 @@ def experiment_outputs(experiment: Experiment, cluster: TFCluster) -> dict[str, 
     if experiment.workload == "jobset":
         workloads = [f"jobset/{experiment.names.jobset}"]
     else:
-        workloads = [f"{'job' if g.task_type == 'chief' else 'statefulset'}/{experiment.names.workload(g.name)}"
-                     for g in experiment.groups]
+        workloads = [
+            f"{'job' if g.task_type == 'chief' else 'statefulset'}/{experiment.names.workload(g.name)}"
+            for g in experiment.groups
+        ]
     return {
         "namespace": cluster.namespace,
         **plan.summary(),  # pinning, perServer, placement, unpinned

@@ -33,18 +33,17 @@ def cross_checks(config: StackConfig) -> list[str]:
     for role in ("ps", "workers"):
         pool_name = getattr(cluster, role).pool
         if pool_name not in pools:
-            errors.append(
-                f"{ns}:cluster.{role}.pool: unknown pool '{pool_name}'; "
-                f"defined pools: {', '.join(pools)}"
-            )
+            errors.append(f"{ns}:cluster.{role}.pool: unknown pool '{pool_name}'; defined pools: {', '.join(pools)}")
     if errors:
         return errors
 
     ps_pool, worker_pool = pools[cluster.ps.pool], pools[cluster.workers.pool]
 
     errors.extend(
-        str(problem) for problem in placement_problems(
-            cluster.placement, ps_pool.name, ps_pool.nodes, worker_pool.name, worker_pool.nodes)
+        str(problem)
+        for problem in placement_problems(
+            cluster.placement, ps_pool.name, ps_pool.nodes, worker_pool.name, worker_pool.nodes
+        )
     )
 
     if cluster.place_by == "hostname":
@@ -61,8 +60,7 @@ def cross_checks(config: StackConfig) -> list[str]:
         for node in pool.nodes or ():
             other = owner.setdefault(node, pool.name)
             if other != pool.name and not (
-                cluster.placement == "isolated"
-                and {other, pool.name} == {ps_pool.name, worker_pool.name}
+                cluster.placement == "isolated" and {other, pool.name} == {ps_pool.name, worker_pool.name}
             ):
                 errors.append(
                     f"{ns}:nodePools: node '{node}' is listed in pools '{other}' and "

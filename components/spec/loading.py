@@ -38,8 +38,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     errors: list[str] = []
     if not re.match(LABEL_VALUE_PATTERN, stack) or not stack:
         errors.append(
-            f"stack name '{stack}' must be usable as a label value: letters, digits, '-', '_', "
-            "'.', at most 63"
+            f"stack name '{stack}' must be usable as a label value: letters, digits, '-', '_', '.', at most 63"
         )
     given: dict[str, Any] = {}
     for key, value in values.items():
@@ -152,9 +151,7 @@ def _describe_validation_error(exc: ValidationError) -> list[str]:
             allowed = _allowed_keys(loc[:-1])
             key = str(loc[-1])
             hint = _did_you_mean(key, allowed)
-            messages.append(
-                f"{field_path}: unknown key{hint}; allowed: {', '.join(allowed)}"
-            )
+            messages.append(f"{field_path}: unknown key{hint}; allowed: {', '.join(allowed)}")
             continue
         message = error["msg"]
         if message.startswith("Value error, "):

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 # Kubernetes' int32 fields (restarts, GPU counts) hold what a trainer setting does: one definition.
-from trainer.settings import LARGEST_NUMBER as INT32_MAX, TrainerSettings
+from trainer.settings import LARGEST_NUMBER as INT32_MAX
+from trainer.settings import TrainerSettings
 
 from .model_base import StackModel as _Model
 from .pools import NodePoolSpec
@@ -77,7 +78,11 @@ class Toleration(_Model):
     value: Optional[str] = Field(default=None, description="taint value, with operator Equal")
     effect: Optional[TaintEffect] = Field(default=None, description="the taint effect tolerated (unset: every effect)")
     toleration_seconds: Optional[int] = Field(
-        default=None, strict=True, ge=0, le=INT64_MAX, description="with NoExecute: how long the pod stays after the taint"
+        default=None,
+        strict=True,
+        ge=0,
+        le=INT64_MAX,
+        description="with NoExecute: how long the pod stays after the taint",
     )
 
     @model_validator(mode="after")
@@ -103,7 +108,9 @@ class PsSpec(_Model):
         default=None, strict=True, ge=1, description="parameter servers; may be left to cluster.ratio"
     )
     pool: DnsLabel = Field(description="node pool the PS run in")
-    cpu: CpuQuantity = Field(default="2", description="CPU request of each PS (no CPU limit: a limit throttles TensorFlow's threads)")
+    cpu: CpuQuantity = Field(
+        default="2", description="CPU request of each PS (no CPU limit: a limit throttles TensorFlow's threads)"
+    )
     memory: Optional[MemoryQuantity] = Field(
         default=None,
         description="memory request and limit of each PS; derived from tfk8s's trainer's model when unset "
@@ -116,7 +123,9 @@ class WorkerSpec(_Model):
     replicas: int = Field(strict=True, ge=1, description="workers")
     pool: DnsLabel = Field(description="node pool the workers run in")
     gpus: int = Field(default=0, strict=True, ge=0, le=INT32_MAX, description="nvidia.com/gpu per worker (0: CPU only)")
-    cpu: CpuQuantity = Field(default="1", description="CPU request of each worker (no CPU limit: a limit throttles TensorFlow's threads)")
+    cpu: CpuQuantity = Field(
+        default="1", description="CPU request of each worker (no CPU limit: a limit throttles TensorFlow's threads)"
+    )
     memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
 
@@ -148,22 +157,33 @@ class NamespaceSpec(_Model):
     @model_validator(mode="after")
     def _not_the_clusters(self) -> "NamespaceSpec":
         if self.name in SYSTEM_NAMESPACES:
-            raise ValueError(f"'{self.name}' belongs to the cluster itself; name the team's namespace or a new one "
-                             "(default tf-<stack>)")
+            raise ValueError(
+                f"'{self.name}' belongs to the cluster itself; name the team's namespace or a new one "
+                "(default tf-<stack>)"
+            )
         if self.name == SHARED_DEFAULT_NAMESPACE and not self.existing:
-            raise ValueError(f"'{self.name}' exists on every cluster and tfk8s would delete it with the experiment; "
-                             "write {name: default, existing: true} to share it, or name a new one (default tf-<stack>)")
+            raise ValueError(
+                f"'{self.name}' exists on every cluster and tfk8s would delete it with the experiment; "
+                "write {name: default, existing: true} to share it, or name a new one (default tf-<stack>)"
+            )
         return self
 
 
 class ChiefSpec(_Model):
-    cpu: CpuQuantity = Field(default="1", description="CPU request of the chief (no CPU limit: a limit throttles TensorFlow's threads)")
+    cpu: CpuQuantity = Field(
+        default="1", description="CPU request of the chief (no CPU limit: a limit throttles TensorFlow's threads)"
+    )
     memory: Optional[MemoryQuantity] = Field(
         default=None,
-        description="memory request and limit of the chief (default: derived from the checkpoint it writes, at least 2Gi)",
+        description="memory request and limit of the chief (default: derived from the checkpoint it writes, at least "
+        "2Gi)",
     )
     restarts: int = Field(
-        default=6, strict=True, ge=0, le=INT32_MAX, description="times the chief is restarted (from its checkpoint) before the Job fails"
+        default=6,
+        strict=True,
+        ge=0,
+        le=INT32_MAX,
+        description="times the chief is restarted (from its checkpoint) before the Job fails",
     )
     checkpoint_volume: Optional[CheckpointVolumeSpec] = Field(
         default=None,
@@ -366,5 +386,3 @@ class StackConfig(_Model):
         """The namespace is the team's (existing: true): tfk8s neither creates nor deletes it, and
         other experiments and the team's own objects live there too."""
         return self.cluster.namespace is not None and self.cluster.namespace.existing
-
-

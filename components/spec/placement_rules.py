@@ -35,20 +35,26 @@ def placement_problems(
 ) -> list[PlacementProblem]:
     """Every rule of `placement` that the two pools break (none: the plan can honour it)."""
     if placement not in PLACEMENTS:
-        return [PlacementProblem("cluster.placement", f"unknown placement '{placement}'; one of {', '.join(PLACEMENTS)}")]
+        return [
+            PlacementProblem("cluster.placement", f"unknown placement '{placement}'; one of {', '.join(PLACEMENTS)}")
+        ]
     problems = []
     if placement == "colocated" and ps_pool != worker_pool:
-        problems.append(PlacementProblem(
-            "cluster.workers.pool",
-            f"colocated placement puts PS and workers on the same servers, so workers.pool must be "
-            f"'{ps_pool}' like ps.pool (or use placement: isolated)",
-        ))
+        problems.append(
+            PlacementProblem(
+                "cluster.workers.pool",
+                f"colocated placement puts PS and workers on the same servers, so workers.pool must be "
+                f"'{ps_pool}' like ps.pool (or use placement: isolated)",
+            )
+        )
     if placement == "isolated":
         if ps_pool == worker_pool:
-            problems.append(PlacementProblem(
-                "cluster.workers.pool",
-                f"isolated placement needs separate PS and worker pools, but both are '{ps_pool}'",
-            ))
+            problems.append(
+                PlacementProblem(
+                    "cluster.workers.pool",
+                    f"isolated placement needs separate PS and worker pools, but both are '{ps_pool}'",
+                )
+            )
         else:
             worker_nodes = set(worker_servers or ())  # a set: pools of a thousand servers are checked twice per load
             problems += [
@@ -57,14 +63,17 @@ def placement_problems(
                     f"node '{node}' is in both the PS pool '{ps_pool}' and the worker pool '{worker_pool}'; "
                     "isolated placement needs disjoint pools",
                 )
-                for node in ps_servers or () if node in worker_nodes
+                for node in ps_servers or ()
+                if node in worker_nodes
             ]
     if placement != "spread":
         for role, pool, servers in (("ps", ps_pool, ps_servers), ("workers", worker_pool, worker_servers)):
             if servers is None:
-                problems.append(PlacementProblem(
-                    f"cluster.{role}.pool",
-                    f"pool '{pool}' is given by a selector, so its servers are unknown and {placement} "
-                    "placement cannot pin tasks; list its nodes or use placement: spread",
-                ))
+                problems.append(
+                    PlacementProblem(
+                        f"cluster.{role}.pool",
+                        f"pool '{pool}' is given by a selector, so its servers are unknown and {placement} "
+                        "placement cannot pin tasks; list its nodes or use placement: spread",
+                    )
+                )
     return problems

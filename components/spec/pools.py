@@ -31,7 +31,6 @@ class GpuSpec(_Model):
     )
 
 
-
 class NodePoolSpec(_Model):
     name: DnsLabel = Field(description="pool name, referenced by cluster.ps.pool / workers.pool")
     nodes: Optional[tuple[NodeName, ...]] = Field(

@@ -47,7 +47,9 @@ EnvValue = Union[str, SecretRef]
 
 
 class ClaimVolume(_Model):
-    claim: str = Field(pattern=DNS_SUBDOMAIN, description="an existing PersistentVolumeClaim in the experiment's namespace")
+    claim: str = Field(
+        pattern=DNS_SUBDOMAIN, description="an existing PersistentVolumeClaim in the experiment's namespace"
+    )
     mount_path: str = Field(min_length=2, description="where every task sees it (an absolute path)")
     read_only: bool = Field(default=False, strict=True, description="mounted read-only")
 

@@ -17,8 +17,20 @@ LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
 NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 QUANTITY_FACTORS = {
-    "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 # What Kubernetes' own fields hold: seconds are int64, and a quantity is at most 2^63 - 1 of its unit
 # (restarts and GPU counts are int32: trainer.settings.LARGEST_NUMBER); a larger number in a stack file
@@ -33,7 +45,7 @@ def quantity_value(text: str) -> float:
     """'500m' -> 0.5, '4Gi' -> 4294967296.0 (the text already matches QUANTITY_PATTERN)."""
     number = re.match(r"^[0-9]+(\.[0-9]+)?", text)
     assert number is not None
-    return float(number.group(0)) * QUANTITY_FACTORS[text[number.end():]]
+    return float(number.group(0)) * QUANTITY_FACTORS[text[number.end() :]]
 
 
 def within_kubernetes(text: str) -> str:

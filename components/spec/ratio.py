@@ -14,9 +14,7 @@ def parse_ratio(ratio: str) -> tuple[int, int]:
     if match and max(len(match.group(1)), len(match.group(2))) > MAX_RATIO_DIGITS:
         raise ValueError(f"ratio '{ratio[:40]}': P and W are whole numbers of at most {MAX_RATIO_DIGITS} digits")
     if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
-        raise ValueError(
-            f"ratio '{ratio}' is not of the form 'P:W' with positive whole numbers, e.g. '1:10'"
-        )
+        raise ValueError(f"ratio '{ratio}' is not of the form 'P:W' with positive whole numbers, e.g. '1:10'")
     return int(match.group(1)), int(match.group(2))
 
 

@@ -95,8 +95,11 @@ def _type_text(annotation: Any, metadata: list[Any]) -> str:
         return f"list of {_type_text(item, item_metadata)}"
     if origin is dict:
         value = typing.get_args(annotation)[1]
-        kinds = [_type_text(arg, []) for arg in typing.get_args(value)] if typing.get_origin(value) in (
-            typing.Union, types.UnionType) else [_type_text(value, [])]
+        kinds = (
+            [_type_text(arg, []) for arg in typing.get_args(value)]
+            if typing.get_origin(value) in (typing.Union, types.UnionType)
+            else [_type_text(value, [])]
+        )
         return "map of " + " or ".join(f"{kind}s" if kind in ("string", "mapping") else kind for kind in kinds)
     if origin is typing.Literal:
         return "string"
@@ -150,8 +153,13 @@ def _model_keys(model: type[BaseModel], prefix: str) -> Iterator[KeyDoc]:
             yield KeyDoc(key, "mapping", "`{}`", "", field.description)
             yield from _trainer_keys(f"{key}.")
             continue
-        yield KeyDoc(key, _type_text(field.annotation, field.metadata), _default_text(field),
-                     _allowed_text(field.annotation, field), field.description)
+        yield KeyDoc(
+            key,
+            _type_text(field.annotation, field.metadata),
+            _default_text(field),
+            _allowed_text(field.annotation, field),
+            field.description,
+        )
         mapped = _mapped_model(field.annotation)
         if mapped is not None:
             placeholder, model = mapped
@@ -167,8 +175,13 @@ def _trainer_keys(prefix: str) -> Iterator[KeyDoc]:
     hints = typing.get_type_hints(TrainerSettings)
     for spec in dataclasses.fields(TrainerSettings):
         allowed = _allowed(spec.metadata.get("choices") or (), spec.metadata.get("minimum"))
-        yield KeyDoc(f"{prefix}{to_camel(spec.name)}", _type_text(hints[spec.name], []), _value_text(spec.default),
-                     allowed, spec.metadata.get("help"))
+        yield KeyDoc(
+            f"{prefix}{to_camel(spec.name)}",
+            _type_text(hints[spec.name], []),
+            _value_text(spec.default),
+            allowed,
+            spec.metadata.get("help"),
+        )
 
 
 def stack_keys() -> list[KeyDoc]:

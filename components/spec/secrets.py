@@ -92,7 +92,7 @@ def split_secrets(
 
 
 def _env_name(path: str) -> Optional[str]:
-    name = path[len(ENV_PREFIX):] if path.startswith(ENV_PREFIX) else ""
+    name = path[len(ENV_PREFIX) :] if path.startswith(ENV_PREFIX) else ""
     return name if name and "." not in name and "[" not in name else None
 
 

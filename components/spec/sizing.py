@@ -54,7 +54,10 @@ def checkpoint_bytes(settings: TrainerSettings) -> int:
 
 def chief_memory_bytes(settings: TrainerSettings) -> int:
     checkpoint = checkpoint_bytes(settings)
-    return max(CHIEF_MEMORY_FLOOR_BYTES, CHIEF_RUNTIME_BYTES + checkpoint + math.ceil(checkpoint * CHECKPOINT_HEADROOM_FRACTION))
+    return max(
+        CHIEF_MEMORY_FLOOR_BYTES,
+        CHIEF_RUNTIME_BYTES + checkpoint + math.ceil(checkpoint * CHECKPOINT_HEADROOM_FRACTION),
+    )
 
 
 def chief_scratch_bytes(settings: TrainerSettings, checkpoints_on_scratch: bool) -> int:

@@ -44,8 +44,9 @@ def read_stack_values(stack_or_path: str) -> tuple[str, dict[str, Any]]:
     line naming the stack or path as given, for a file that cannot be read as a stack file."""
     if not stack_or_path.strip():
         # Else it would be looked for as stacks/Pulumi..yaml, a file nobody named.
-        raise StackConfigError(f"the stack name is empty; give a stack of stacks/ ({_known_stacks()}) or a stack "
-                               "file's path")
+        raise StackConfigError(
+            f"the stack name is empty; give a stack of stacks/ ({_known_stacks()}) or a stack file's path"
+        )
     path = stack_path(stack_or_path)
     # Named as the user gave it: a path as typed, a stack by its name and its file.
     if looks_like_a_path(stack_or_path):
@@ -95,4 +96,3 @@ def _instead(document: Any) -> str:
     if "config" not in document:
         return f" (its keys: {', '.join(map(str, document)) or 'none'})"
     return f" ('config:' holds {described(document['config'])})"
-

@@ -46,15 +46,15 @@ def read_user_text(path: Path) -> str:
 def decode_user_text(data: bytes) -> str:
     """`data` as UTF-8 text, or UnreadableFile saying what it is instead."""
     if len(data) > MAX_USER_FILE_BYTES:
-        raise UnreadableFile(f"is larger than {MAX_USER_FILE_BYTES // 2**20} MiB, far more than a text file tfk8s reads")
+        raise UnreadableFile(
+            f"is larger than {MAX_USER_FILE_BYTES // 2**20} MiB, far more than a text file tfk8s reads"
+        )
     for bom, encoding in _WIDE_BOMS:
         if data.startswith(bom):
             raise UnreadableFile(f"is {encoding} text; tfk8s reads UTF-8: save it as UTF-8")
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise UnreadableFile(
-            f"is binary, not text (a NUL byte at byte {nul}); if it is UTF-16 text, save it as UTF-8"
-        )
+        raise UnreadableFile(f"is binary, not text (a NUL byte at byte {nul}); if it is UTF-16 text, save it as UTF-8")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -17,6 +17,23 @@ from .sizing import shard_bytes  # noqa: F401
 
 _BY_NAME = {policy.name: policy for module in (network, tf_config, gpu, sizing, hygiene) for policy in module.POLICIES}
 # The order the engine reports them in.
-POLICY_ORDER = ['tfk8s-tf-grpc-isolation', 'tfk8s-headless-task-services', 'tfk8s-tf-config-consistent', 'tfk8s-ps-without-gpu', 'tfk8s-gpu-containers', 'tfk8s-uniform-gpu-workers', 'tfk8s-embedding-shards-match-ps', 'tfk8s-container-hygiene', 'tfk8s-not-default-namespace', 'tfk8s-no-removed-apis', 'tfk8s-ps-worker-ratio', 'tfk8s-ps-memory-fits-shard', 'tfk8s-strict-placement-in-production', 'tfk8s-pod-defaults', 'tfk8s-unpartitioned-embedding', 'tfk8s-checkpoints-outlive-the-chief']
+POLICY_ORDER = [
+    "tfk8s-tf-grpc-isolation",
+    "tfk8s-headless-task-services",
+    "tfk8s-tf-config-consistent",
+    "tfk8s-ps-without-gpu",
+    "tfk8s-gpu-containers",
+    "tfk8s-uniform-gpu-workers",
+    "tfk8s-embedding-shards-match-ps",
+    "tfk8s-container-hygiene",
+    "tfk8s-not-default-namespace",
+    "tfk8s-no-removed-apis",
+    "tfk8s-ps-worker-ratio",
+    "tfk8s-ps-memory-fits-shard",
+    "tfk8s-strict-placement-in-production",
+    "tfk8s-pod-defaults",
+    "tfk8s-unpartitioned-embedding",
+    "tfk8s-checkpoints-outlive-the-chief",
+]
 POLICIES = [_BY_NAME[name] for name in POLICY_ORDER]
 MANDATORY_POLICIES = [p.name for p in POLICIES if p.enforcement_level == EnforcementLevel.MANDATORY]

@@ -33,10 +33,13 @@ ADVISORY = EnforcementLevel.ADVISORY
 
 def _gpu_selection_keys(spec: Mapping[str, Any]) -> list[str]:
     keys = list((get(spec, "nodeSelector", default={}) or {}).keys())
-    terms = as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
+    terms = as_list(
+        get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+    )
     for term in terms:
         keys += [get(e, "key") for e in as_list(get(term, "matchExpressions"))]
     return [k for k in keys if isinstance(k, str) and (k.startswith("nvidia.com/gpu") or k in GPU_PRODUCT_LABELS)]
+
 
 def _gpu_limits(spec: Optional[Mapping[str, Any]]) -> list[tuple[str, Any, Any]]:
     found = []
@@ -46,6 +49,7 @@ def _gpu_limits(spec: Optional[Mapping[str, Any]]) -> list[tuple[str, Any, Any]]
         if GPU_RESOURCE in limits or GPU_RESOURCE in requests:
             found.append((get(container, "name"), limits.get(GPU_RESOURCE), requests.get(GPU_RESOURCE)))
     return found
+
 
 def _validate_ps_without_gpu(args: ResourceValidationArgs, report: ReportViolation) -> None:
     for template in pod_templates(kind_of(args.resource_type), args.props):
@@ -61,6 +65,7 @@ def _validate_ps_without_gpu(args: ResourceValidationArgs, report: ReportViolati
             if str(get(toleration, "key", default="")).startswith("nvidia.com/gpu"):
                 report(f"PS {name} tolerates the GPU taint {get(toleration, 'key')}")
 
+
 def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolation) -> None:
     for template in pod_templates(kind_of(args.resource_type), args.props):
         spec, name = template.spec, template.name
@@ -70,20 +75,26 @@ def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolati
         for container, limit, _request in gpus:
             count = number(limit)
             if count is None or count <= 0 or not float(count).is_integer():
-                report(f"container {container} of {name}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})")
+                report(
+                    f"container {container} of {name}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})"
+                )
         if not set(GPU_PRODUCT_LABELS) & set(_gpu_selection_keys(spec)):
             report(f"{name} asks for GPUs without selecting a GPU product ({' or '.join(GPU_PRODUCT_LABELS)})")
+
 
 def _gpu_product(spec: Mapping[str, Any]) -> Optional[str]:
     for label in GPU_PRODUCT_LABELS:
         selector = get(spec, "nodeSelector", label)
         if selector:
             return selector
-    for term in as_list(get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")):
+    for term in as_list(
+        get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+    ):
         for expression in as_list(get(term, "matchExpressions")):
             if get(expression, "key") in GPU_PRODUCT_LABELS:
                 return ",".join(map(str, as_list(get(expression, "values"))))
     return None
+
 
 def _validate_uniform_workers(args: StackValidationArgs, report: ReportViolation) -> None:
     for (namespace, instance), group in clusters(list(args.resources)).items():
@@ -102,19 +113,26 @@ POLICIES = [
     ResourceValidationPolicy(
         name="tfk8s-ps-without-gpu",
         description="Parameter servers request no GPUs and carry no GPU node selection or toleration.",
-        validate=_validate_ps_without_gpu, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        validate=_validate_ps_without_gpu,
+        enforcement_level=MANDATORY,
+        severity=Severity.MEDIUM,
         remediation_steps="Remove nvidia.com/gpu resources, GPU node selectors and GPU tolerations from PS pods.",
     ),
     ResourceValidationPolicy(
         name="tfk8s-gpu-containers",
         description="GPU containers ask for a whole number of nvidia.com/gpu in limits and select a GPU product.",
-        validate=_validate_gpu_containers, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
-        remediation_steps="Put a whole nvidia.com/gpu count in limits and require nvidia.com/gpu.product in node affinity.",
+        validate=_validate_gpu_containers,
+        enforcement_level=MANDATORY,
+        severity=Severity.MEDIUM,
+        remediation_steps="Put a whole nvidia.com/gpu count in limits and require nvidia.com/gpu.product in node "
+        "affinity.",
     ),
     StackValidationPolicy(
         name="tfk8s-uniform-gpu-workers",
         description="All workers of one TF cluster have the same GPU count and product.",
-        validate=_validate_uniform_workers, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        validate=_validate_uniform_workers,
+        enforcement_level=MANDATORY,
+        severity=Severity.MEDIUM,
         remediation_steps="Give every worker of the experiment the same gpus and the same GPU pool.",
     ),
 ]

@@ -38,6 +38,7 @@ def _container_hygiene(args: ResourceValidationArgs, report: ReportViolation) ->
     for template in pod_templates(kind_of(args.resource_type), args.props):
         _template_hygiene(template.spec, template.name, report)
 
+
 def _template_hygiene(spec: Mapping[str, Any], name: Optional[str], report: ReportViolation) -> None:
     pod_security = get(spec, "securityContext", default={}) or {}
     for container in containers(spec):
@@ -72,29 +73,62 @@ def _template_hygiene(spec: Mapping[str, Any], name: Optional[str], report: Repo
         if get(volume, "hostPath") is not None:
             report(f"{name}: volume {get(volume, 'name')} is a hostPath")
 
+
 # Kinds that have no namespace (the API's own scope). The provider's `...Patch`
 # and `...List` tokens share their kind's scope.
-CLUSTER_SCOPED_KINDS = frozenset({
-    "Namespace", "Node", "PersistentVolume", "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment",
-    "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "APIService", "PriorityClass",
-    "RuntimeClass", "IngressClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
-    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
-    "MutatingAdmissionPolicyBinding", "CertificateSigningRequest", "ClusterTrustBundle", "FlowSchema",
-    "PriorityLevelConfiguration", "ComponentStatus", "DeviceClass", "ResourceSlice", "IPAddress",
-    "ServiceCIDR", "StorageVersionMigration", "VolumeAttributesClass", "SelfSubjectReview",
-    "TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview", "SelfSubjectRulesReview",
-})
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "StorageClass",
+        "CSIDriver",
+        "CSINode",
+        "VolumeAttachment",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "APIService",
+        "PriorityClass",
+        "RuntimeClass",
+        "IngressClass",
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+        "CertificateSigningRequest",
+        "ClusterTrustBundle",
+        "FlowSchema",
+        "PriorityLevelConfiguration",
+        "ComponentStatus",
+        "DeviceClass",
+        "ResourceSlice",
+        "IPAddress",
+        "ServiceCIDR",
+        "StorageVersionMigration",
+        "VolumeAttributesClass",
+        "SelfSubjectReview",
+        "TokenReview",
+        "SubjectAccessReview",
+        "SelfSubjectAccessReview",
+        "SelfSubjectRulesReview",
+    }
+)
 
 # Provider resources that are not API objects, or that say their namespace at the top level.
 NOT_API_OBJECTS = frozenset({"Provider", "ConfigFile", "ConfigGroup", "Directory"})
 
 TOP_LEVEL_NAMESPACE_KINDS = frozenset({"Release", "Chart"})  # kubernetes:helm.sh/v3|v4
 
+
 def _base_kind(kind: str) -> str:
     for suffix in ("Patch", "List"):
         if kind.endswith(suffix) and kind != suffix:
             return kind[: -len(suffix)]
     return kind
+
 
 def _not_default_namespace(args: ResourceValidationArgs, report: ReportViolation) -> None:
     kind = _base_kind(kind_of(args.resource_type))
@@ -107,33 +141,51 @@ def _not_default_namespace(args: ResourceValidationArgs, report: ReportViolation
     if namespace in (None, "", "default"):
         report(f"{kind} {name} is in the default namespace; give each experiment its own")
 
+
 def _no_removed_apis(args: ResourceValidationArgs, report: ReportViolation) -> None:
     api_version = api_version_of(args.resource_type)
     if api_version in REMOVED_API_VERSIONS:
         report(f"{api_version} {kind_of(args.resource_type)} was removed from Kubernetes; use apps/v1 or batch/v1")
 
+
 def _is_production(args: StackValidationArgs) -> bool:
     if str(args.stack_tags.get("production", "")).lower() in ("true", "yes", "1"):
         return True
-    return any(
-        get(ns.props, "metadata", "labels", PRODUCTION) == "true" for ns in of_kind(args.resources, "Namespace")
-    )
+    return any(get(ns.props, "metadata", "labels", PRODUCTION) == "true" for ns in of_kind(args.resources, "Namespace"))
+
 
 def _validate_strict_in_production(args: StackValidationArgs, report: ReportViolation) -> None:
     if not _is_production(args):
         return
     for workload in workloads(args.resources):
-        terms = as_list(get(workload.spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"))
+        terms = as_list(
+            get(
+                workload.spec,
+                "affinity",
+                "nodeAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms",
+            )
+        )
         pods = len(workload.pods) or 1
         if any(get(f, "key") == "metadata.name" for t in terms for f in as_list(get(t, "matchFields"))):
-            report(f"{workload.name} requires one named server for its {pods} pod{'s' if pods > 1 else ''}; in "
-                   "production a lost server strands them (set cluster.strict: false)", workload.resource.urn)
-        elif any(get(c, "whenUnsatisfiable") == "DoNotSchedule" and get(c, "minDomains") is not None
-                 for c in as_list(get(workload.spec, "topologySpreadConstraints"))):
+            report(
+                f"{workload.name} requires one named server for its {pods} pod{'s' if pods > 1 else ''}; in "
+                "production a lost server strands them (set cluster.strict: false)",
+                workload.resource.urn,
+            )
+        elif any(
+            get(c, "whenUnsatisfiable") == "DoNotSchedule" and get(c, "minDomains") is not None
+            for c in as_list(get(workload.spec, "topologySpreadConstraints"))
+        ):
             # A share per server that no other server may take (components/objects/pods.py).
-            report(f"{workload.name} holds each server to its share of its {pods} pod{'s' if pods > 1 else ''}; "
-                   "in production a lost "
-                   "server strands its share (set cluster.strict: false)", workload.resource.urn)
+            report(
+                f"{workload.name} holds each server to its share of its {pods} pod{'s' if pods > 1 else ''}; "
+                "in production a lost "
+                "server strands its share (set cluster.strict: false)",
+                workload.resource.urn,
+            )
+
 
 def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None:
     for template in pod_templates(kind_of(args.resource_type), args.props):
@@ -153,32 +205,45 @@ def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None
 POLICIES = [
     ResourceValidationPolicy(
         name="tfk8s-container-hygiene",
-        description="Containers set requests and a memory limit, pin their image, run non-root without privilege or escalation, drop all capabilities, and use no host namespaces, ports or paths.",
-        validate=_container_hygiene, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        description="Containers set requests and a memory limit, pin their image, run non-root without privilege or "
+        "escalation, drop all capabilities, and use no host namespaces, ports or paths.",
+        validate=_container_hygiene,
+        enforcement_level=MANDATORY,
+        severity=Severity.HIGH,
         remediation_steps="Follow the restricted Pod Security Standard and set resources on every container.",
     ),
     ResourceValidationPolicy(
         name="tfk8s-not-default-namespace",
         description="Namespaced objects never go to the default namespace.",
-        validate=_not_default_namespace, enforcement_level=MANDATORY, severity=Severity.MEDIUM,
+        validate=_not_default_namespace,
+        enforcement_level=MANDATORY,
+        severity=Severity.MEDIUM,
         remediation_steps="Put each experiment in its own namespace (tfk8s: tf-<stack>).",
     ),
     ResourceValidationPolicy(
         name="tfk8s-no-removed-apis",
         description="No API versions removed from Kubernetes (extensions/v1beta1, apps/v1beta1, apps/v1beta2).",
-        validate=_no_removed_apis, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        validate=_no_removed_apis,
+        enforcement_level=MANDATORY,
+        severity=Severity.HIGH,
         remediation_steps="Use apps/v1 for Deployments and StatefulSets, batch/v1 for Jobs.",
     ),
     StackValidationPolicy(
         name="tfk8s-strict-placement-in-production",
         description="Production experiments do not hold tasks to single named servers or to fixed shares of servers.",
-        validate=_validate_strict_in_production, enforcement_level=ADVISORY, severity=Severity.LOW,
+        validate=_validate_strict_in_production,
+        enforcement_level=ADVISORY,
+        severity=Severity.LOW,
         remediation_steps="Set cluster.strict: false so tasks may move within their pool.",
     ),
     ResourceValidationPolicy(
         name="tfk8s-pod-defaults",
-        description="TF pods have a read-only root filesystem, no service-account token, and PS have tcpSocket readiness probes.",
-        validate=_pod_defaults, enforcement_level=ADVISORY, severity=Severity.LOW,
-        remediation_steps="Set readOnlyRootFilesystem, automountServiceAccountToken: false and a tcpSocket probe on 2222.",
+        description="TF pods have a read-only root filesystem, no service-account token, and PS have tcpSocket "
+        "readiness probes.",
+        validate=_pod_defaults,
+        enforcement_level=ADVISORY,
+        severity=Severity.LOW,
+        remediation_steps="Set readOnlyRootFilesystem, automountServiceAccountToken: false and a tcpSocket probe on "
+        "2222.",
     ),
 ]

@@ -42,6 +42,7 @@ def tf_port_names_of(spec: Optional[Mapping[str, Any]]) -> set[str]:
         if number(get(port, "containerPort")) == TF_PORT and isinstance(get(port, "name"), str)
     } | {TF_PORT_NAME}
 
+
 def rule_opens_tf_port(rule: Mapping[str, Any], tf_port_names: set[str]) -> bool:
     """Whether an ingress rule admits TCP to the TF port: no ports at all means every port;
     a port may be a number, the start of an endPort range, a name, or absent (every port)."""
@@ -64,20 +65,25 @@ def rule_opens_tf_port(rule: Mapping[str, Any], tf_port_names: set[str]) -> bool
             return True
     return False
 
+
 def _validate_tf_grpc_isolation(args: StackValidationArgs, report: ReportViolation) -> None:
     policies = of_kind(args.resources, "NetworkPolicy")
     for workload in workloads(args.resources):
         if not serves_tf(workload.spec):
             continue
         selecting = [
-            p for p in policies
+            p
+            for p in policies
             if namespace_of(p.props) == workload.namespace
             and labels_match(get(p.props, "spec", "podSelector", default={}) or {}, workload.labels)
             and "Ingress" in (as_list(get(p.props, "spec", "policyTypes")) or ["Ingress"])
         ]
         if not selecting:
-            report(f"{workload.kind} {workload.name}: no NetworkPolicy selects its pods, so TensorFlow's "
-                   f"unauthenticated gRPC port {TF_PORT} is open to the whole cluster", workload.resource.urn)
+            report(
+                f"{workload.kind} {workload.name}: no NetworkPolicy selects its pods, so TensorFlow's "
+                f"unauthenticated gRPC port {TF_PORT} is open to the whole cluster",
+                workload.resource.urn,
+            )
             continue
         instance = workload.labels.get(INSTANCE)
         tf_port_names = tf_port_names_of(workload.spec)
@@ -99,8 +105,12 @@ def _validate_tf_grpc_isolation(args: StackValidationArgs, report: ReportViolati
                     elif instance is None or get(peer, "podSelector", "matchLabels", INSTANCE) != instance:
                         problem = f"admits pods beyond this experiment (podSelector must require {INSTANCE}={instance})"
                 if problem:
-                    report(f"NetworkPolicy {name_of(policy.props)} {problem} on port {TF_PORT} of "
-                           f"{workload.kind} {workload.name}", policy.urn)
+                    report(
+                        f"NetworkPolicy {name_of(policy.props)} {problem} on port {TF_PORT} of "
+                        f"{workload.kind} {workload.name}",
+                        policy.urn,
+                    )
+
 
 def _validate_headless_services(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if kind_of(args.resource_type) != "Service" or not args.resource_type.startswith("kubernetes:"):
@@ -125,14 +135,20 @@ def _validate_headless_services(args: ResourceValidationArgs, report: ReportViol
 POLICIES = [
     StackValidationPolicy(
         name="tfk8s-tf-grpc-isolation",
-        description="TF task pods are selected by a NetworkPolicy that admits port 2222 only from pods of the same experiment (TensorFlow's gRPC server is unauthenticated and runs any graph sent to it).",
-        validate=_validate_tf_grpc_isolation, enforcement_level=MANDATORY, severity=Severity.CRITICAL,
-        remediation_steps="Add a NetworkPolicy selecting the experiment's pods whose ingress on 2222 comes only from a podSelector requiring the experiment's instance label.",
+        description="TF task pods are selected by a NetworkPolicy that admits port 2222 only from pods of the same "
+        "experiment (TensorFlow's gRPC server is unauthenticated and runs any graph sent to it).",
+        validate=_validate_tf_grpc_isolation,
+        enforcement_level=MANDATORY,
+        severity=Severity.CRITICAL,
+        remediation_steps="Add a NetworkPolicy selecting the experiment's pods whose ingress on 2222 comes only from "
+        "a podSelector requiring the experiment's instance label.",
     ),
     ResourceValidationPolicy(
         name="tfk8s-headless-task-services",
         description="TF task Services are headless ClusterIP Services: no NodePort, LoadBalancer or externalIPs.",
-        validate=_validate_headless_services, enforcement_level=MANDATORY, severity=Severity.HIGH,
+        validate=_validate_headless_services,
+        enforcement_level=MANDATORY,
+        severity=Severity.HIGH,
         remediation_steps="Set spec.clusterIP: None and drop type, nodePort and externalIPs.",
     ),
 ]

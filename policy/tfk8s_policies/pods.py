@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 from typing import Any, Collection, Iterable, Mapping, Optional
 
-from .facts import COMPLETION_INDEX_ENV, COMPLETION_INDEX, JOBSET_NAME_LABEL, POD_INDEX, TF_PORT
+from .facts import COMPLETION_INDEX, COMPLETION_INDEX_ENV, JOBSET_NAME_LABEL, POD_INDEX, TF_PORT
 from .props import as_list, get, name_of, namespace_of, number, of_kind, pod_labels, pod_spec
 
 # A pod's fields an env var may take through the downward API that are known before it exists.
 PodFields = Mapping[str, str]
+
 
 class PodIdentity:
     """One pod a workload makes: its name, DNS host name and subdomain, and labels.
@@ -24,9 +25,15 @@ class PodIdentity:
     they write.
     """
 
-    def __init__(self, name: Optional[str], hostname: Optional[str], subdomain: Optional[str],
-                 labels: Mapping[str, str], controller_env: Optional[Mapping[str, str]] = None,
-                 annotations: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(
+        self,
+        name: Optional[str],
+        hostname: Optional[str],
+        subdomain: Optional[str],
+        labels: Mapping[str, str],
+        controller_env: Optional[Mapping[str, str]] = None,
+        annotations: Optional[Mapping[str, str]] = None,
+    ) -> None:
         self.name, self.hostname, self.subdomain, self.labels = name, hostname, subdomain, labels
         # Variables the pod's controller adds to its containers (an Indexed Job's JOB_COMPLETION_INDEX).
         self.controller_env = controller_env or {}
@@ -40,6 +47,7 @@ class PodIdentity:
         if self.name is not None:
             fields["metadata.name"] = self.name
         return fields
+
 
 def pod_identities(kind: str, props: Mapping[str, Any]) -> list[PodIdentity]:
     labels = pod_labels(kind, props)
@@ -59,12 +67,15 @@ def pod_identities(kind: str, props: Mapping[str, Any]) -> list[PodIdentity]:
         return [PodIdentity(name_of(props), get(spec, "hostname") or name_of(props), get(spec, "subdomain"), labels)]
     return [PodIdentity(None, get(spec, "hostname"), get(spec, "subdomain"), labels)]
 
+
 class PodTemplate:
     """One pod template of a resource: a workload's, or one replicatedJob's of a JobSet."""
 
-    def __init__(self, name: Optional[str], spec: Mapping[str, Any], labels: Mapping[str, str],
-                 pods: list[PodIdentity]) -> None:
+    def __init__(
+        self, name: Optional[str], spec: Mapping[str, Any], labels: Mapping[str, str], pods: list[PodIdentity]
+    ) -> None:
         self.name, self.spec, self.labels, self.pods = name, spec, labels, pods
+
 
 def pod_templates(kind: str, props: Mapping[str, Any]) -> list[PodTemplate]:
     """The pod templates a resource runs pods from (none for a resource that runs none)."""
@@ -74,6 +85,7 @@ def pod_templates(kind: str, props: Mapping[str, Any]) -> list[PodTemplate]:
     if spec is None:
         return []
     return [PodTemplate(name_of(props), spec, pod_labels(kind, props), pod_identities(kind, props))]
+
 
 def _replicated_job_templates(props: Mapping[str, Any]) -> list[PodTemplate]:
     jobset = name_of(props)
@@ -92,21 +104,27 @@ def _replicated_job_templates(props: Mapping[str, Any]) -> list[PodTemplate]:
         for job_index in range(replicas):
             job = f"{jobset}-{get(replicated, 'name')}-{job_index}"
             pods.extend(
-                PodIdentity(None, f"{job}-{completion}", subdomain,
-                            {**labels, COMPLETION_INDEX: str(completion)},
-                            {COMPLETION_INDEX_ENV: str(completion)},
-                            # The Job controller's annotation has the label's key.
-                            {COMPLETION_INDEX: str(completion)})
+                PodIdentity(
+                    None,
+                    f"{job}-{completion}",
+                    subdomain,
+                    {**labels, COMPLETION_INDEX: str(completion)},
+                    {COMPLETION_INDEX_ENV: str(completion)},
+                    # The Job controller's annotation has the label's key.
+                    {COMPLETION_INDEX: str(completion)},
+                )
                 for completion in range(completions)
             )
         templates.append(PodTemplate(f"{jobset}/{get(replicated, 'name')}", spec, labels, pods))
     return templates
+
 
 def jobset_subdomain(props: Mapping[str, Any]) -> Optional[str]:
     """The headless Service a JobSet's pods are named under, when it gives them DNS names."""
     if get(props, "spec", "network", "enableDNSHostnames") is not True:
         return None
     return get(props, "spec", "network", "subdomain") or name_of(props)
+
 
 def jobset_services(resources: Iterable[Any]) -> list[Any]:
     """The headless Service the JobSet controller creates for each JobSet with DNS host names: it
@@ -115,12 +133,20 @@ def jobset_services(resources: Iterable[Any]) -> list[Any]:
     for jobset in of_kind(resources, "JobSet"):
         subdomain = jobset_subdomain(jobset.props)
         if subdomain is not None:
-            services.append(_MadeService({
-                "metadata": {"name": subdomain, "namespace": namespace_of(jobset.props)},
-                "spec": {"clusterIP": "None", "selector": {JOBSET_NAME_LABEL: name_of(jobset.props)},
-                         "ports": [{"port": TF_PORT}]},
-            }))
+            services.append(
+                _MadeService(
+                    {
+                        "metadata": {"name": subdomain, "namespace": namespace_of(jobset.props)},
+                        "spec": {
+                            "clusterIP": "None",
+                            "selector": {JOBSET_NAME_LABEL: name_of(jobset.props)},
+                            "ports": [{"port": TF_PORT}],
+                        },
+                    }
+                )
+            )
     return services
+
 
 class _MadeService:
     """A Service a controller makes from a resource of the stack (not itself in the stack)."""
@@ -133,6 +159,7 @@ class _MadeService:
 # whose spec changed) by a dry-run create under a generated name: the object's name and 5 characters
 # of Kubernetes' name generator (its pkg/await/await.go). `up` then creates it under its own name.
 PREVIEW_NAME = re.compile(r"^(?P<name>[a-z0-9.-]+)[bcdfghjklmnpqrstvwxz2456789]{5}$")
+
 
 def previewed_jobsets_named_back(resources: list, named: Collection[tuple[Optional[str], str]]) -> list:
     """`resources`, with each JobSet that preview renamed under its own name again: a JobSet whose
@@ -148,6 +175,7 @@ def previewed_jobsets_named_back(resources: list, named: Collection[tuple[Option
         if own and (namespace, name) not in named and (namespace, own) in named and (namespace, own) not in taken:
             named_back[id(jobset)] = _NamedBack(jobset, own)
     return [named_back.get(id(resource), resource) for resource in resources]
+
 
 class _NamedBack:
     """A resource seen under the name its program gave it (its props otherwise as the engine gave them)."""

@@ -11,18 +11,22 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from .facts import QUANTITY_SUFFIX, WORKLOAD_KINDS
 
+
 def kind_of(resource_type: str) -> str:
     """'kubernetes:apps/v1:StatefulSet' -> 'StatefulSet'."""
     return resource_type.rsplit(":", 1)[-1]
+
 
 def api_version_of(resource_type: str) -> str:
     parts = resource_type.split(":")
     if len(parts) != 3 or parts[0] != "kubernetes":
         return ""
-    return parts[1][len("core/"):] if parts[1].startswith("core/") else parts[1]
+    return parts[1][len("core/") :] if parts[1].startswith("core/") else parts[1]
+
 
 def is_list(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
 
 def get(value: Any, *path: Any, default: Any = None) -> Any:
     for key in path:
@@ -36,8 +40,10 @@ def get(value: Any, *path: Any, default: Any = None) -> Any:
             value = value[key]
     return value
 
+
 def as_list(value: Any) -> list:
     return list(value) if is_list(value) else []
+
 
 def pod_spec(kind: str, props: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
     if kind == "Pod":
@@ -48,12 +54,14 @@ def pod_spec(kind: str, props: Mapping[str, Any]) -> Optional[Mapping[str, Any]]
         return get(props, "spec", "template", "spec")
     return None
 
+
 def pod_labels(kind: str, props: Mapping[str, Any]) -> Mapping[str, str]:
     if kind == "Pod":
         return get(props, "metadata", "labels", default={}) or {}
     if kind == "CronJob":
         return get(props, "spec", "jobTemplate", "spec", "template", "metadata", "labels", default={}) or {}
     return get(props, "spec", "template", "metadata", "labels", default={}) or {}
+
 
 def number(value: Any) -> Optional[float]:
     if isinstance(value, bool):
@@ -67,6 +75,7 @@ def number(value: Any) -> Optional[float]:
             return None
     return None
 
+
 def quantity_bytes(value: Any) -> Optional[float]:
     """A Kubernetes quantity ('4Gi', '512Mi', '1e9', 2.0) as a number."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -77,6 +86,7 @@ def quantity_bytes(value: Any) -> Optional[float]:
     if not match:
         return None
     return float(match.group(1)) * QUANTITY_SUFFIX[match.group(2) or ""]
+
 
 def labels_match(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """A LabelSelector (matchLabels and matchExpressions) against labels."""
@@ -97,11 +107,14 @@ def labels_match(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool
             return False
     return True
 
+
 def namespace_of(props: Mapping[str, Any]) -> Optional[str]:
     return get(props, "metadata", "namespace")
 
+
 def name_of(props: Mapping[str, Any]) -> Optional[str]:
     return get(props, "metadata", "name")
+
 
 def of_kind(resources: Iterable[Any], kind: str) -> list[Any]:
     return [r for r in resources if kind_of(r.resource_type) == kind and r.resource_type.startswith("kubernetes:")]

@@ -21,9 +21,9 @@ from .facts import (
     FIRST_INDEX_ENV,
     INSTANCE,
     SETTINGS_ENV,
-    TRAINER_COMMAND,
     TASK_TYPE_ENV,
     TF_PORT,
+    TRAINER_COMMAND,
     WORKLOAD_KINDS,
 )
 from .pods import (  # noqa: F401 (re-exported for the rules)
@@ -50,8 +50,10 @@ from .props import (  # noqa: F401 (re-exported for the rules)
     quantity_bytes,
 )
 
+
 def containers(spec: Optional[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return as_list(get(spec, "containers")) + as_list(get(spec, "initContainers"))
+
 
 def env_value(container: Mapping[str, Any], name: str) -> Optional[str]:
     for item in as_list(get(container, "env")):
@@ -59,7 +61,9 @@ def env_value(container: Mapping[str, Any], name: str) -> Optional[str]:
             return get(item, "value")
     return None
 
+
 ConfigMaps = Mapping[tuple, Mapping[str, Any]]  # (namespace, name) -> data
+
 
 def config_map_data(resources: Iterable[Any]) -> dict[tuple, Mapping[str, Any]]:
     return {
@@ -67,8 +71,12 @@ def config_map_data(resources: Iterable[Any]) -> dict[tuple, Mapping[str, Any]]:
         for r in of_kind(resources, "ConfigMap")
     }
 
+
 def container_env(
-    container: Mapping[str, Any], namespace: Optional[str], config_maps: ConfigMaps, pod_fields: Optional[PodFields] = None,
+    container: Mapping[str, Any],
+    namespace: Optional[str],
+    config_maps: ConfigMaps,
+    pod_fields: Optional[PodFields] = None,
     controller_env: Optional[Mapping[str, str]] = None,
 ) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The environment kubelet would give the container; per variable, the references left unresolved.
@@ -93,6 +101,7 @@ def container_env(
         elif isinstance(name, str) and field in (pod_fields or {}):
             variables[name] = pod_fields[field]
     return variables, unresolved
+
 
 def tf_config_of(
     spec: Optional[Mapping[str, Any]],
@@ -134,8 +143,12 @@ def tf_config_of(
         return parsed if isinstance(parsed, dict) else {"_malformed": raw}
     return None
 
+
 def mounted_file(
-    spec: Optional[Mapping[str, Any]], container: Mapping[str, Any], path: str, namespace: Optional[str],
+    spec: Optional[Mapping[str, Any]],
+    container: Mapping[str, Any],
+    path: str,
+    namespace: Optional[str],
     config_maps: ConfigMaps,
 ) -> Optional[str]:
     """The text of a file the container reads from a mounted ConfigMap key; None where unknown."""
@@ -145,19 +158,24 @@ def mounted_file(
         config_map = get(volumes.get(get(mount, "name")), "configMap", "name")
         if config_map is None or not path.startswith(f"{root}/"):
             continue
-        relative = path[len(root) + 1:]
-        keys = {get(item, "path"): get(item, "key") for item in as_list(get(volumes[get(mount, "name")], "configMap", "items"))}
+        relative = path[len(root) + 1 :]
+        keys = {
+            get(item, "path"): get(item, "key")
+            for item in as_list(get(volumes[get(mount, "name")], "configMap", "items"))
+        }
         data = config_maps.get((namespace, config_map), {})
         key = keys.get(relative, relative) if keys else relative
         if key in data:
             return str(data[key])
     return None
 
+
 @functools.lru_cache(maxsize=16)
 def parsed_json(text: str) -> Any:
     """JSON every pod of an experiment shares (the cluster), parsed once: read it, never change it.
     Parsed per pod, an experiment's check would grow with the square of its tasks."""
     return json.loads(text)
+
 
 def _composed(variables: Mapping[str, str], known: bool) -> dict:
     """A JobSet task's TF_CONFIG as the trainer composes it (trainer/cluster.py); null what is unknown."""
@@ -172,6 +190,7 @@ def _composed(variables: Mapping[str, str], known: bool) -> dict:
     index = int(first + completion) if first is not None and completion is not None else None
     return {"cluster": cluster, "task": {"type": variables[TASK_TYPE_ENV], "index": index}}
 
+
 def serves_tf(spec: Optional[Mapping[str, Any]]) -> bool:
     if tf_config_of(spec) is not None:
         return True
@@ -180,6 +199,7 @@ def serves_tf(spec: Optional[Mapping[str, Any]]) -> bool:
         for container in containers(spec)
         for port in as_list(get(container, "ports"))
     )
+
 
 class Workload:
     """One pod template of a resource that runs pods, as a stack validation sees it: a workload,
@@ -206,10 +226,12 @@ class Workload:
     def pod_tasks(self) -> list[tuple[PodIdentity, Optional[tuple[str, int]]]]:
         return [(pod, task_of(config)) for pod, config in zip(self.pods, self.tf_configs)]
 
+
 def task_of(tf_config: Optional[Mapping[str, Any]]) -> Optional[tuple[str, int]]:
     task = get(tf_config, "task")
     kind, index = get(task, "type"), number(get(task, "index"))
     return (kind, int(index)) if isinstance(kind, str) and index is not None else None
+
 
 def workloads(resources: Iterable[Any]) -> Iterator[Workload]:
     resources = list(resources)
@@ -219,9 +241,11 @@ def workloads(resources: Iterable[Any]) -> Iterator[Workload]:
             for template in pod_templates(kind_of(resource.resource_type), resource.props):
                 yield Workload(resource, template, config_maps)
 
+
 def task_type_of(workload: Workload) -> Optional[str]:
     task = workload.task
     return task[0] if task else workload.labels.get(COMPONENT)
+
 
 def settings_of(spec: Optional[Mapping[str, Any]], namespace: Optional[str], config_maps: ConfigMaps) -> Optional[dict]:
     """The trainer settings a pod gets: a literal env value or an envFrom ConfigMap."""
@@ -234,14 +258,17 @@ def settings_of(spec: Optional[Mapping[str, Any]], namespace: Optional[str], con
                 return {"_malformed": raw}
     return None
 
+
 def chief_settings(group: list["Workload"]) -> Optional[dict]:
     """The settings of the task that builds the model (the chief; any task if there is none)."""
     chiefs = [w for w in group if task_type_of(w) == "chief"]
     return (chiefs or group)[0].settings
 
+
 def embedding_shards(settings: Mapping[str, Any], ps_count: int) -> int:
     """The trainer's rule (trainer/settings.py): one shard per PS in TF_CONFIG; one with partition none."""
     return 1 if settings.get("partition") == "none" else max(ps_count, 1)
+
 
 def runs_tfk8s_trainer(group: list[Workload]) -> bool:
     """The experiment's tasks run tfk8s's own trainer, whose model the settings describe; a team's
@@ -252,6 +279,7 @@ def runs_tfk8s_trainer(group: list[Workload]) -> bool:
         for container in containers(workload.spec)
     )
 
+
 def clusters(resources: list) -> dict[tuple, list[Workload]]:
     """TF workloads grouped by (namespace, experiment instance)."""
     groups: dict[tuple, list[Workload]] = {}
@@ -260,6 +288,7 @@ def clusters(resources: list) -> dict[tuple, list[Workload]]:
             key = (workload.namespace, workload.labels.get(INSTANCE))
             groups.setdefault(key, []).append(workload)
     return groups
+
 
 def trainer_clusters(resources: list) -> dict[tuple, list[Workload]]:
     """The experiments whose tasks run tfk8s's own trainer: those the model-derived rules check."""

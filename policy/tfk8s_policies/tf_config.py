@@ -16,7 +16,18 @@ from pulumi_policy import (
 
 from .facts import TF_PORT
 from .pods import previewed_jobsets_named_back
-from .reading import PodIdentity, as_list, clusters, get, jobset_services, name_of, namespace_of, number, of_kind, task_of
+from .reading import (
+    PodIdentity,
+    as_list,
+    clusters,
+    get,
+    jobset_services,
+    name_of,
+    namespace_of,
+    number,
+    of_kind,
+    task_of,
+)
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
@@ -24,6 +35,7 @@ ADVISORY = EnforcementLevel.ADVISORY
 
 # `<pod host name>.<Service>.<namespace>.svc` (tfk8s), or `<Service>.<namespace>.svc` (a Service per task).
 ADDRESS = re.compile(r"^(?:([a-z0-9-]+)\.)?([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$")
+
 
 def _named_services(groups: Mapping[tuple, list]) -> set[tuple[Optional[str], str]]:
     """(namespace, Service) of every address in each experiment's TF_CONFIG cluster (its first
@@ -36,6 +48,7 @@ def _named_services(groups: Mapping[tuple, list]) -> set[tuple[Optional[str], st
                 if match:
                     named.add((namespace, match.group(2)))
     return named
+
 
 def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> None:
     resources = list(args.resources)
@@ -51,11 +64,16 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
         for workload in malformed:
             missing = sorted({name for c in workload.tf_configs for name in c.get("_unresolved", ())})
             if missing:
-                report(f"{workload.kind} {workload.name}: TF_CONFIG refers to {', '.join(missing)}, which no "
-                       "env or envFrom ConfigMap of the stack defines", workload.resource.urn)
+                report(
+                    f"{workload.kind} {workload.name}: TF_CONFIG refers to {', '.join(missing)}, which no "
+                    "env or envFrom ConfigMap of the stack defines",
+                    workload.resource.urn,
+                )
             else:
-                report(f"{workload.kind} {workload.name}: TF_CONFIG is not valid JSON with cluster and task",
-                       workload.resource.urn)
+                report(
+                    f"{workload.kind} {workload.name}: TF_CONFIG is not valid JSON with cluster and task",
+                    workload.resource.urn,
+                )
         group = [w for w in group if w not in malformed]
         if not group:
             continue
@@ -73,12 +91,14 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
             for pod, task in workload.pod_tasks():
                 pod_name = f"{workload.kind} {workload.name}" + (f" pod {pod.name}" if pod.name else "")
                 if task in seen:
-                    report(f"{where}: {pod_name} and {seen[task]} are both task {task[0]}-{task[1]}",
-                           workload.resource.urn)
+                    report(
+                        f"{where}: {pod_name} and {seen[task]} are both task {task[0]}-{task[1]}", workload.resource.urn
+                    )
                 seen[task] = pod_name
                 if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
-                    report(f"{where}: task {task[0]}-{task[1]} of {pod_name} is outside the cluster",
-                           workload.resource.urn)
+                    report(
+                        f"{where}: task {task[0]}-{task[1]} of {pod_name} is outside the cluster", workload.resource.urn
+                    )
         pods = ExperimentPods([(pod, task) for workload in group for pod, task in workload.pod_tasks()])
         in_namespace = {name_of(s.props): s for s in services if namespace_of(s.props) == namespace}
         for task_type, addresses in cluster.items():
@@ -86,6 +106,7 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
                 problem = _address_problem(str(address), (task_type, index), namespace, in_namespace, pods)
                 if problem:
                     report(f"{where}: {task_type}-{index} address {address}: {problem}")
+
 
 class ExperimentPods:
     """An experiment's pods with their tasks, looked up by DNS name and by Service (each once)."""
@@ -104,7 +125,8 @@ class ExperimentPods:
         if name not in self._selected:
             selector = get(service.props, "spec", "selector", default={}) or {}
             self._selected[name] = [
-                (pod, task) for pod, task in self.pods
+                (pod, task)
+                for pod, task in self.pods
                 if selector and all(pod.labels.get(k) == v for k, v in selector.items())
             ]
         return self._selected[name]
@@ -114,6 +136,7 @@ class ExperimentPods:
         if name not in self._selected_ids:
             self._selected_ids[name] = {id(selected) for selected, _ in self.selected_by(service)}
         return id(pod) in self._selected_ids[name]
+
 
 def _address_problem(
     address: str, task: tuple[str, int], namespace: str, services: Mapping[str, Any], pods: ExperimentPods
@@ -152,8 +175,14 @@ def _address_problem(
 POLICIES = [
     StackValidationPolicy(
         name="tfk8s-tf-config-consistent",
-        description="Every task (every pod of a StatefulSet or of a JobSet's Jobs) has the same TF_CONFIG cluster and a unique in-range task, and each address is the DNS name of exactly its task's pod under a Service on 2222 that selects it (a JobSet's own headless Service included); at least one PS and one worker.",
-        validate=_validate_tf_config, enforcement_level=MANDATORY, severity=Severity.HIGH,
-        remediation_steps="Render TF_CONFIG from one cluster spec of pod host names: under the JobSet's subdomain with each task's index its group's first index plus its Job completion index, or under one headless Service per role with each pod's index from its StatefulSet ordinal.",
+        description="Every task (every pod of a StatefulSet or of a JobSet's Jobs) has the same TF_CONFIG cluster "
+        "and a unique in-range task, and each address is the DNS name of exactly its task's pod under a Service "
+        "on 2222 that selects it (a JobSet's own headless Service included); at least one PS and one worker.",
+        validate=_validate_tf_config,
+        enforcement_level=MANDATORY,
+        severity=Severity.HIGH,
+        remediation_steps="Render TF_CONFIG from one cluster spec of pod host names: under the JobSet's subdomain "
+        "with each task's index its group's first index plus its Job completion index, or under one headless "
+        "Service per role with each pod's index from its StatefulSet ordinal.",
     ),
 ]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import pytest
 
 from components.live.phase import (
-    chief_summary,
     jobset_phase,
     last_error,
     queued_detail,
@@ -54,12 +52,9 @@ def test_the_statefulset_model_is_done_when_its_chief_is():
     assert statefulset_phase(False, False, True).name == "Running"
 
 
-def test_the_chiefs_summary_is_its_last_summary_line():
+def test_the_summary_text_names_steps_loss_and_speed():
     summary = {"event": "summary", "steps": 400, "loss_last": 0.41, "examples_per_sec": 42270.0}
-    log = "\n".join(['{"event": "start"}', "not json {", json.dumps({**summary, "steps": 1}), json.dumps(summary), ""])
-    assert chief_summary(log) == summary
     assert summary_text(summary) == "400 steps, final loss 0.41, 42270.0 examples/s"
-    assert chief_summary("no summary here") is None
 
 
 def test_a_failed_tasks_last_words():

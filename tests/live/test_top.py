@@ -9,6 +9,7 @@ import pytest
 
 from components.cli.main import main
 from components.live.top import watch
+from trainer.log_lines import event_line, progress_line
 from components.live.usage import Progress, TaskUsage, TopView, chief_progress, imbalance, pod_usage, top_text
 
 # A node's Summary API document as a kubelet serves it (trimmed to what top reads, plus neighbours).
@@ -47,13 +48,14 @@ def test_pod_usage_is_the_pods_cpu_in_cores_and_its_working_set():
     assert usage[("tf-demo", "tf-chief-0-0-x")].cpu_cores == 0.0
 
 
-CHIEF_LOG = """\
-{"event": "start", "step": 0, "ps": 2, "workers": 2}
-step      52  loss 0.6931      9200.5 examples/s
-step     104  loss 0.5120      9506.1 examples/s
-{"event": "checkpoint", "step": 100}
-chief: a PS cannot reach the chief yet to save; retrying
-"""
+CHIEF_LOG = "\n".join([
+    event_line("start", step=0, ps=2, workers=2),
+    progress_line(52, 0.6931, 9200.5),
+    progress_line(104, 0.5120, 9506.1),
+    event_line("checkpoint", step=100),
+    "chief: a PS cannot reach the chief yet to save; retrying",
+    "",
+])
 
 
 def test_progress_is_the_chiefs_last_progress_line_against_the_steps_asked():
@@ -62,12 +64,12 @@ def test_progress_is_the_chiefs_last_progress_line_against_the_steps_asked():
 
 def test_progress_of_a_finished_chief_is_its_summary():
     summary = {"event": "summary", "steps": 1000, "loss_last": 0.1535, "examples_per_sec": 10998.3}
-    log = CHIEF_LOG + "step    1000  loss 0.1600     10990.0 examples/s\n" + json.dumps(summary) + "\n"
+    log = CHIEF_LOG + progress_line(1000, 0.16, 10990.0) + "\n" + json.dumps(summary) + "\n"
     assert chief_progress(log, 1000) == Progress(1000, 1000, 0.1535, 10998.3)
 
 
 def test_progress_before_the_first_step_is_unknown_but_says_the_steps_asked():
-    assert chief_progress('{"event": "start", "step": 0}\n', 500) == Progress(steps=500)
+    assert chief_progress(event_line("start", step=0) + "\n", 500) == Progress(steps=500)
     assert chief_progress("", 500) == Progress(steps=500)
 
 
@@ -176,7 +178,7 @@ def test_a_program_that_prints_no_progress_line_has_null_progress():
     assert view.to_json()["progress"] is None
     assert "progress: not reported (the program prints no progress line" in top_text(view)
     # The same line tfk8s's trainer prints is read from a program's log too.
-    assert chief_progress("step     936  loss 0.3176      9506.1 examples/s\n", steps_asked=None) == Progress(
+    assert chief_progress(progress_line(936, 0.3176, 9506.1) + "\n", steps_asked=None) == Progress(
         936, None, 0.3176, 9506.1)
 
 

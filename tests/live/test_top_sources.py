@@ -12,6 +12,7 @@ import pytest
 from components.cli.main import main
 from components.objects.loading import load_experiment
 from components.plan.experiment import Experiment
+from trainer.log_lines import progress_line
 from tests.live.fake_api import (
     FakeCluster,
     discovery,
@@ -24,7 +25,7 @@ from tests.live.fake_api import (
 )
 
 STACK = "scene1-case1-hot-none"  # 3 PS, 2 workers and the chief on srv-00
-CHIEF_LOG = "step     104  loss 0.5120      9506.1 examples/s\n"
+CHIEF_LOG = progress_line(104, 0.5120, 9506.1) + "\n"
 # ps-0 holds the unpartitioned table: it does most of the PS work.
 CPU = {"chief-0": 0.2, "ps-0": 0.9, "ps-1": 0.1, "ps-2": 0.1, "worker-0": 0.4}  # worker-1: not sampled yet
 MEMORY_MIB = {"chief-0": 300, "ps-0": 900, "ps-1": 250, "ps-2": 250, "worker-0": 400}

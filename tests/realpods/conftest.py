@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import json
 import os
 import subprocess
 import time
@@ -30,6 +29,7 @@ from components.objects.loading import load_experiment
 from components.objects.render import render
 from components.plan import labels as L
 from tests.harness import reset_pulumi
+from trainer.log_lines import read_event
 from tools.localcluster import host, lifecycle, paths, realnodes
 from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
@@ -95,13 +95,9 @@ class TaskLog:
     def events(self, name: Optional[str] = None) -> list[tuple[float, dict]]:
         found = []
         for stamp, line in self.lines:
-            if line.startswith("{"):
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if name is None or event.get("event") == name:
-                    found.append((stamp, event))
+            event = read_event(line)
+            if event is not None and (name is None or event["event"] == name):
+                found.append((stamp, event))
         return found
 
     def first(self, text: str) -> Optional[float]:

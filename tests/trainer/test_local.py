@@ -389,12 +389,12 @@ def test_ps_cpu_counts_from_the_first_finished_call_not_from_start_up(tmp_path):
     cluster = LocalCluster(TrainerSettings(), ps=2, workers=1, workdir=tmp_path)
     current = {"cpu": [0.0, 0.0]}
 
-    def chief_output():
+    def log_lines():
         for line in lines:
             current["cpu"] = cpu_when[json.loads(line)["event"]]
             yield line + "\n"
 
-    cluster.chief = types.SimpleNamespace(stdout=chief_output())
+    cluster.chief = types.SimpleNamespace(stdout=log_lines())
     cluster._ps_cpu = lambda: list(current["cpu"])
     summary, failure = cluster._follow_chief(io.StringIO())
     assert failure is None

@@ -64,9 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=COMMANDS)
     parser.add_argument("stack", help="a stack name or a stack file")
-    parser.add_argument("--kubeconfig", type=Path, default=KUBECONFIG, help="the local cluster's (default: %(default)s)")
     parser.add_argument(
-        "--state", type=Path, default=DEFAULT_DIRS.root,
+        "--kubeconfig", type=Path, default=KUBECONFIG, help="the local cluster's (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        default=DEFAULT_DIRS.root,
         help="the engine's state, home and workspace (default: %(default)s)",
     )
     args = parser.parse_args(argv)

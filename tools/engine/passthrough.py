@@ -77,10 +77,15 @@ def run_pulumi(stack: str, args: Sequence[str], dirs: EngineDirs, project: Path 
     env = cli_env(dirs)
     selected = subprocess.run(
         [str(CLI), "stack", "select", "--create", "--stack", stack, "--non-interactive"],
-        cwd=project, env=env, capture_output=True, text=True,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if selected.returncode != 0:
-        raise EngineError(f"stack '{stack}' could not be selected: {selected.stderr.strip() or selected.stdout.strip()}")
+        raise EngineError(
+            f"stack '{stack}' could not be selected: {selected.stderr.strip() or selected.stdout.strip()}"
+        )
     return subprocess.run([str(CLI), *args], cwd=project, env=env).returncode
 
 
@@ -102,10 +107,14 @@ def refuse_a_new_salt_under_old_state(stack: str, project: Path, dirs: EngineDir
 
 def main(argv: Sequence[str]) -> int:
     """`python -m tools.engine pulumi STACK [--state DIR] [--project DIR] -- ARGS...`"""
-    options, args = (list(argv), []) if "--" not in argv else (list(argv[: argv.index("--")]), list(argv[argv.index("--") + 1 :]))
+    options, args = (
+        (list(argv), []) if "--" not in argv else (list(argv[: argv.index("--")]), list(argv[argv.index("--") + 1 :]))
+    )
     parser = argparse.ArgumentParser(prog="python -m tools.engine pulumi", description=__doc__)
     parser.add_argument("stack", help="a stack name: stacks/Pulumi.STACK.yaml of the project")
-    parser.add_argument("--state", type=Path, default=DEFAULT_DIRS.root, help="the engine's state and home (default: %(default)s)")
+    parser.add_argument(
+        "--state", type=Path, default=DEFAULT_DIRS.root, help="the engine's state and home (default: %(default)s)"
+    )
     parser.add_argument("--project", type=Path, default=PROJECT_ROOT, help="the project folder (default: %(default)s)")
     given = parser.parse_args(options)
     if not args:

@@ -1,19 +1,19 @@
 """The local cluster from the command line (the Makefile's cluster-up, apply, delete, cluster-down).
 
-  python -m tools.localcluster up --stack S [--stack T ...] [--real srv-00,srv-01]
-                                                             start it, one node per server of S, T: kwok,
-                                                             or a real kubelet for those named in --real
-  python -m tools.localcluster nodes --stack S                add the servers of another stack
-  python -m tools.localcluster apply S                        render S, apply it, wait until its pods run
-  python -m tools.localcluster delete S                       delete S's objects and exactly its node labels
-  python -m tools.localcluster down                           stop every process it started
-  python -m tools.localcluster user --name U --namespace N [--label-nodes]
-                                                             a team member holding exactly docs/rbac/'s roles in
-                                                             N: .cluster/users/U.kubeconfig (make cluster-user)
-  python -m tools.localcluster image --name N --requirements F
-                                                             the TensorFlow image plus pinned packages, into the
-                                                             cache and the running real nodes (make image)
-  python -m tools.localcluster load-image --archive F         an image built elsewhere, likewise (make load-image)
+python -m tools.localcluster up --stack S [--stack T ...] [--real srv-00,srv-01]
+                                                           start it, one node per server of S, T: kwok,
+                                                           or a real kubelet for those named in --real
+python -m tools.localcluster nodes --stack S                add the servers of another stack
+python -m tools.localcluster apply S                        render S, apply it, wait until its pods run
+python -m tools.localcluster delete S                       delete S's objects and exactly its node labels
+python -m tools.localcluster down                           stop every process it started
+python -m tools.localcluster user --name U --namespace N [--label-nodes]
+                                                           a team member holding exactly docs/rbac/'s roles in
+                                                           N: .cluster/users/U.kubeconfig (make cluster-user)
+python -m tools.localcluster image --name N --requirements F
+                                                           the TensorFlow image plus pinned packages, into the
+                                                           cache and the running real nodes (make image)
+python -m tools.localcluster load-image --archive F         an image built elsewhere, likewise (make load-image)
 """
 
 from __future__ import annotations
@@ -67,20 +67,28 @@ def main(argv: list[str] | None = None) -> int:
     up = commands.add_parser("up", help="start the local control plane with the stacks' servers")
     up.add_argument("--stack", action="append", default=[], help="create a node per server of this stack")
     up.add_argument(
-        "--real", default="", help="comma-separated servers that run as real kubelet nodes (containerd, runc) instead of kwok"
+        "--real",
+        default="",
+        help="comma-separated servers that run as real kubelet nodes (containerd, runc) instead of kwok",
     )
     user = commands.add_parser("user", help="a team member with only the documented RBAC in a namespace")
     user.add_argument("--name", required=True, help="the user's name (a DNS label)")
     user.add_argument("--namespace", required=True, help="the team's namespace, created if missing")
-    user.add_argument("--label-nodes", action="store_true",
-                      help="bind tfk8s-node-labeller too, for stacks with placeBy: labels")
+    user.add_argument(
+        "--label-nodes", action="store_true", help="bind tfk8s-node-labeller too, for stacks with placeBy: labels"
+    )
     nodes = commands.add_parser("nodes", help="add the fake servers of more stacks")
     nodes.add_argument("--stack", action="append", required=True)
-    for name, text in (("apply", "render and apply a stack, wait until its pods run"), ("delete", "delete a stack's objects and node labels")):
+    for name, text in (
+        ("apply", "render and apply a stack, wait until its pods run"),
+        ("delete", "delete a stack's objects and node labels"),
+    ):
         command = commands.add_parser(name, help=text)
         command.add_argument("stack")
         command.add_argument("--kubeconfig", type=Path, default=paths.KUBECONFIG)
-    commands.choices["apply"].add_argument("--timeout", type=float, default=DEFAULT_WAIT_S, help="seconds to wait for the pods")
+    commands.choices["apply"].add_argument(
+        "--timeout", type=float, default=DEFAULT_WAIT_S, help="seconds to wait for the pods"
+    )
     commands.add_parser("down", help="stop the local control plane")
     image = commands.add_parser("image", help="a program's image: the TensorFlow image plus pinned packages")
     image.add_argument("--name", required=True)
@@ -99,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "user":
             kubeconfig = users.mint_user(args.name, args.namespace, args.label_nodes)
             roles = users.EXPERIMENTER_ROLE + (f" and {users.NODE_LABELLER_ROLE}" if args.label_nodes else "")
-            _say(f"user {args.name}: {roles} in namespace {args.namespace}; kubeconfig "
-                 f"{kubeconfig.relative_to(PROJECT_ROOT)}")
+            _say(
+                f"user {args.name}: {roles} in namespace {args.namespace}; kubeconfig "
+                f"{kubeconfig.relative_to(PROJECT_ROOT)}"
+            )
         elif args.command == "nodes":
             _say(f"{add_nodes(args.stack)} fake servers for {', '.join(args.stack)}")
         elif args.command == "down":
@@ -118,15 +128,21 @@ def main(argv: list[str] | None = None) -> int:
             except ExperimentNotRunning as state:
                 _say(str(state))
             else:
-                _say(f"every PS and worker pod bound after {times.bound_s:.1f} s, running after {times.running_s:.1f} s")
+                _say(
+                    f"every PS and worker pod bound after {times.bound_s:.1f} s, running after {times.running_s:.1f} s"
+                )
         elif args.command in ("image", "load-image"):
             if args.command == "image":
                 archive = build_program_image(args.name, args.requirements, _say).archive
             else:
                 archive = keep_archive(args.archive)
             imported = realnodes.import_archive(paths.DEFAULT_CLUSTER, archive)
-            _say(f"imported into {', '.join(imported)}" if imported else
-                 f"kept in {archive.parent}: no local cluster with real nodes runs; `make cluster-up REAL=...` imports it")
+            _say(
+                f"imported into {', '.join(imported)}"
+                if imported
+                else f"kept in {archive.parent}: no local cluster with real nodes runs; "
+                "`make cluster-up REAL=...` imports it"
+            )
         elif args.command == "delete":
             experiment = load_experiment(args.stack)
             out_dir = rendered_dir(experiment.stack)
@@ -135,8 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     except StackConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    except (processes.ClusterError, host.HostError, ApplyError, FileNotFoundError, ValueError, users.UserError,
-            subprocess.CalledProcessError) as error:
+    except (
+        processes.ClusterError,
+        host.HostError,
+        ApplyError,
+        FileNotFoundError,
+        ValueError,
+        users.UserError,
+        subprocess.CalledProcessError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0

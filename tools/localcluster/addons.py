@@ -119,8 +119,9 @@ exec "$@"
 """
 
 
-def controller_command(addon: str, binary: Path, kubeconfig: Path, config_file: Path, cert_dir: Path,
-                       scratch: Path) -> tuple[Path, list[str], dict[str, str]]:
+def controller_command(
+    addon: str, binary: Path, kubeconfig: Path, config_file: Path, cert_dir: Path, scratch: Path
+) -> tuple[Path, list[str], dict[str, str]]:
     """The executable, arguments and extra environment that start the addon's controller."""
     args = [f"--kubeconfig={kubeconfig}", f"--config={config_file}"]
     if addon == "jobset":
@@ -177,9 +178,7 @@ def cluster_queue_objects(allocatable: Iterable[dict[str, str]]) -> list[dict[st
     for node in allocatable:
         for resource in QUEUED_RESOURCES:
             totals[resource] += quantity_value(node.get(resource, "0"))
-    quotas = [
-        {"name": resource, "nominalQuota": _quantity(resource, amount)} for resource, amount in totals.items()
-    ]
+    quotas = [{"name": resource, "nominalQuota": _quantity(resource, amount)} for resource, amount in totals.items()]
     return [
         {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": RESOURCE_FLAVOR}},
         {

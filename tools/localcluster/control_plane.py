@@ -114,14 +114,22 @@ def up(
     where.log_dir.mkdir(parents=True)
     pki = create_pki(where.pki_dir)
     issue_client_certificate(
-        pki, "kube-apiserver-kubelet-client", "system:masters",
-        where.pki_dir / KUBELET_CLIENT_CERT, where.pki_dir / KUBELET_CLIENT_KEY,
+        pki,
+        "kube-apiserver-kubelet-client",
+        "system:masters",
+        where.pki_dir / KUBELET_CLIENT_CERT,
+        where.pki_dir / KUBELET_CLIENT_KEY,
     )
     front = create_front_proxy(where.pki_dir)
     ports = {
         name: free_port()
         for name in (
-            "etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok",
+            "etcd",
+            "etcd-peer",
+            "apiserver",
+            "controller-manager",
+            "scheduler",
+            "kwok",
             *(f"{addon}-{use}" for addon in addons.CONTROLLERS for use in ("webhook", "metrics", "health")),
         )
     }
@@ -263,7 +271,9 @@ def _start_all(launcher: Launcher, plane: ControlPlane, pki: Pki, front: FrontPr
         ],
     )
     wait_until(
-        lambda: _https_ok(f"{plane.server}/api/v1/namespaces/default/serviceaccounts/default", pki.admin_token, pki.serving_cert),
+        lambda: _https_ok(
+            f"{plane.server}/api/v1/namespaces/default/serviceaccounts/default", pki.admin_token, pki.serving_cert
+        ),
         "the controllers (default service account)",
         launcher,
     )
@@ -279,7 +289,10 @@ def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
     addons.write_certificate(pki, cert_dir)
     crd_file = where.addons_dir / "crds.yaml"
     crd_file.write_text(yaml.safe_dump_all(addons.crds(plane.ports, ca_bundle)))
-    _run(where, [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(crd_file)])
+    _run(
+        where,
+        [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(crd_file)],
+    )
     _run(where, [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"])
     for addon, binary in addons.CONTROLLERS.items():
         config_file = where.addons_dir / f"{addon}.yaml"
@@ -290,7 +303,7 @@ def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
         launcher.start(binary, args, executable, env)
     for addon, binary in addons.CONTROLLERS.items():
         health = f"http://127.0.0.1:{plane.ports[f'{addon}-health']}/readyz"
-        wait_until(lambda: _http_ok(health), binary, launcher)
+        wait_until(lambda health=health: _http_ok(health), binary, launcher)
     webhooks = [
         configuration
         for addon in addons.CONTROLLERS
@@ -298,13 +311,18 @@ def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
     ]
     webhook_file = where.addons_dir / "webhooks.yaml"
     webhook_file.write_text(yaml.safe_dump_all(webhooks))
-    _run(where, [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(webhook_file)])
+    _run(
+        where,
+        [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(webhook_file)],
+    )
 
 
 def _run(where: paths.ClusterDir, command: list[str]) -> None:
     result = subprocess.run(command, capture_output=True, text=True, cwd=where.root)
     if result.returncode != 0:
-        raise ClusterError(f"{' '.join(command[:1] + command[2:4])} failed: {result.stderr.strip() or result.stdout.strip()}")
+        raise ClusterError(
+            f"{' '.join(command[:1] + command[2:4])} failed: {result.stderr.strip() or result.stdout.strip()}"
+        )
 
 
 def _http_ok(url: str) -> bool:

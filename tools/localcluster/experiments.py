@@ -13,13 +13,12 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ApiException, ResourceNotFoundError
-
-from pathlib import Path
 
 from components.live.status import no_jobset_message, read_jobset
 from components.objects.manifests import Manifest
@@ -60,8 +59,10 @@ class ExperimentNotRunning(Exception):
         if state == "queued":
             text = "queued: Kueue admits it when its whole request fits; `status` shows its phase"
         else:
-            text = (f"already ended ({state}); an unchanged stack does not train again: change the stack, "
-                    "or delete and apply it")
+            text = (
+                f"already ended ({state}); an unchanged stack does not train again: change the stack, "
+                "or delete and apply it"
+            )
         super().__init__(f"stack '{stack}' is {text}")
 
 
@@ -104,7 +105,8 @@ JOBSET_GONE_PER_POD_S = 0.1
 
 def _gone_timeout(jobset: Manifest) -> float:
     pods = sum(
-        job.get("replicas", 1) * job["template"]["spec"].get("completions", 1) for job in jobset["spec"]["replicatedJobs"]
+        job.get("replicas", 1) * job["template"]["spec"].get("completions", 1)
+        for job in jobset["spec"]["replicatedJobs"]
     )
     return JOBSET_GONE_TIMEOUT_S + JOBSET_GONE_PER_POD_S * pods
 
@@ -123,15 +125,17 @@ def _delete_dependents_first(dynamic: DynamicClient, manifest: Manifest) -> None
     holds back in when a Workload goes, but only while the Workload's LocalQueue still exists."""
     resource, metadata = _resource(dynamic, manifest), manifest["metadata"]
     try:
-        dynamic.delete(resource, name=metadata["name"], namespace=metadata["namespace"],
-                       body={"propagationPolicy": "Foreground"})
+        dynamic.delete(
+            resource, name=metadata["name"], namespace=metadata["namespace"], body={"propagationPolicy": "Foreground"}
+        )
     except ApiException as error:
         if is_not_found(error):
             return
         raise
     _wait_gone(
         lambda: dynamic.get(resource, name=metadata["name"], namespace=metadata["namespace"]),
-        f"{_describe(manifest)} still being deleted", _gone_timeout(manifest),
+        f"{_describe(manifest)} still being deleted",
+        _gone_timeout(manifest),
     )
 
 
@@ -165,9 +169,7 @@ def rendered_objects(experiment: Experiment, out_dir: Path) -> list[Manifest]:
     return [*node_label_patches(experiment), *read_rendered(out_dir)]
 
 
-def apply_manifests(
-    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet
-) -> None:
+def apply_manifests(api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet) -> None:
     """Apply a rendered experiment (`manifests` in render order) under the stack's field manager.
 
     Node labels first (a label patch never creates a node: servers missing
@@ -284,9 +286,7 @@ def wait_for_pods(
         time.sleep(pod_poll_interval(expected))
 
 
-def delete_manifests(
-    api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet
-) -> None:
+def delete_manifests(api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet) -> None:
     """Delete a rendered experiment's objects, newest first, and release exactly its node labels."""
     dynamic = DynamicClient(api)
     core = client.CoreV1Api(api)
@@ -314,8 +314,11 @@ def delete_manifests(
     for namespace in (m for m in manifests if m["kind"] == "Namespace"):
         namespace_name = namespace["metadata"]["name"]
         delete(namespace)
-        _wait_gone(lambda: core.read_namespace(namespace_name), f"namespace {namespace_name} still terminating",
-                   NAMESPACE_GONE_TIMEOUT_S)
+        _wait_gone(
+            lambda namespace_name=namespace_name: core.read_namespace(namespace_name),
+            f"namespace {namespace_name} still terminating",
+            NAMESPACE_GONE_TIMEOUT_S,
+        )
         progress(f"deleted namespace {namespace_name}")
 
     field_manager = L.field_manager(stack)

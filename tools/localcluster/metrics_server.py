@@ -70,27 +70,62 @@ def objects(port: int, ca_bundle: bytes) -> list[dict[str, Any]]:
 
     def binding(kind: str, name: str, role_kind: str, role: str, namespace: str = "") -> dict[str, Any]:
         metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
-        return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": metadata,
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}, "subjects": user}
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": kind,
+            "metadata": metadata,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+            "subjects": user,
+        }
 
     return [
         # Namespaces' view, edit and admin roles take this in: `top` needs no more than a namespace's rights.
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": "system:aggregated-metrics-reader", "labels": {
-             f"rbac.authorization.k8s.io/aggregate-to-{role}": "true" for role in ("view", "edit", "admin")}},
-         "rules": [{"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:metrics-server"},
-         "rules": [{"apiGroups": [""], "resources": ["nodes/metrics"], "verbs": ["get"]},
-                   {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {
+                "name": "system:aggregated-metrics-reader",
+                "labels": {
+                    f"rbac.authorization.k8s.io/aggregate-to-{role}": "true" for role in ("view", "edit", "admin")
+                },
+            },
+            "rules": [
+                {"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]}
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "system:metrics-server"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["nodes/metrics"], "verbs": ["get"]},
+                {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
+            ],
+        },
         binding("ClusterRoleBinding", "system:metrics-server", "ClusterRole", "system:metrics-server"),
         binding("ClusterRoleBinding", "metrics-server:system:auth-delegator", "ClusterRole", "system:auth-delegator"),
-        binding("RoleBinding", "metrics-server-auth-reader", "Role", "extension-apiserver-authentication-reader", NAMESPACE),
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": NAME, "namespace": NAMESPACE},
-         "spec": {"type": "ExternalName", "externalName": "localhost"}},
-        {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": API_SERVICE},
-         "spec": {"service": {"name": NAME, "namespace": NAMESPACE, "port": port}, "group": "metrics.k8s.io",
-                  "version": "v1beta1", "caBundle": base64.b64encode(ca_bundle).decode(),
-                  "groupPriorityMinimum": 100, "versionPriority": 100}},
+        binding(
+            "RoleBinding", "metrics-server-auth-reader", "Role", "extension-apiserver-authentication-reader", NAMESPACE
+        ),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "spec": {"type": "ExternalName", "externalName": "localhost"},
+        },
+        {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": API_SERVICE},
+            "spec": {
+                "service": {"name": NAME, "namespace": NAMESPACE, "port": port},
+                "group": "metrics.k8s.io",
+                "version": "v1beta1",
+                "caBundle": base64.b64encode(ca_bundle).decode(),
+                "groupPriorityMinimum": 100,
+                "versionPriority": 100,
+            },
+        },
     ]
 
 
@@ -173,8 +208,12 @@ def _delete_all(api: client.ApiClient) -> None:
     deletions = [
         lambda: client.ApiregistrationV1Api(api).delete_api_service(API_SERVICE, _request_timeout=REQUEST_TIMEOUT_S),
         lambda: client.CoreV1Api(api).delete_namespaced_service(NAME, NAMESPACE, _request_timeout=REQUEST_TIMEOUT_S),
-        lambda: rbac.delete_namespaced_role_binding("metrics-server-auth-reader", NAMESPACE, _request_timeout=REQUEST_TIMEOUT_S),
-        lambda: rbac.delete_cluster_role_binding("metrics-server:system:auth-delegator", _request_timeout=REQUEST_TIMEOUT_S),
+        lambda: rbac.delete_namespaced_role_binding(
+            "metrics-server-auth-reader", NAMESPACE, _request_timeout=REQUEST_TIMEOUT_S
+        ),
+        lambda: rbac.delete_cluster_role_binding(
+            "metrics-server:system:auth-delegator", _request_timeout=REQUEST_TIMEOUT_S
+        ),
         lambda: rbac.delete_cluster_role_binding("system:metrics-server", _request_timeout=REQUEST_TIMEOUT_S),
         lambda: rbac.delete_cluster_role("system:metrics-server", _request_timeout=REQUEST_TIMEOUT_S),
         lambda: rbac.delete_cluster_role("system:aggregated-metrics-reader", _request_timeout=REQUEST_TIMEOUT_S),

@@ -65,14 +65,14 @@ def cgroup_name(node: str) -> str:
 def containerd_config(node: NodeDir, where: paths.ClusterDir) -> str:
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""version = 2
-root = "{node.root / 'containerd' / 'root'}"
-state = "{node.root / 'containerd' / 'state'}"
+root = "{node.root / "containerd" / "root"}"
+state = "{node.root / "containerd" / "state"}"
 
 [grpc]
   address = "{node.containerd_socket}"
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = "{node.root / 'containerd' / 'opt'}"
+  path = "{node.root / "containerd" / "opt"}"
 
 [{cri}]
   sandbox_image = "{pause_image().reference}"
@@ -92,11 +92,11 @@ state = "{node.root / 'containerd' / 'state'}"
 
 [{cri}.containerd.runtimes.runc.options]
   SystemdCgroup = false
-  Root = "{node.root / 'runc'}"
+  Root = "{node.root / "runc"}"
 
 [{cri}.cni]
   bin_dir = "{paths.CNI_PLUGIN_DIR}"
-  conf_dir = "{cni_dir(where) / 'net.d'}"
+  conf_dir = "{cni_dir(where) / "net.d"}"
 """
 
 

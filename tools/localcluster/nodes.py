@@ -66,7 +66,12 @@ def own_labels(name: str, index: int) -> dict[str, str]:
 
 
 def fake_node(name: str, index: int, gpus: ServerGpus) -> dict[str, Any]:
-    capacity = {"cpu": SERVER_CPU, "memory": SERVER_MEMORY, "pods": SERVER_PODS, "ephemeral-storage": SERVER_EPHEMERAL_STORAGE}
+    capacity = {
+        "cpu": SERVER_CPU,
+        "memory": SERVER_MEMORY,
+        "pods": SERVER_PODS,
+        "ephemeral-storage": SERVER_EPHEMERAL_STORAGE,
+    }
     labels = own_labels(name, index)
     spec: dict[str, Any] = {}
     if gpus.count:
@@ -116,4 +121,8 @@ def label_real_nodes(api: client.ApiClient, names: Iterable[str]) -> None:
     dynamic = DynamicClient(api)
     for index, name in enumerate(names):
         labels = {key: value for key, value in own_labels(name, index).items() if key in (RACK_LABEL, ZONE_LABEL)}
-        apply_manifest(dynamic, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}, NODE_FIELD_MANAGER)
+        apply_manifest(
+            dynamic,
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}},
+            NODE_FIELD_MANAGER,
+        )

@@ -10,8 +10,14 @@ TOOLS_BIN = PROJECT_ROOT / ".tools" / "bin"
 CLUSTER_ROOT = PROJECT_ROOT / ".cluster"
 
 BINARIES = (
-    "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok",
-    "jobset-controller", "kueue-controller",
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+    "jobset-controller",
+    "kueue-controller",
 )
 # Real nodes: the toolchain's kubelet, CoreDNS and metrics-server, and Debian's container runtime.
 REAL_NODE_BINARIES = ("kubelet", "coredns", "metrics-server")
@@ -56,8 +62,16 @@ class ClusterDir:
 
     def owned_paths(self) -> list[Path]:
         """What a fresh start replaces (a test cluster's folder may sit beside them)."""
-        return [self.kubeconfig, self.state_file, self.log_dir, self.pki_dir, self.etcd_dir,
-                self.kubectl_cache, self.addons_dir, self.root / "flexvolume"]
+        return [
+            self.kubeconfig,
+            self.state_file,
+            self.log_dir,
+            self.pki_dir,
+            self.etcd_dir,
+            self.kubectl_cache,
+            self.addons_dir,
+            self.root / "flexvolume",
+        ]
 
 
 # `make cluster-up`'s cluster; the tests start their own under .cluster/tests/.

@@ -65,9 +65,7 @@ def create_pki(directory: Path) -> Pki:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=30))
         .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
             critical=False,
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -104,8 +102,10 @@ FRONT_PROXY_CLIENT = "front-proxy-client"
 
 def create_front_proxy(directory: Path) -> FrontProxy:
     front = FrontProxy(
-        directory / "front-proxy-ca.crt", directory / "front-proxy-ca.key",
-        directory / "front-proxy-client.crt", directory / "front-proxy-client.key",
+        directory / "front-proxy-ca.crt",
+        directory / "front-proxy-ca.key",
+        directory / "front-proxy-client.crt",
+        directory / "front-proxy-client.key",
     )
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tfk8s-local-front-proxy-ca")])
@@ -134,14 +134,22 @@ def issue_client_certificate(pki: Pki, common_name: str, organization: str, cert
     a kubelet's identity towards the API server (`system:node:<name>` in `system:nodes`),
     or the API server's towards kubelets."""
     subject = x509.Name(
-        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization), x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
     )
     usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
     _issue(pki.serving_cert, pki.serving_key, subject, [usage], cert, key)
 
 
 def issue_serving_certificate(
-    pki: Pki, common_name: str, cert: Path, key: Path, addresses: tuple[str, ...] = ("127.0.0.1",), dns_names: tuple[str, ...] = ()
+    pki: Pki,
+    common_name: str,
+    cert: Path,
+    key: Path,
+    addresses: tuple[str, ...] = ("127.0.0.1",),
+    dns_names: tuple[str, ...] = (),
 ) -> None:
     """A serving certificate for `addresses` and `dns_names` signed by the cluster's CA: the host's
     webhook servers and metrics-server (for 127.0.0.1, which the API server calls with that CA as
@@ -149,14 +157,22 @@ def issue_serving_certificate(
     checks against that CA)."""
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     names = x509.SubjectAlternativeName(
-        [*(x509.IPAddress(ipaddress.ip_address(address)) for address in addresses), *(x509.DNSName(name) for name in dns_names)]
+        [
+            *(x509.IPAddress(ipaddress.ip_address(address)) for address in addresses),
+            *(x509.DNSName(name) for name in dns_names),
+        ]
     )
     usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH])
     _issue(pki.serving_cert, pki.serving_key, subject, [names, usage], cert, key)
 
 
 def _issue(
-    ca_cert_file: Path, ca_key_file: Path, subject: x509.Name, extensions: list[x509.ExtensionType], cert: Path, key: Path
+    ca_cert_file: Path,
+    ca_key_file: Path,
+    subject: x509.Name,
+    extensions: list[x509.ExtensionType],
+    cert: Path,
+    key: Path,
 ) -> None:
     ca_key = serialization.load_pem_private_key(ca_key_file.read_bytes(), password=None)
     ca_cert = x509.load_pem_x509_certificate(ca_cert_file.read_bytes())

@@ -7,7 +7,9 @@ from datetime import datetime
 from kubernetes import client
 
 
-def timestamped_log(core: client.CoreV1Api, namespace: str, pod: str, previous: bool = False) -> list[tuple[float, str]]:
+def timestamped_log(
+    core: client.CoreV1Api, namespace: str, pod: str, previous: bool = False
+) -> list[tuple[float, str]]:
     """(seconds since the epoch, line) for each line of the pod's container log."""
     text = core.read_namespaced_pod_log(pod, namespace, timestamps=True, previous=previous)
     lines = []

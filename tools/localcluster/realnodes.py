@@ -166,7 +166,10 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
         _start_containerd(node, where, name, launcher)
         for archive in images:
             _import_archive(node, archive)
-        say(f"{name}: containerd with {', '.join(archive.stem for archive in images)} in {time.monotonic() - started:.0f} s")
+        say(
+            f"{name}: containerd with {', '.join(archive.stem for archive in images)} in "
+            f"{time.monotonic() - started:.0f} s"
+        )
         _start_kubelet(node, name, address, server, pki, where, launcher)
     _wait_ready(where, list(real.nodes), launcher, say)
     started = time.monotonic()
@@ -241,7 +244,12 @@ def _start_kubelet(
         yaml.safe_dump(kubeconfig_for(server, pki.serving_cert, cert, key, f"system:node:{name}"))
     )
     issue_serving_certificate(
-        pki, f"kubelet-{name}", node.kubelet_serving_cert, node.kubelet_serving_key, addresses=(address,), dns_names=(name,)
+        pki,
+        f"kubelet-{name}",
+        node.kubelet_serving_cert,
+        node.kubelet_serving_key,
+        addresses=(address,),
+        dns_names=(name,),
     )
     healthz_port = free_port()
     node.kubelet_config.write_text(yaml.safe_dump(kubelet_config(node, address, pki.serving_cert, healthz_port)))

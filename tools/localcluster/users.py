@@ -5,8 +5,9 @@ As the cluster's admin: the team's namespace (created if missing, as a platform 
 ClusterRoles of docs/rbac/ applied as written there, `tfk8s-experimenter` bound to the user in that
 namespace by a RoleBinding, and, with `--label-nodes`, `tfk8s-node-labeller` bound cluster-wide
 (stacks that keep placeBy: labels need it). The user's identity is a client certificate signed by
-the cluster's CA (common name: the user's name; group `tfk8s-users`, which nothing is bound to), written with the cluster's address into
-`.cluster/users/<user>.kubeconfig`, for `make preview|up|destroy STACK=<s> KUBECONFIG=<file>` and
+the cluster's CA (common name: the user's name; group `tfk8s-users`, which nothing is bound to),
+written with the cluster's address into `.cluster/users/<user>.kubeconfig`, for
+`make preview|up|destroy STACK=<s> KUBECONFIG=<file>` and
 `python -m components status|top <s> --kubeconfig <file>`.
 """
 
@@ -66,17 +67,21 @@ def bindings(name: str, namespace: str, label_nodes: bool) -> list[dict[str, Any
     }
     if not label_nodes:
         return [role_binding]
-    return [role_binding, {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": f"{NODE_LABELLER_ROLE}-{name}"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NODE_LABELLER_ROLE},
-        "subjects": subject,
-    }]
+    return [
+        role_binding,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{NODE_LABELLER_ROLE}-{name}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NODE_LABELLER_ROLE},
+            "subjects": subject,
+        },
+    ]
 
 
-def mint_user(name: str, namespace: str, label_nodes: bool = False,
-              where: paths.ClusterDir = paths.DEFAULT_CLUSTER) -> Path:
+def mint_user(
+    name: str, namespace: str, label_nodes: bool = False, where: paths.ClusterDir = paths.DEFAULT_CLUSTER
+) -> Path:
     """Create the user's namespace, roles and bindings, and write its kubeconfig; its path."""
     for value, what in ((name, "NAME"), (namespace, "NAMESPACE")):
         if not DNS_LABEL.match(value):
@@ -89,8 +94,9 @@ def mint_user(name: str, namespace: str, label_nodes: bool = False,
         dynamic = DynamicClient(api)
         for manifest in [*cluster_roles(), *bindings(name, namespace, label_nodes)]:
             resource = dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
-            dynamic.server_side_apply(resource, body=manifest, namespace=manifest["metadata"].get("namespace"),
-                                      field_manager=FIELD_MANAGER)
+            dynamic.server_side_apply(
+                resource, body=manifest, namespace=manifest["metadata"].get("namespace"), field_manager=FIELD_MANAGER
+            )
     except MaxRetryError:
         raise UserError(f"no local cluster answers at {api.configuration.host}: `make cluster-up` first") from None
     except client.ApiException as error:
@@ -117,8 +123,10 @@ def _kubeconfig(where: paths.ClusterDir, name: str, namespace: str) -> dict[str,
     with tempfile.TemporaryDirectory() as scratch:
         cert, key = Path(scratch) / "user.crt", Path(scratch) / "user.key"
         issue_client_certificate(load_pki(where.pki_dir), name, USERS_GROUP, cert, key)
-        credentials = {"client-certificate-data": base64.b64encode(cert.read_bytes()).decode(),
-                       "client-key-data": base64.b64encode(key.read_bytes()).decode()}
+        credentials = {
+            "client-certificate-data": base64.b64encode(cert.read_bytes()).decode(),
+            "client-key-data": base64.b64encode(key.read_bytes()).decode(),
+        }
     context = f"{name}@{cluster['name']}"
     return {
         "apiVersion": "v1",

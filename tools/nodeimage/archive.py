@@ -74,7 +74,9 @@ def write_image_archive(
         config_bytes = json.dumps(image_config, sort_keys=True).encode()
         config_name = f"{hashlib.sha256(config_bytes).hexdigest()}.json"
         layer_name = f"{layer_digest}/layer.tar"
-        manifest = [{"Config": config_name, "RepoTags": [reference], "Layers": [*(n for n, _ in base_layers), layer_name]}]
+        manifest = [
+            {"Config": config_name, "RepoTags": [reference], "Layers": [*(n for n, _ in base_layers), layer_name]}
+        ]
         partial = archive.with_name(archive.name + ".partial")
         with tarfile.open(partial, "w") as out:
             _add_bytes(out, config_name, config_bytes)

@@ -66,7 +66,10 @@ def build_tensorflow(image: Image, work: Path) -> None:
     write_image_archive(
         rootfs,
         image.reference,
-        ImageConfig(cmd=("python3",), labels={"org.opencontainers.image.description": f"Debian {pinned['DEBIAN_SUITE']} with {requirement}"}),
+        ImageConfig(
+            cmd=("python3",),
+            labels={"org.opencontainers.image.description": f"Debian {pinned['DEBIAN_SUITE']} with {requirement}"},
+        ),
         image.archive,
     )
 

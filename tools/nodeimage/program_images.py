@@ -61,22 +61,46 @@ def build_program_image(name: str, requirements: Path, say: Say = _say) -> Image
     say(f"pip resolves {requirements} with {base_requirement}")
     extra = packages_beyond(_resolved(pip, "-r", str(requirements), base_requirement), _resolved(pip, base_requirement))
     if not extra:
-        raise ValueError(f"REQUIREMENTS {requirements}: the TensorFlow image has every package it needs already; "
-                         f"use {base.reference}")
+        raise ValueError(
+            f"REQUIREMENTS {requirements}: the TensorFlow image has every package it needs already; "
+            f"use {base.reference}"
+        )
     say(f"pip download {' '.join(extra)} into {wheels}")
     subprocess.run([*pip, "download", "--only-binary=:all:", "--no-deps", "--dest", str(wheels), *extra], check=True)
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=image.archive.parent.parent) as work:
         layer = Path(work) / "layer"
         # Where the TensorFlow image's Python finds packages (tools/nodeimage/build.py).
-        target = layer / "usr" / "local" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "dist-packages"
-        subprocess.run([*pip, "install", "--no-index", "--no-deps", "--target", str(target),
-                        *map(str, sorted(wheels.glob("*.whl")))], check=True)
+        target = (
+            layer
+            / "usr"
+            / "local"
+            / "lib"
+            / f"python{sys.version_info.major}.{sys.version_info.minor}"
+            / "dist-packages"
+        )
+        subprocess.run(
+            [
+                *pip,
+                "install",
+                "--no-index",
+                "--no-deps",
+                "--target",
+                str(target),
+                *map(str, sorted(wheels.glob("*.whl"))),
+            ],
+            check=True,
+        )
         for earlier in image.archive.parent.glob(f"{name}-{image.tag}-*.tar"):
             earlier.unlink()  # one archive per name: a node imports every archive here
         write_image_archive(
-            layer, image.reference,
-            ImageConfig(cmd=("python3",), labels={"org.opencontainers.image.description": f"{base.reference} + {requirements.name}"}),
-            image.archive, base=base.archive,
+            layer,
+            image.reference,
+            ImageConfig(
+                cmd=("python3",),
+                labels={"org.opencontainers.image.description": f"{base.reference} + {requirements.name}"},
+            ),
+            image.archive,
+            base=base.archive,
         )
     say(f"built {image.reference} in {time.monotonic() - started:.0f} s -> {image.archive}")
     return image
@@ -86,8 +110,19 @@ def _resolved(pip: list[str], *requirements: str) -> dict[str, str]:
     """Distribution name -> version, as pip resolves `requirements` for this Python (metadata only)."""
     with tempfile.TemporaryDirectory(prefix="resolve-") as work:
         report = Path(work) / "report.json"
-        subprocess.run([*pip, "install", "--dry-run", "--ignore-installed", "--only-binary=:all:",
-                        "--report", str(report), *requirements], check=True)
+        subprocess.run(
+            [
+                *pip,
+                "install",
+                "--dry-run",
+                "--ignore-installed",
+                "--only-binary=:all:",
+                "--report",
+                str(report),
+                *requirements,
+            ],
+            check=True,
+        )
         installs = json.loads(report.read_text())["install"]
     return {item["metadata"]["name"]: item["metadata"]["version"] for item in installs}
 

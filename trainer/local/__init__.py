@@ -16,13 +16,22 @@ role instead (trainer/local/program.py), with the environment its pods get, and
 ends with the program's own exit codes.
 """
 
-from .cluster import LocalCluster
 from .cli import add_setting_flags, main
+from .cluster import LocalCluster
 from .errors import LaunchError, PortClash
 from .stacks import MAX_LOCAL_PS, MAX_LOCAL_WORKERS, StackExperiment, read_stack, scale_to_machine
 from .tasks import Task
 
 __all__ = [
-    "LaunchError", "LocalCluster", "MAX_LOCAL_PS", "MAX_LOCAL_WORKERS", "PortClash", "StackExperiment", "Task",
-    "add_setting_flags", "main", "read_stack", "scale_to_machine",
+    "LaunchError",
+    "LocalCluster",
+    "MAX_LOCAL_PS",
+    "MAX_LOCAL_WORKERS",
+    "PortClash",
+    "StackExperiment",
+    "Task",
+    "add_setting_flags",
+    "main",
+    "read_stack",
+    "scale_to_machine",
 ]

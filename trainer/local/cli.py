@@ -37,6 +37,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
         else:
             group.add_argument(flag, type=type(spec.default), choices=choices, help=help_text, dest=spec.name)
 
+
 def settings_given(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The trainer settings given as flags (add_setting_flags with the same `skip`), in stack-file keys."""
     return {
@@ -53,11 +54,13 @@ def _parse_bool(text: str) -> bool:
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
+
 def _parse_ints(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in text.split(",") if part)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+
 
 def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, int, int, Optional[ProgramExport]]:
     """The settings, PS and workers to run, and the stack's own program where it has one."""
@@ -68,16 +71,23 @@ def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, 
         experiment = read_stack(args.stack)
         scale = scale_to_machine(experiment.ps, experiment.workers)
         base, ps, workers = experiment.trainer, scale.ps, scale.workers
-        print(f"stack {experiment.stack} on this machine: {'; '.join(scale.notes)}; placement "
-              f"{experiment.placement} is not reproduced (every task runs here)", file=out, flush=True)
+        print(
+            f"stack {experiment.stack} on this machine: {'; '.join(scale.notes)}; placement "
+            f"{experiment.placement} is not reproduced (every task runs here)",
+            file=out,
+            flush=True,
+        )
         if experiment.program is not None:
             program = ProgramExport.from_json(experiment.program)
             given = settings_given(args)
             if given:
-                raise LaunchError(f"stack {experiment.stack} runs its own program (tfk8s:program): the trainer "
-                                  f"settings {', '.join(sorted(given))} do not apply")
+                raise LaunchError(
+                    f"stack {experiment.stack} runs its own program (tfk8s:program): the trainer "
+                    f"settings {', '.join(sorted(given))} do not apply"
+                )
     settings = TrainerSettings.from_config({**base, **settings_given(args)})
     return settings, args.ps or ps, args.workers or workers, program
+
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(
@@ -88,9 +98,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--stack", help="take trainer settings and the PS:worker ratio from this stack")
     parser.add_argument("--workdir", help="checkpoints, metrics and logs (kept; default: a temporary folder, removed)")
     parser.add_argument("--progress-every", type=int, default=50, help="steps between progress lines")
-    parser.add_argument("--kill", type=parse_kill, action="append", default=[], metavar="TASK@STEP",
-                        help="fault drill: SIGKILL a task (ps-N, worker-N, chief-0) once the chief reports this step; "
-                             "a killed chief is started again on the same checkpoints")
+    parser.add_argument(
+        "--kill",
+        type=parse_kill,
+        action="append",
+        default=[],
+        metavar="TASK@STEP",
+        help="fault drill: SIGKILL a task (ps-N, worker-N, chief-0) once the chief reports this step; "
+        "a killed chief is started again on the same checkpoints",
+    )
     parser.add_argument("--no-restart", action="store_true", help="do not restart workers that die")
     add_setting_flags(parser)
     args = parser.parse_args(argv)
@@ -111,8 +127,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         cluster = LocalProgram(program, ps, workers, workdir)
     else:
         cluster = LocalCluster(
-            settings, ps, workers, workdir, progress_every=args.progress_every,
-            restart_workers=not args.no_restart, drills=FaultDrills(dict(args.kill)),
+            settings,
+            ps,
+            workers,
+            workdir,
+            progress_every=args.progress_every,
+            restart_workers=not args.no_restart,
+            drills=FaultDrills(dict(args.kill)),
         )
 
     def on_term(signum, frame):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..lifeline import LAUNCHER_PID_ENV
+from ..log_lines import SUMMARY, read_event, read_progress_line
 from ..ports import free_ports
 from ..settings import SETTINGS_ENV, TrainerSettings
 from .drills import FaultDrills
@@ -154,14 +155,19 @@ class LocalCluster:
             if not self._chief_listening:
                 self._chief_listening = True  # its first line comes after its signal handling is set
                 self._forward_finish()
-            event = _event(line)
+            event = read_event(line)
             if event is None:
                 print(line.rstrip(), file=out, flush=True)
-                if line.startswith("step "):
-                    self._drill(int(line.split()[1]))
+                progress = read_progress_line(line)
+                if progress is not None:
+                    self._drill(progress.step)
                 continue
             if event["event"] == "start":
-                print(f"training: {event['ps']} PS, {event['workers']} workers, from step {event['step']}", file=out, flush=True)
+                print(
+                    f"training: {event['ps']} PS, {event['workers']} workers, from step {event['step']}",
+                    file=out,
+                    flush=True,
+                )
             elif event["event"] == "worker_joined":
                 print(f"worker joined at step {event['step']}: {event['worker']}", file=out, flush=True)
                 if cpu_at_start is None:
@@ -170,7 +176,7 @@ class LocalCluster:
                     cpu_at_start = self._ps_cpu()
             elif event["event"] == "finishing":
                 print(f"finishing early at step {event['step']} of {event['steps']}", file=out, flush=True)
-            elif event["event"] == "summary":
+            elif event["event"] == SUMMARY:
                 summary = {key: value for key, value in event.items() if key != "event"}
                 summary["ps_cpu_seconds"] = cpu_delta(cpu_at_start, self._ps_cpu())
             elif event["event"] == "failed":
@@ -273,15 +279,6 @@ class LocalCluster:
                 self.chief_log.close()
                 self.chief_log = None
 
-
-def _event(line: str) -> Optional[dict[str, Any]]:
-    if not line.startswith("{"):
-        return None
-    try:
-        parsed = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, dict) and "event" in parsed else None
 
 def _last_lines(path: Path, count: int = 5) -> str:
     try:

@@ -14,7 +14,9 @@ def parse_kill(text: str) -> tuple[str, int]:
             raise ValueError
         return name, int(step)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected TASK@STEP such as worker-1@100 or chief-0@100, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected TASK@STEP such as worker-1@100 or chief-0@100, got {text!r}"
+        ) from None
 
 
 @dataclass

@@ -6,5 +6,6 @@ from __future__ import annotations
 class LaunchError(RuntimeError):
     pass
 
+
 class PortClash(LaunchError):
     """A task could not listen on the port picked for it: another process took it first."""

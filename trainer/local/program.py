@@ -63,7 +63,9 @@ class LocalProgram:
                     f"tfk8s:program gives {role} no command: the image's entrypoint cannot run as a local "
                     "process; give command (or roles.<role>.command)"
                 )
-        missing = sorted(name for name, value in self.program.env.items() if isinstance(value, dict) and name not in os.environ)
+        missing = sorted(
+            name for name, value in self.program.env.items() if isinstance(value, dict) and name not in os.environ
+        )
         if missing:
             raise LaunchError(
                 f"tfk8s:program.env: {', '.join(missing)} come from Secrets, which the cluster holds; "
@@ -113,8 +115,12 @@ class LocalProgram:
                 task = Task(name, env, self.workdir / name, command=argv, cwd=cwd, tie_to_launcher=True)
                 self.tasks[name] = task
                 task.start()
-        print(f"started {', '.join(self.tasks)} on loopback; done when "
-              f"{'the chief exits 0' if self.program.done == 'chief' else 'every worker exits 0'}", file=out, flush=True)
+        print(
+            f"started {', '.join(self.tasks)} on loopback; done when "
+            f"{'the chief exits 0' if self.program.done == 'chief' else 'every worker exits 0'}",
+            file=out,
+            flush=True,
+        )
         return self._follow(out)
 
     def _follow(self, out) -> dict[str, Any]:
@@ -139,10 +145,17 @@ class LocalProgram:
                     task.start()
                     continue
                 raise LaunchError(f"{name} exited {code}: {said} (logs in {task.directory})")
-            finishers = ["chief-0"] if self.program.done == "chief" else [n for n in self.tasks if n.startswith("worker-")]
+            finishers = (
+                ["chief-0"] if self.program.done == "chief" else [n for n in self.tasks if n.startswith("worker-")]
+            )
             if all(name in done for name in finishers):
-                return {"phase": "Succeeded", "done": self.program.done, "seconds": round(time.monotonic() - started, 1),
-                        "worker_restarts": restarts, "log": last_lines(self.tasks[finishers[0]].output_since_start())}
+                return {
+                    "phase": "Succeeded",
+                    "done": self.program.done,
+                    "seconds": round(time.monotonic() - started, 1),
+                    "worker_restarts": restarts,
+                    "log": last_lines(self.tasks[finishers[0]].output_since_start()),
+                }
             time.sleep(POLL_S)
 
     def stop(self) -> None:

@@ -10,7 +10,6 @@ from typing import Any, Optional
 
 from .errors import LaunchError
 
-
 # A stack's experiment scaled down to one machine: TensorFlow processes of a few hundred MB each.
 MAX_LOCAL_PS = 3
 
@@ -33,6 +32,7 @@ class StackExperiment:
     trainer: dict[str, Any]
     program: Optional[dict[str, Any]] = None  # the team's own program (trainer/local/program.py)
 
+
 def read_stack(stack: str) -> StackExperiment:
     """Validate a stack (name or file) in the program's environment, or read such an export (.json).
 
@@ -42,20 +42,27 @@ def read_stack(stack: str) -> StackExperiment:
     if stack.endswith(".json") and Path(stack).is_file():
         return StackExperiment(**json.loads(Path(stack).read_text(encoding="utf-8")))
     if not PROGRAM_PYTHON.exists():
-        raise LaunchError(f"validating stack '{stack}' needs the program's environment {PROGRAM_PYTHON}: run `make setup`")
+        raise LaunchError(
+            f"validating stack '{stack}' needs the program's environment {PROGRAM_PYTHON}: run `make setup`"
+        )
     result = subprocess.run(
         [str(PROGRAM_PYTHON), "-m", "components", "export", stack],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if result.returncode != 0:
         raise LaunchError(result.stderr.strip() or f"python -m components export {stack} failed")
     return StackExperiment(**json.loads(result.stdout))
+
 
 @dataclass(frozen=True)
 class LocalScale:
     ps: int
     workers: int
     notes: tuple[str, ...]  # what was scaled and why
+
 
 def scale_to_machine(
     ps: int, workers: int, max_ps: int = MAX_LOCAL_PS, max_workers: int = MAX_LOCAL_WORKERS

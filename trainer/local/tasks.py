@@ -17,6 +17,7 @@ STOP_GRACE = 5.0
 
 TRAINER_COMMAND = (sys.executable, "-m", "trainer")
 
+
 def last_lines(text: str, count: int = 1, none: str = "(no output)") -> str:
     """The last `count` non-empty lines of a task's output, joined by ' | ': where it says why it stopped."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]

@@ -1,0 +1,66 @@
+"""The lines tfk8s's trainer prints, written and read in this one module (standard library only,
+so that every task's pod, trainer.local, the report, `top`, `status` and the tests all use it).
+
+Two kinds of line go to a task's stdout:
+- the chief's progress line every few steps, for people:
+  `step     936  loss 0.3176      9506.1 examples/s` (a team's program may print it too: `top`
+  reads it from any chief);
+- an event, for programs: one JSON object with an `event` key (every task's `devices`; the
+  chief's `start`, `worker_joined`, `checkpoint`, `restored`, `finishing`, `results_lost`,
+  `cluster_serving`, `failed`, and last `summary`, the run's figures).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+SUMMARY = "summary"
+
+_PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+\d.eE]+|nan|inf)\s+([\d.]+)\s+examples/s\s*$")
+
+
+@dataclass(frozen=True)
+class ProgressLine:
+    step: int
+    loss: float
+    examples_per_sec: float
+
+
+def progress_line(step: int, loss: float, examples_per_sec: float) -> str:
+    return f"step {step:>7}  loss {loss:.4f}  {examples_per_sec:>10.1f} examples/s"
+
+
+def read_progress_line(line: str) -> Optional[ProgressLine]:
+    """A progress line's figures; None for any other line."""
+    match = _PROGRESS_LINE.match(line.strip())
+    if not match:
+        return None
+    return ProgressLine(int(match[1]), float(match[2]), float(match[3]))
+
+
+def event_line(event: str, **fields: Any) -> str:
+    return json.dumps({"event": event, **fields})
+
+
+def read_event(line: str) -> Optional[dict[str, Any]]:
+    """An event's object (its `event` key included); None for any other line."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        parsed = json.loads(line)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) and "event" in parsed else None
+
+
+def last_summary(log: str) -> Optional[dict[str, Any]]:
+    """The last `summary` event in a chief's log (its `event` key included)."""
+    for line in reversed(log.splitlines()):
+        event = read_event(line)
+        if event is not None and event["event"] == SUMMARY:
+            return event
+    return None

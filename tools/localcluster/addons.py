@@ -27,6 +27,7 @@ from kubernetes.dynamic import DynamicClient
 from components.spec.quantities import quantity_value
 
 from . import paths
+from .client import always_set
 from .experiments import apply_manifest
 from .pki import Pki, issue_serving_certificate
 
@@ -206,10 +207,15 @@ def _quantity(resource: str, amount: float) -> str:
     return str(int(amount))
 
 
+def _allocatable(node: client.V1Node) -> dict[str, str]:
+    status = always_set(node.status)
+    return status.allocatable or status.capacity or {}
+
+
 def create_cluster_queue(api: client.ApiClient) -> dict[str, str]:
     """Kueue's ResourceFlavor and ClusterQueue for the cluster's nodes as they are now; the quota."""
     nodes = client.CoreV1Api(api).list_node().items
-    objects = cluster_queue_objects(node.status.allocatable or node.status.capacity or {} for node in nodes)
+    objects = cluster_queue_objects(_allocatable(node) for node in nodes)
     dynamic = DynamicClient(api)
     for manifest in objects:
         apply_manifest(dynamic, manifest, LOCAL_FIELD_MANAGER)

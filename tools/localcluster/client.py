@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol, TypeVar
 
 from kubernetes import client, config
 from kubernetes.dynamic.exceptions import ApiException
@@ -13,6 +13,13 @@ from . import paths
 
 # Parallel requests, as the Pulumi engine issues its resource operations.
 PARALLEL_REQUESTS = 16
+
+T = TypeVar("T")
+
+
+class ApiObject(Protocol):
+    @property
+    def metadata(self) -> Optional[client.V1ObjectMeta]: ...
 
 
 def api_client(kubeconfig: Optional[Path] = None) -> client.ApiClient:
@@ -24,6 +31,8 @@ def api_client(kubeconfig: Optional[Path] = None) -> client.ApiClient:
 
 def server_message(error: ApiException) -> str:
     """The API server's own message for a refused request."""
+    if error.body is None:
+        return str(error.reason)
     try:
         return json.loads(error.body)["message"]
     except (TypeError, ValueError, KeyError):
@@ -32,3 +41,16 @@ def server_message(error: ApiException) -> str:
 
 def is_not_found(error: Any) -> bool:
     return isinstance(error, ApiException) and error.status == 404
+
+
+def always_set(value: Optional[T]) -> T:
+    """A field the client's types leave optional but that the API server (or the kubelet) always
+    fills in on what it returns: an object's metadata, name and creation time, a pod's or node's
+    status, a reported container's state and its times."""
+    assert value is not None, "the API server returned an object without a field it always sets"
+    return value
+
+
+def name_of(obj: ApiObject) -> str:
+    """The name of an object the API server returned."""
+    return always_set(always_set(obj.metadata).name)

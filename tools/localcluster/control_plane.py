@@ -10,6 +10,7 @@ started with `tie_to_parent` also dies with the Python process that started it
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import shutil
 import ssl
@@ -303,7 +304,7 @@ def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
         launcher.start(binary, args, executable, env)
     for addon, binary in addons.CONTROLLERS.items():
         health = f"http://127.0.0.1:{plane.ports[f'{addon}-health']}/readyz"
-        wait_until(lambda health=health: _http_ok(health), binary, launcher)
+        wait_until(functools.partial(_http_ok, health), binary, launcher)
     webhooks = [
         configuration
         for addon in addons.CONTROLLERS

@@ -9,6 +9,7 @@ label that another manager set.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +28,7 @@ from components.objects.render import read_rendered
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 
-from .client import PARALLEL_REQUESTS, is_not_found, server_message
+from .client import PARALLEL_REQUESTS, is_not_found, name_of, server_message
 
 Progress = Callable[[str], None]
 WAIT_POLL_S = 0.5
@@ -158,7 +159,7 @@ def _apply_all(dynamic: DynamicClient, manifests: list[Manifest], field_manager:
 
 
 def missing_nodes(core: client.CoreV1Api, names: Iterable[str]) -> list[str]:
-    existing = {node.metadata.name for node in core.list_node().items}
+    existing = {name_of(node) for node in core.list_node().items}
     return [name for name in names if name not in existing]
 
 
@@ -315,7 +316,7 @@ def delete_manifests(api: client.ApiClient, stack: str, manifests: list[Manifest
         namespace_name = namespace["metadata"]["name"]
         delete(namespace)
         _wait_gone(
-            lambda namespace_name=namespace_name: core.read_namespace(namespace_name),
+            functools.partial(core.read_namespace, namespace_name),
             f"namespace {namespace_name} still terminating",
             NAMESPACE_GONE_TIMEOUT_S,
         )

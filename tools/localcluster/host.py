@@ -143,7 +143,7 @@ def processes_in_cgroup(name: str) -> set[int]:
 
 def remove_cgroup(name: str) -> list[str]:
     """Remove `/<name>` and what kubelet and runc made below it, deepest first; what could not go."""
-    left = []
+    left: list[str] = []
     for hierarchy in cgroup_hierarchies():
         root = hierarchy / name
         if not root.is_dir():
@@ -193,8 +193,8 @@ def restore(state: HostState) -> list[str]:
             state.cgroups.remove(name)
     for table, before in state.iptables_chains.items():
         problems.extend(_remove_new_chains(table, set(before)))
-    for folder, before in state.fixed_folders.items():
-        _restore_folder(Path(folder), before)
+    for folder, entries_before in state.fixed_folders.items():
+        _restore_folder(Path(folder), entries_before)
     if state.bridge_created:
         if _run("ip", "link", "show", BRIDGE, check=False).returncode == 0:
             _run("ip", "link", "delete", BRIDGE, check=False)

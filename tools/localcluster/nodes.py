@@ -77,6 +77,8 @@ def fake_node(name: str, index: int, gpus: ServerGpus) -> dict[str, Any]:
     if gpus.count:
         capacity[L.GPU_RESOURCE] = str(gpus.count)
         spec["taints"] = [{"key": L.GPU_TAINT, "value": "present", "effect": "NoSchedule"}]
+        # A server has GPUs only from its pool's gpu settings, which always name the product.
+        assert gpus.product is not None
         # What GPU Feature Discovery writes; on a real cluster it keeps them up to date.
         labels.update({L.GPU_PRODUCT: gpus.product, GPU_COUNT_LABEL: str(gpus.count)})
     return {

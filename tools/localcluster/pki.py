@@ -19,6 +19,7 @@ import ipaddress
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -174,7 +175,10 @@ def _issue(
     cert: Path,
     key: Path,
 ) -> None:
-    ca_key = serialization.load_pem_private_key(ca_key_file.read_bytes(), password=None)
+    # Every CA key is one that _write_private_key wrote: an EC key.
+    ca_key = cast(
+        ec.EllipticCurvePrivateKey, serialization.load_pem_private_key(ca_key_file.read_bytes(), password=None)
+    )
     ca_cert = x509.load_pem_x509_certificate(ca_cert_file.read_bytes())
     issued_key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.timezone.utc)

@@ -40,7 +40,7 @@ from tools.nodeimage.images import pause_image, program_image_archives, tensorfl
 from trainer.ports import free_port
 
 from . import host, metrics_server, paths
-from .client import api_client
+from .client import always_set, api_client, name_of
 from .experiments import Progress, quiet
 from .node_files import (
     CRI_NAMESPACE,
@@ -150,7 +150,9 @@ def start(
 
 def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: Launcher, say: Progress) -> None:
     pki = load_pki(where.pki_dir)
-    host.create_bridge(real.host_state, real.nodes.values())
+    host_state = real.host_state
+    assert host_state is not None  # start() records it before it starts anything
+    host.create_bridge(host_state, real.nodes.values())
     real.save(where)
     (cni_dir(where) / "net.d").mkdir(parents=True, exist_ok=True)
     (cni_dir(where) / "net.d" / "10-tfk8s.conflist").write_text(json.dumps(cni_config(where), indent=2))
@@ -160,7 +162,7 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
     for name, address in real.nodes.items():
         node = NodeDir(nodes_dir(where) / name)
         node.root.mkdir(parents=True, exist_ok=True)
-        host.create_cgroup(real.host_state, cgroup_name(name))
+        host.create_cgroup(host_state, cgroup_name(name))
         real.save(where)
         started = time.monotonic()
         _start_containerd(node, where, name, launcher)
@@ -276,10 +278,11 @@ def _wait_ready(where: paths.ClusterDir, names: list[str], launcher: Launcher, s
     def all_ready() -> bool:
         ready = set()
         for node in core.list_node().items:
-            if node.metadata.name in names:
-                conditions = {c.type: c.status for c in node.status.conditions or []}
+            name = name_of(node)
+            if name in names:
+                conditions = {c.type: c.status for c in always_set(node.status).conditions or []}
                 if conditions.get("Ready") == "True":
-                    ready.add(node.metadata.name)
+                    ready.add(name)
         return ready == set(names)
 
     wait_until(all_ready, f"real nodes {', '.join(names)}", launcher, timeout_s=NODE_READY_TIMEOUT_S)

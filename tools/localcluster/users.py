@@ -114,7 +114,9 @@ def _ensure_namespace(api: client.ApiClient, namespace: str) -> None:
     except client.ApiException as error:
         if not is_not_found(error):
             raise
-        core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        core.create_namespace(
+            client.V1Namespace(api_version="v1", kind="Namespace", metadata=client.V1ObjectMeta(name=namespace))
+        )
 
 
 def _kubeconfig(where: paths.ClusterDir, name: str, namespace: str) -> dict[str, Any]:

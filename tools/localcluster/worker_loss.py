@@ -14,14 +14,14 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Optional
+from typing import Optional
 
 from kubernetes import client
 
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 
-from .client import is_not_found
+from .client import always_set, is_not_found, name_of
 from .podlogs import timestamped_log
 
 POLL_S = 0.2
@@ -70,14 +70,15 @@ class WorkerReturn:
         ]
 
 
-def task_pod(core: client.CoreV1Api, experiment: Experiment, role: str, index: int) -> Optional[Any]:
+def task_pod(core: client.CoreV1Api, experiment: Experiment, role: str, index: int) -> Optional[client.V1Pod]:
     """The current pod of task `<role>-<index>`: its group's first index plus its Job completion
     index; not one being deleted."""
     first_index = {group.name: group.first_index for group in experiment.groups}
     selector = L.selector_text(experiment.stack, (role,))
     for pod in core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
-        labels = pod.metadata.labels
-        if pod.metadata.deletion_timestamp is None and COMPLETION_INDEX_LABEL in labels:
+        metadata = always_set(pod.metadata)
+        labels = metadata.labels or {}
+        if metadata.deletion_timestamp is None and COMPLETION_INDEX_LABEL in labels:
             if first_index[labels[L.WORKLOAD]] + int(labels[COMPLETION_INDEX_LABEL]) == index:
                 return pod
     return None
@@ -90,10 +91,10 @@ def joined_processes(core: client.CoreV1Api, experiment: Experiment) -> dict[str
     selector = L.selector_text(experiment.stack, ("chief",))
     joined: dict[str, float] = {}
     for pod in core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
-        if pod.status.phase != "Running":
+        if always_set(pod.status).phase != "Running":
             continue
         try:
-            lines = timestamped_log(core, experiment.namespace, pod.metadata.name)
+            lines = timestamped_log(core, experiment.namespace, name_of(pod))
         except client.ApiException:
             continue  # its container is starting
         for stamp, line in lines:
@@ -124,11 +125,12 @@ def wait_until_joined(core: client.CoreV1Api, experiment: Experiment, index: int
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         pod = task_pod(core, experiment, "worker", index)
-        statuses = (pod.status.container_statuses or []) if pod is not None else []
-        running = statuses[0].state.running if statuses else None
+        state = _container_state(pod) if pod is not None else None
+        running = state.running if state is not None else None
         # The API stores the container's start in whole seconds, rounded down.
-        if running is not None and joined_since(core, experiment, index, running.started_at.timestamp()) is not None:
-            return pod.metadata.name
+        if pod is not None and running is not None:
+            if joined_since(core, experiment, index, always_set(running.started_at).timestamp()) is not None:
+                return name_of(pod)
         time.sleep(POLL_S * 2)
     raise WorkerLossError(f"worker-{index} ran no steps for the chief within {timeout_s:.0f} s")
 
@@ -156,7 +158,7 @@ def lose_worker(core: client.CoreV1Api, experiment: Experiment, index: int, time
             new = task_pod(core, experiment, "worker", index)
         if new is None or stopped is None:
             waited("replacement pod" if stopped is not None else "stop of its trainer")
-    new_name = new.metadata.name
+    new_name = name_of(new)
     while (first_steps := joined_since(core, experiment, index, deleted_at)) is None:
         waited(f"steps run by the replacement (pod {new_name})")
     # It served before it ran steps: its log says when.
@@ -164,14 +166,16 @@ def lose_worker(core: client.CoreV1Api, experiment: Experiment, index: int, time
     if serving is None:
         raise WorkerLossError(f"worker-{index}: pod {new_name} ran steps but its log has no 'serving on'")
     new = core.read_namespaced_pod(new_name, namespace)
-    state = new.status.container_statuses[0].state
-    started = (state.running or state.terminated).started_at.timestamp()
+    # It ran steps, so the kubelet has reported its container running (or terminated since).
+    state = always_set(_container_state(new))
+    running_or_done = state.running if state.running is not None else always_set(state.terminated)
+    started = always_set(running_or_done.started_at).timestamp()
     return WorkerReturn(
         task=f"worker-{index}",
         old_pod=old,
         new_pod=new_name,
         trainer_stopped_s=stopped - deleted_at,
-        replacement_created_s=new.metadata.creation_timestamp.timestamp() - deleted_at,
+        replacement_created_s=always_set(always_set(new.metadata).creation_timestamp).timestamp() - deleted_at,
         container_started_s=started - deleted_at,
         serving_s=serving - deleted_at,
         first_steps_s=first_steps - deleted_at,
@@ -186,10 +190,16 @@ def _trainer_stopped(core: client.CoreV1Api, namespace: str, pod: str) -> Option
         if is_not_found(error):
             return time.time()
         raise
-    statuses = found.status.container_statuses or []
-    if statuses and statuses[0].state.terminated is not None:
-        return statuses[0].state.terminated.finished_at.timestamp()
+    state = _container_state(found)
+    if state is not None and state.terminated is not None:
+        return always_set(state.terminated.finished_at).timestamp()
     return None
+
+
+def _container_state(pod: client.V1Pod) -> Optional[client.V1ContainerState]:
+    """The state of the pod's (one) container; None until the kubelet reports it."""
+    statuses = always_set(pod.status).container_statuses or []
+    return always_set(statuses[0].state) if statuses else None
 
 
 def _first_line(core: client.CoreV1Api, namespace: str, pod: str, text: str) -> Optional[float]:

@@ -15,7 +15,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 CHUNK = 1 << 20
 
@@ -91,9 +91,16 @@ def write_image_archive(
 def _layers_of(archive: Path) -> list[tuple[str, str]]:
     """An archive's layers, bottom first: (member name, diff ID)."""
     with tarfile.open(archive) as source:
-        (manifest,) = json.load(source.extractfile("manifest.json"))
-        config = json.load(source.extractfile(manifest["Config"]))
+        (manifest,) = _json_member(archive, source, "manifest.json")
+        config = _json_member(archive, source, manifest["Config"])
     return list(zip(manifest["Layers"], config["rootfs"]["diff_ids"]))
+
+
+def _json_member(archive: Path, source: tarfile.TarFile, name: str) -> Any:
+    member = source.extractfile(name)
+    if member is None:  # a folder or link by that name: not an archive this module wrote
+        raise ValueError(f"{archive}: {name} is not a file")
+    return json.load(member)
 
 
 def _copy_members(archive: Path, out: tarfile.TarFile, names: list[str]) -> None:

@@ -283,15 +283,13 @@ class TrainingLoop:
     def _report(self) -> None:
         elapsed = max(self.elapsed, 1e-9)
         progress = self.progress
-        record = {
-            "step": progress.steps_done,
-            "loss": round(progress.losses[-1], 6),
-            "examples_per_sec": round(progress.examples / elapsed, 1),
-            "elapsed_sec": round(elapsed, 3),
-        }
-        print(
-            progress_line(record["step"], record["loss"], record["examples_per_sec"]), file=self.options.out, flush=True
+        step, loss, examples_per_sec = (
+            progress.steps_done,
+            round(progress.losses[-1], 6),
+            round(progress.examples / elapsed, 1),
         )
+        print(progress_line(step, loss, examples_per_sec), file=self.options.out, flush=True)
+        record = {"step": step, "loss": loss, "examples_per_sec": examples_per_sec, "elapsed_sec": round(elapsed, 3)}
         if self.metrics:
             self.metrics.write(json.dumps(record) + "\n")
             self.metrics.flush()

@@ -67,6 +67,7 @@ class Sampling:
         self.reader.start()
 
     def _read(self, started: float) -> None:
+        assert self.process.stdout is not None and self.process.stderr is not None  # both are pipes
         for line in self.process.stdout:
             if line.startswith("{"):
                 self.samples.append(Sample(time.monotonic() - started, json.loads(line)))

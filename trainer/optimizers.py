@@ -52,7 +52,7 @@ class Optimizer(tf.Module):
         self.kind = kind
         self.learning_rate = learning_rate
         self.iterations = iterations
-        self._slots: dict[str, dict[str, object]] = {}
+        self._slots: dict[str, dict[str, tf.Variable]] = {}
 
     @property
     def slot_names(self) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ import os
 import socket
 import threading
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, MutableMapping, Sequence
 
 # TensorFlow reads default gRPC channel arguments from this variable ("name=value,...").
 GRPC_OPTIONS_ENV = "TF_GRPC_DEFAULT_OPTIONS"
@@ -38,7 +38,7 @@ PS_WATCH_INTERVAL_S = 2.0
 PS_WATCH_GRACE_S = 10.0
 
 
-def set_grpc_options(environ: dict = os.environ) -> None:
+def set_grpc_options(environ: MutableMapping[str, str] = os.environ) -> None:
     """Set the trainer's gRPC options unless the operator set their own; before TensorFlow connects."""
     environ.setdefault(GRPC_OPTIONS_ENV, ",".join(f"{name}={value}" for name, value in GRPC_OPTIONS.items()))
 

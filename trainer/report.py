@@ -167,7 +167,7 @@ def finding(runs: list[dict[str, Any]]) -> str:
         autos = [r for r in runs if r["partition"] == "auto"]
         same_stack = [r for r in autos if r["stack"] == none["stack"]]
         same_shape = [r for r in autos if (r["ps"], r["workers"]) == (none["ps"], none["workers"])]
-        return (same_stack or same_shape or [None])[0]
+        return next(iter(same_stack or same_shape), None)
 
     for none in runs:
         auto = counterpart(none) if none["partition"] == "none" else None

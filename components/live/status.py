@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Callable, Optional
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from components.access.kubeconfig import (
     Kubeconfig,
@@ -52,6 +53,9 @@ from components.objects.api_errors import api_error_text, missing_permission, st
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from trainer.log_lines import last_summary
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Job, V1JobStatus, V1ObjectMeta
 
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 
@@ -109,12 +113,13 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     pods = newest_pods_by_task(all_pods, first_index)
     unread: list[str] = []
     nodes = _nodes(core, unread)
-    failed_creates = last_failed_create(core.list_namespaced_event(experiment.namespace).items)
+    failed_by_workload = last_failed_create(core.list_namespaced_event(experiment.namespace).items)
     jobs = client.BatchV1Api(api).list_namespaced_job(experiment.namespace, label_selector=selector).items
+    job_parts = [_listed_job(job) for job in jobs]
     # Events name the workload that runs a group of tasks (a JobSet's Job: `tf-<group>-0`).
-    group_of_workload = {job.metadata.name: (job.metadata.labels or {}).get(L.WORKLOAD) for job in jobs}
-    failed_creates = {group_of_workload.get(name, name): message for name, message in failed_creates.items()}
-    finished = {group_of_workload[job.metadata.name] for job in jobs if (job.status.succeeded or 0) >= 1}
+    group_of_workload = {metadata.name: (metadata.labels or {}).get(L.WORKLOAD) for metadata, _ in job_parts}
+    failed_creates = {group_of_workload.get(name, name): message for name, message in failed_by_workload.items()}
+    finished = {group_of_workload[metadata.name] for metadata, status in job_parts if (status.succeeded or 0) >= 1}
     workload = {task.name: group.name for group in experiment.groups for task in group.tasks}
     pool_servers = {pool.name: frozenset(pool.nodes or ()) for pool in experiment.config.node_pools}
     tasks = [
@@ -139,10 +144,10 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             experiment.config.cluster.restarts,
         )
     else:
-        chief_jobs = [job for job in jobs if group_of_workload[job.metadata.name] == "chief"]
+        chief_jobs = [status for metadata, status in job_parts if group_of_workload[metadata.name] == "chief"]
         phase = statefulset_phase(
-            any((job.status.succeeded or 0) >= 1 for job in chief_jobs),
-            any(c.type == "Failed" and c.status == "True" for job in chief_jobs for c in job.status.conditions or ()),
+            any((status.succeeded or 0) >= 1 for status in chief_jobs),
+            any(c.type == "Failed" and c.status == "True" for status in chief_jobs for c in status.conditions or ()),
             all_running,
         )
     if phase.name == "Queued":
@@ -167,14 +172,24 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     return ExperimentStatus(phase, tasks, summary, pods, servers, unread)
 
 
+def _listed_job(job: V1Job) -> tuple[V1ObjectMeta, V1JobStatus]:
+    """A listed Job's metadata and status, which the API server writes on every Job it lists."""
+    assert job.metadata is not None and job.status is not None
+    return job.metadata, job.status
+
+
 def _kueue_view(api: Any, experiment: Experiment, unread: list[str]) -> tuple[list[dict[str, Any]], list[Any]]:
     """The Kueue Workloads the experiment's JobSet owns, and the JobSet's events, oldest first."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     try:
-        listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
-            "kueue.x-k8s.io", "v1beta1", experiment.namespace, "workloads"
+        # Kueue's Workloads are answered as a list object in decoded JSON: a dict.
+        listed = cast(
+            dict[str, Any],
+            client.CustomObjectsApi(api).list_namespaced_custom_object(
+                "kueue.x-k8s.io", "v1beta1", experiment.namespace, "workloads"
+            ),
         )["items"]
     except ApiException as error:
         listed = []  # no Kueue: the events say why
@@ -196,7 +211,8 @@ def _kueue_view(api: Any, experiment: Experiment, unread: list[str]) -> tuple[li
         )
         .items
     )
-    events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+    # Never None: the API server gives every event its creation time.
+    events.sort(key=lambda e: cast(datetime, e.last_timestamp or e.event_time or e.metadata.creation_timestamp))
     return workloads, events
 
 
@@ -207,8 +223,12 @@ def read_jobset(api: Any, experiment: Experiment) -> Optional[dict[str, Any]]:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        return client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", experiment.names.jobset
+        # The JobSet is answered as decoded JSON: a dict.
+        return cast(
+            dict[str, Any],
+            client.CustomObjectsApi(api).get_namespaced_custom_object(
+                "jobset.x-k8s.io", "v1alpha2", experiment.namespace, "jobsets", experiment.names.jobset
+            ),
         )
     except ApiException as error:
         if error.status != 404:

@@ -31,12 +31,13 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Mapping, Optional, TextIO, cast
 
 from components.live.status import group_served, pod_log, read_status, with_cluster
 from components.live.usage import (
     KUBELET_SUMMARY,
     METRICS_API,
+    PodKey,
     PodUsage,
     TaskUsage,
     TopView,
@@ -76,13 +77,13 @@ class Usage:
     """What one source said: each pod's figures, the nodes that reported none, and which source it was."""
 
     source: Optional[str]
-    pods: dict[tuple[str, str], PodUsage] = field(default_factory=dict)
+    pods: dict[PodKey, PodUsage] = field(default_factory=dict)
     without_metrics: dict[str, str] = field(default_factory=dict)
     unreadable: Optional[str] = None
     metrics_api_absent: Optional[str] = None
 
 
-def metrics_api_usage(api: Any, namespace: str) -> dict[tuple[str, str], PodUsage]:
+def metrics_api_usage(api: Any, namespace: str) -> dict[PodKey, PodUsage]:
     """The namespace's PodMetrics; MetricsApiAbsent where the cluster serves none, UsageUnreadable
     where it does but may not be read."""
     from kubernetes import client
@@ -105,7 +106,8 @@ def metrics_api_usage(api: Any, namespace: str) -> dict[tuple[str, str], PodUsag
         raise UsageUnreadable(f"the metrics API ({METRICS_API}) refused: {said}") from None
     except HTTPError as error:
         raise UsageUnreadable(f"the metrics API ({METRICS_API}) did not answer: {error}") from None
-    return pod_metrics_usage(listed)
+    # The metrics API answers with a PodMetricsList as decoded JSON: a dict.
+    return pod_metrics_usage(cast(Mapping[str, Any], listed))
 
 
 def node_summary(core: Any, node: str) -> dict[str, Any]:

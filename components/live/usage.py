@@ -36,7 +36,11 @@ class PodUsage:
     memory_bytes: Optional[int]  # the working set, what the kubelet evicts and OOM-kills by
 
 
-def pod_usage(summary: Mapping[str, Any]) -> dict[tuple[str, str], PodUsage]:
+# (namespace, pod name) as the cluster's document names the pod; None where the document leaves one out.
+PodKey = tuple[Optional[str], Optional[str]]
+
+
+def pod_usage(summary: Mapping[str, Any]) -> dict[PodKey, PodUsage]:
     """(namespace, pod name) -> usage, from one node's Summary API document."""
     usage = {}
     for pod in summary.get("pods") or ():
@@ -59,7 +63,7 @@ def _metrics_quantity(text: Any) -> Optional[float]:
     return float(found[1]) * _METRICS_FACTORS[found[2] or ""] if found else None
 
 
-def pod_metrics_usage(listed: Mapping[str, Any]) -> dict[tuple[str, str], PodUsage]:
+def pod_metrics_usage(listed: Mapping[str, Any]) -> dict[PodKey, PodUsage]:
     """(namespace, pod name) -> usage, from the metrics API's PodMetricsList: each container's CPU
     rate and working set (what metrics-server reads from the kubelet), summed over the pod's containers.
     A pod metrics-server has no rate for yet is not listed at all."""
@@ -67,13 +71,20 @@ def pod_metrics_usage(listed: Mapping[str, Any]) -> dict[tuple[str, str], PodUsa
     for item in listed.get("items") or ():
         metadata = item.get("metadata") or {}
         containers = [container.get("usage") or {} for container in item.get("containers") or ()]
-        cpu = [_metrics_quantity(container.get("cpu")) for container in containers]
-        memory = [_metrics_quantity(container.get("memory")) for container in containers]
-        known = bool(containers) and all(value is not None for value in (*cpu, *memory))
+        cpu = _all_known([_metrics_quantity(container.get("cpu")) for container in containers])
+        memory = _all_known([_metrics_quantity(container.get("memory")) for container in containers])
         usage[(metadata.get("namespace"), metadata.get("name"))] = (
-            PodUsage(round(sum(cpu), 3), int(sum(memory))) if known else PodUsage(None, None)
+            PodUsage(round(sum(cpu), 3), int(sum(memory)))
+            if containers and cpu is not None and memory is not None
+            else PodUsage(None, None)
         )
     return usage
+
+
+def _all_known(values: Sequence[Optional[float]]) -> Optional[list[float]]:
+    """`values` when every one is known; None while any is not."""
+    known = [value for value in values if value is not None]
+    return known if len(known) == len(values) else None
 
 
 @dataclass(frozen=True)
@@ -101,10 +112,11 @@ def chief_progress(log: str, steps_asked: Optional[int]) -> Optional[Progress]:
 
 def imbalance(values: Sequence[Optional[float]]) -> Optional[float]:
     """The busiest over the mean; None while any value is unknown or all are zero."""
-    if not values or any(value is None for value in values):
+    known = _all_known(values)
+    if not known:
         return None
-    mean = sum(values) / len(values)
-    return round(max(values) / mean, 3) if mean > 0 else None
+    mean = sum(known) / len(known)
+    return round(max(known) / mean, 3) if mean > 0 else None
 
 
 @dataclass(frozen=True)

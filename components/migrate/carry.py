@@ -290,9 +290,9 @@ def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
     program["done"] = "chief" if "chief" in roles else "workers"
     own: dict[str, Any] = {}
     for role in ("chief", "ps"):
-        view = roles.get(role)
-        if view is None:
+        if role not in roles:
             continue
+        view = roles[role]
         for key in ("command", "args"):
             if view.container.get(key) == workers.container.get(key):
                 continue

@@ -20,7 +20,8 @@ ROLE_OF_REPLICA_TYPE = {"chief": "chief", "master": "chief", "ps": "ps", "worker
 # The container TFJob's controller configures: its default container name.
 TF_CONTAINER = "tensorflow"
 # What other kinds a user may hand over by mistake, by the name they know them by.
-OTHER_KINDS = {
+# Looked up by a document's apiVersion and kind as its YAML holds them: any value, or none.
+OTHER_KINDS: dict[tuple[object, object], str] = {
     ("kubeflow.org/v2", "TrainJob"): "a Kubeflow Trainer v2 TrainJob (Trainer v2 has no TensorFlow runtime)",
     (
         "trainer.kubeflow.org/v1alpha1",
@@ -218,8 +219,8 @@ def _metadata_notes(metadata: dict[str, Any]) -> list[Note]:
     notes = []
     for key in sorted(set(map(str, metadata)) - {"name", "namespace"} - SERVER_SET_METADATA):
         entries = metadata.get(key)
-        named = key in ("labels", "annotations") and isinstance(entries, dict)
-        for name in sorted(map(str, entries)) if named else [None]:
+        names = sorted(map(str, entries)) if key in ("labels", "annotations") and isinstance(entries, dict) else [None]
+        for name in names:
             path = f"metadata.{key}" + (f".{name}" if name else "")
             if name == QUEUE_LABEL:
                 notes.append(

@@ -234,7 +234,7 @@ def node_labels(experiment: Experiment, pool: NodePoolSpec, node: str) -> dict[s
         L.node_role_key(experiment.stack): experiment.pool_role(pool.name),
         L.node_server_key(experiment.stack): experiment.server_label_values[node],
     }
-    if pool.gpu_labeller == "tfk8s":
+    if pool.gpu is not None and pool.gpu_labeller == "tfk8s":
         # Never a label under nvidia.com/: GPU Feature Discovery owns those.
         node_labels[L.TFK8S_GPU_PRODUCT] = pool.gpu.product
     return node_labels

@@ -18,6 +18,7 @@ from components.plan import labels as L
 from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
 from components.plan.tf_config import TF_PORT
 from components.plan.workloads import TaskGroup
+from components.spec.models import ChiefSpec, PsSpec, WorkerSpec
 from components.spec.pools import NodePoolSpec
 from components.spec.program import PROGRAM_MOUNT
 from trainer.cluster import FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
@@ -211,7 +212,12 @@ def _has_gpus(experiment: Experiment, group: TaskGroup) -> bool:
 def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     """GPU workers tolerate the GPU taint; every role adds the stack's own tolerations."""
     cluster = experiment.config.cluster
-    own = {"chief": cluster.chief, "ps": cluster.ps, "worker": cluster.workers}[group.task_type].tolerations
+    roles: dict[str, ChiefSpec | PsSpec | WorkerSpec] = {
+        "chief": cluster.chief,
+        "ps": cluster.ps,
+        "worker": cluster.workers,
+    }
+    own = roles[group.task_type].tolerations
     tolerations = (
         [{"key": L.GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}] if _has_gpus(experiment, group) else []
     )
@@ -245,9 +251,9 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
     strict_server = group.server is not None and experiment.plan.strict
     expressions = _pool_expressions(experiment, pool)
     if _has_gpus(experiment, group) and pool.gpu and _selects_gpu_product(experiment, pool):
-        expressions.append(
-            {"key": L.gpu_product_label(pool.gpu_labeller), "operator": "In", "values": [pool.gpu.product]}
-        )
+        labeller = pool.gpu_labeller
+        assert labeller is not None  # a pool with a GPU always has a labeller
+        expressions.append({"key": L.gpu_product_label(labeller), "operator": "In", "values": [pool.gpu.product]})
 
     required_term: Manifest = {"matchExpressions": expressions}
     node_affinity: Manifest = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [required_term]}}

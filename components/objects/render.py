@@ -33,8 +33,12 @@ from components.plan.experiment import Experiment
 
 # libyaml's emitter and parser when PyYAML has them (its wheels do): a
 # 2,000-worker experiment's objects carry 10 MB of TF_CONFIG text.
-_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+try:
+    from yaml import CSafeDumper as _SafeDumper
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:
+    from yaml import SafeDumper as _SafeDumper
+    from yaml import SafeLoader as _SafeLoader
 
 
 class _ManifestDumper(_SafeDumper):

@@ -8,12 +8,13 @@ Secret's placeholders filled in, say), is theirs, and never replaced or removed.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Mapping
+from typing import Mapping
 
 import yaml
 
@@ -116,7 +117,7 @@ def _read_plain_file(path: Path, limit: int) -> bytes | None:
         return handle.read(limit + 1)
 
 
-def _open_plain_file(path: Path) -> BinaryIO | None:
+def _open_plain_file(path: Path) -> io.BufferedReader | None:
     """`path` opened for reading, or None when it is not a plain file: a link is never followed, and a
     pipe or device never opened, which could block, or never end."""
     if not stat.S_ISREG(os.lstat(path).st_mode):

@@ -185,8 +185,8 @@ def plan_placement(
     if problems:
         raise ValueError("; ".join(str(problem) for problem in problems))
     if strategy == "spread":
-        ps_servers: list[Optional[str]] = [None] * ps_count
-        worker_servers: list[Optional[str]] = [None] * worker_count
+        ps_servers: Sequence[Optional[str]] = [None] * ps_count
+        worker_servers: Sequence[Optional[str]] = [None] * worker_count
     else:
         assert ps_pool.servers is not None and worker_pool.servers is not None  # pinned: the rules hold
         ps_servers = block_assignment(ps_count, ps_pool.servers)

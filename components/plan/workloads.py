@@ -135,7 +135,8 @@ def task_groups(
         task_type, pool = first.task.type, first.pool
         if (task_type, pool) not in fit:
             fit[task_type, pool] = names_fit(task_type, servers_of_pool.get(pool) or (), max_name)
-        position = positions.get(pool, {}).get(first.server, 0)
+        # A task on no named server needs no position: its group is named by its task type alone.
+        position = positions.get(pool, {}).get(first.server, 0) if first.server is not None else 0
         groups.append(
             TaskGroup(
                 name=group_name(task_type, first.server, position, fit[task_type, pool]),

@@ -5,7 +5,7 @@ Kubernetes provider talks to (components/resources/provider_cluster.py).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import pulumi
 
@@ -49,8 +49,12 @@ def read_cluster_queue(name: str) -> Optional[dict[str, Any]]:
     api = provider_api_client()
     try:
         with api:
-            return client.CustomObjectsApi(api).get_cluster_custom_object(
-                KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name, _request_timeout=READ_TIMEOUT_S
+            # The ClusterQueue is answered as decoded JSON: a dict.
+            return cast(
+                dict[str, Any],
+                client.CustomObjectsApi(api).get_cluster_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name, _request_timeout=READ_TIMEOUT_S
+                ),
             )
     except ApiException as error:
         if error.status == 404:

@@ -4,7 +4,7 @@ what to make of them is components/objects/team_namespace.py's."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import pulumi
 
@@ -18,6 +18,9 @@ from components.resources.provider_cluster import (
     provider_api_client,
 )
 from components.spec.models import StackConfigError
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Namespace, V1PersistentVolumeClaim, V1Secret
 
 
 def check_team_namespace(experiment: Experiment) -> None:
@@ -49,13 +52,14 @@ def _read(api: Any, namespace: str, kind: str, name: str) -> Optional[dict[str, 
     from urllib3.exceptions import HTTPError
 
     core = client.CoreV1Api(api)
-    read = {
+    readers: dict[str, Callable[[], V1Namespace | V1Secret | V1PersistentVolumeClaim]] = {
         "Namespace": lambda: core.read_namespace(name, _request_timeout=READ_TIMEOUT_S),
         "Secret": lambda: core.read_namespaced_secret(name, namespace, _request_timeout=READ_TIMEOUT_S),
         "PersistentVolumeClaim": lambda: core.read_namespaced_persistent_volume_claim(
             name, namespace, _request_timeout=READ_TIMEOUT_S
         ),
-    }[kind]
+    }
+    read = readers[kind]
     try:
         found = read()
     except ApiException as error:
@@ -65,5 +69,8 @@ def _read(api: Any, namespace: str, kind: str, name: str) -> Optional[dict[str, 
         raise (Forbidden if error.status == 403 else Unreadable)(text) from None
     except (HTTPError, OSError) as error:
         raise Unreadable(f"the API server does not answer ({error})") from None
+    # The API server writes the metadata of every object it returns.
+    metadata = found.metadata
+    assert metadata is not None
     # Only the metadata is looked at: a Secret's data is never kept.
-    return {"metadata": {"name": found.metadata.name, "labels": dict(found.metadata.labels or {})}}
+    return {"metadata": {"name": metadata.name, "labels": dict(metadata.labels or {})}}

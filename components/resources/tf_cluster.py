@@ -9,7 +9,7 @@ per task group (a role's tasks on one server) one workload pinned as the plan sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, TypedDict
 
 import pulumi
 
@@ -23,6 +23,13 @@ from components.objects.experiment_objects import (
 )
 from components.plan.experiment import Experiment
 from components.resources import kube
+
+
+class _Replacement(TypedDict, total=False):
+    """The ResourceOptions that say how a workload is replaced (see TFCluster._replacement)."""
+
+    replace_on_changes: list[str]
+    delete_before_replace: bool
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,7 @@ class TFCluster(pulumi.ComponentResource):
         return manifest, pulumi.ResourceOptions.merge(opts, secret_outputs)
 
     @staticmethod
-    def _replacement(obj: KubeObject) -> dict[str, object]:
+    def _replacement(obj: KubeObject) -> _Replacement:
         """A JobSet's replicatedJobs cannot change: a changed experiment is a new JobSet, the old
         one deleted first (the name is the same). An unchanged stack changes nothing, so
         `pulumi up` never starts a finished experiment again."""

@@ -138,7 +138,7 @@ def _value_text(value: Any) -> str:
 
 def _default_text(field: FieldInfo) -> str:
     if field.default_factory is not None:
-        return _value_text(field.default_factory())
+        return _value_text(field.get_default(call_default_factory=True))
     if field.default is PydanticUndefined:
         return "required"
     return "—" if field.default is None else _value_text(field.default)

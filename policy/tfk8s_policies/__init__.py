@@ -4,6 +4,10 @@ reading.py turns the engine's resources into pods and experiments; network,
 tf_config, gpu, sizing and hygiene each hold their rules, every policy under
 its validator. This package never imports TensorFlow or tfk8s code
 (pulumi-policy pins protobuf 5.29); facts.py holds the copies it keeps.
+
+A validator passes `report` a violation's message and the urn of the resource it is
+about, or None: a violation of the whole experiment, or any of a resource policy's
+(the engine files those under the resource checked).
 """
 
 from __future__ import annotations

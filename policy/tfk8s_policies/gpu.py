@@ -58,12 +58,12 @@ def _validate_ps_without_gpu(args: ResourceValidationArgs, report: ReportViolati
         if (workload_task or template.labels.get(COMPONENT)) != "ps":
             continue
         if _gpu_limits(spec):
-            report(f"PS {name} requests {GPU_RESOURCE}; PS do memory-bound lookups and updates")
+            report(f"PS {name} requests {GPU_RESOURCE}; PS do memory-bound lookups and updates", None)
         if _gpu_selection_keys(spec):
-            report(f"PS {name} selects GPU nodes ({', '.join(_gpu_selection_keys(spec))})")
+            report(f"PS {name} selects GPU nodes ({', '.join(_gpu_selection_keys(spec))})", None)
         for toleration in as_list(get(spec, "tolerations")):
             if str(get(toleration, "key", default="")).startswith("nvidia.com/gpu"):
-                report(f"PS {name} tolerates the GPU taint {get(toleration, 'key')}")
+                report(f"PS {name} tolerates the GPU taint {get(toleration, 'key')}", None)
 
 
 def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -76,10 +76,11 @@ def _validate_gpu_containers(args: ResourceValidationArgs, report: ReportViolati
             count = number(limit)
             if count is None or count <= 0 or not float(count).is_integer():
                 report(
-                    f"container {container} of {name}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})"
+                    f"container {container} of {name}: {GPU_RESOURCE} must be a whole number in limits (got {limit!r})",
+                    None,
                 )
         if not set(GPU_PRODUCT_LABELS) & set(_gpu_selection_keys(spec)):
-            report(f"{name} asks for GPUs without selecting a GPU product ({' or '.join(GPU_PRODUCT_LABELS)})")
+            report(f"{name} asks for GPUs without selecting a GPU product ({' or '.join(GPU_PRODUCT_LABELS)})", None)
 
 
 def _gpu_product(spec: Mapping[str, Any]) -> Optional[str]:
@@ -98,7 +99,7 @@ def _gpu_product(spec: Mapping[str, Any]) -> Optional[str]:
 
 def _validate_uniform_workers(args: StackValidationArgs, report: ReportViolation) -> None:
     for (namespace, instance), group in clusters(list(args.resources)).items():
-        shapes = {}
+        shapes: dict[tuple[float, Optional[str]], list[Optional[str]]] = {}
         for workload in group:
             if task_type_of(workload) != "worker":
                 continue
@@ -106,7 +107,7 @@ def _validate_uniform_workers(args: StackValidationArgs, report: ReportViolation
             shapes.setdefault((count, _gpu_product(workload.spec) if count else None), []).append(workload.name)
         if len(shapes) > 1:
             described = "; ".join(f"{c:g} x {p or 'no GPU'}: {len(n)} workers" for (c, p), n in shapes.items())
-            report(f"experiment {instance} in {namespace}: workers differ in GPUs ({described})")
+            report(f"experiment {instance} in {namespace}: workers differ in GPUs ({described})", None)
 
 
 POLICIES = [

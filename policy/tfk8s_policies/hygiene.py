@@ -46,32 +46,32 @@ def _template_hygiene(spec: Mapping[str, Any], name: Optional[str], report: Repo
         requests = get(container, "resources", "requests", default={}) or {}
         limits = get(container, "resources", "limits", default={}) or {}
         if not requests.get("cpu") or not requests.get("memory"):
-            report(f"{name}/{cname}: set cpu and memory requests")
+            report(f"{name}/{cname}: set cpu and memory requests", None)
         if not limits.get("memory"):
-            report(f"{name}/{cname}: set a memory limit")
+            report(f"{name}/{cname}: set a memory limit", None)
         image = str(get(container, "image", default=""))
         tag = image.rsplit("/", 1)[-1]
         if "@" not in image and (":" not in tag or tag.endswith(":latest")):
-            report(f"{name}/{cname}: image '{image}' is untagged or latest; pin a tag")
+            report(f"{name}/{cname}: image '{image}' is untagged or latest; pin a tag", None)
         security = get(container, "securityContext", default={}) or {}
         if get(security, "privileged") is True:
-            report(f"{name}/{cname}: privileged")
+            report(f"{name}/{cname}: privileged", None)
         if get(security, "allowPrivilegeEscalation") is not False:
-            report(f"{name}/{cname}: set allowPrivilegeEscalation: false")
+            report(f"{name}/{cname}: set allowPrivilegeEscalation: false", None)
         if "ALL" not in as_list(get(security, "capabilities", "drop")):
-            report(f"{name}/{cname}: drop all capabilities")
+            report(f"{name}/{cname}: drop all capabilities", None)
         if as_list(get(security, "capabilities", "add")):
-            report(f"{name}/{cname}: adds capabilities")
+            report(f"{name}/{cname}: adds capabilities", None)
         if get(security, "runAsNonRoot", default=get(pod_security, "runAsNonRoot")) is not True:
-            report(f"{name}/{cname}: set runAsNonRoot: true")
+            report(f"{name}/{cname}: set runAsNonRoot: true", None)
         if any(get(port, "hostPort") for port in as_list(get(container, "ports"))):
-            report(f"{name}/{cname}: uses a hostPort")
+            report(f"{name}/{cname}: uses a hostPort", None)
     for flag in ("hostNetwork", "hostPID", "hostIPC"):
         if get(spec, flag) is True:
-            report(f"{name}: {flag} is on")
+            report(f"{name}: {flag} is on", None)
     for volume in as_list(get(spec, "volumes")):
         if get(volume, "hostPath") is not None:
-            report(f"{name}: volume {get(volume, 'name')} is a hostPath")
+            report(f"{name}: volume {get(volume, 'name')} is a hostPath", None)
 
 
 # Kinds that have no namespace (the API's own scope). The provider's `...Patch`
@@ -139,13 +139,15 @@ def _not_default_namespace(args: ResourceValidationArgs, report: ReportViolation
     else:
         namespace, name = namespace_of(args.props), name_of(args.props)
     if namespace in (None, "", "default"):
-        report(f"{kind} {name} is in the default namespace; give each experiment its own")
+        report(f"{kind} {name} is in the default namespace; give each experiment its own", None)
 
 
 def _no_removed_apis(args: ResourceValidationArgs, report: ReportViolation) -> None:
     api_version = api_version_of(args.resource_type)
     if api_version in REMOVED_API_VERSIONS:
-        report(f"{api_version} {kind_of(args.resource_type)} was removed from Kubernetes; use apps/v1 or batch/v1")
+        report(
+            f"{api_version} {kind_of(args.resource_type)} was removed from Kubernetes; use apps/v1 or batch/v1", None
+        )
 
 
 def _is_production(args: StackValidationArgs) -> bool:
@@ -193,13 +195,13 @@ def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None
         if not serves_tf(spec):
             continue
         if get(spec, "automountServiceAccountToken") is not False:
-            report(f"{name}: mounts a service-account token it does not need")
+            report(f"{name}: mounts a service-account token it does not need", None)
         for container in containers(spec):
             if get(container, "securityContext", "readOnlyRootFilesystem") is not True:
-                report(f"{name}/{get(container, 'name')}: root filesystem is writable")
+                report(f"{name}/{get(container, 'name')}: root filesystem is writable", None)
         is_ps = (get(tf_config_of(spec), "task", "type") or template.labels.get(COMPONENT)) == "ps"
         if is_ps and not any(get(c, "readinessProbe", "tcpSocket") is not None for c in containers(spec)):
-            report(f"PS {name}: no tcpSocket readiness probe on its gRPC port")
+            report(f"PS {name}: no tcpSocket readiness probe on its gRPC port", None)
 
 
 POLICIES = [

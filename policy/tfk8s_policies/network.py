@@ -60,8 +60,10 @@ def rule_opens_tf_port(rule: Mapping[str, Any], tf_port_names: set[str]) -> bool
                 return True
             continue
         start = number(port)
+        if start is None:
+            continue
         end = number(get(entry, "endPort")) or start
-        if start is not None and start <= TF_PORT <= end:
+        if start <= TF_PORT <= end:
             return True
     return False
 
@@ -125,11 +127,11 @@ def _validate_headless_services(args: ResourceValidationArgs, report: ReportViol
         return
     service_type = get(spec, "type", default="ClusterIP")
     if service_type != "ClusterIP":
-        report(f"Service {name_of(args.props)} is {service_type}; a TF task Service must be a headless ClusterIP")
+        report(f"Service {name_of(args.props)} is {service_type}; a TF task Service must be a headless ClusterIP", None)
     if get(spec, "clusterIP") != "None":
-        report(f"Service {name_of(args.props)} is not headless (clusterIP: None)")
+        report(f"Service {name_of(args.props)} is not headless (clusterIP: None)", None)
     if as_list(get(spec, "externalIPs")):
-        report(f"Service {name_of(args.props)} has externalIPs")
+        report(f"Service {name_of(args.props)} has externalIPs", None)
 
 
 POLICIES = [

@@ -100,7 +100,7 @@ def _replicated_job_templates(props: Mapping[str, Any]) -> list[PodTemplate]:
         replicas = int(number(get(replicated, "replicas", default=1)) or 0)
         indexed = get(job_spec, "completionMode") == "Indexed"
         completions = int(number(get(job_spec, "completions", default=1)) or 0) if indexed else 0
-        pods = []
+        pods: list[PodIdentity] = []
         for job_index in range(replicas):
             job = f"{jobset}-{get(replicated, 'name')}-{job_index}"
             pods.extend(

@@ -85,6 +85,7 @@ def container_env(
     `controller_env`: what the pod's controller adds (an Indexed Job's JOB_COMPLETION_INDEX).
     """
     variables: dict[str, str] = dict(controller_env or {})
+    known_fields: PodFields = pod_fields or {}
     for source in as_list(get(container, "envFrom")):
         data = config_maps.get((namespace, get(source, "configMapRef", "name")), {})
         prefix = get(source, "prefix", default="") or ""
@@ -98,8 +99,8 @@ def container_env(
             variables[name], missing = expand(value, variables)
             if missing:
                 unresolved[name] = missing
-        elif isinstance(name, str) and field in (pod_fields or {}):
-            variables[name] = pod_fields[field]
+        elif isinstance(name, str) and field in known_fields:
+            variables[name] = known_fields[field]
     return variables, unresolved
 
 

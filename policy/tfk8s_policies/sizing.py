@@ -47,12 +47,14 @@ def _validate_embedding_shards(args: StackValidationArgs, report: ReportViolatio
         where = f"experiment {instance} in {namespace}"
         if settings is None or "_malformed" in settings:
             report(
-                f"{where}: the pods get no readable trainer settings ({SETTINGS_ENV}), so embedding sharding is unknown"
+                f"{where}: the pods get no readable trainer settings ({SETTINGS_ENV}), so embedding sharding "
+                "is unknown",
+                None,
             )
             continue
         partition = settings.get("partition")
         if partition not in ("auto", "range", "none"):
-            report(f"{where}: partition must be set explicitly to auto, range or none (got {partition!r})")
+            report(f"{where}: partition must be set explicitly to auto, range or none (got {partition!r})", None)
             continue
         shards = embedding_shards(settings, ps_count)
         for workload in group:
@@ -78,7 +80,8 @@ def _validate_ratio(args: StackValidationArgs, report: ReportViolation) -> None:
         if ps and not low <= workers / ps <= high:
             report(
                 f"experiment {instance}: {ps} PS for {workers} workers is 1:{workers / ps:.1f}, outside "
-                f"1:{low:g} to 1:{high:g} (sparse models do well at 1:3 to 1:5)"
+                f"1:{low:g} to 1:{high:g} (sparse models do well at 1:3 to 1:5)",
+                None,
             )
 
 
@@ -141,7 +144,8 @@ def _checkpoints_outlive_the_chief(args: StackValidationArgs, report: ReportViol
         where = "the pod's scratch space" if path == "default" else f"{path}, which is on no volume claim"
         report(
             f"experiment {instance}: {steps / every:.0f} checkpoint intervals of training keep their "
-            f"checkpoints on {where}; a replaced chief pod or a drained server starts again from step 0"
+            f"checkpoints on {where}; a replaced chief pod or a drained server starts again from step 0",
+            None,
         )
 
 
@@ -151,7 +155,8 @@ def _report_unpartitioned(args: StackValidationArgs, report: ReportViolation) ->
         if settings.get("partition") == "none":
             report(
                 f"experiment {instance}: partition: none keeps the whole embedding on one PS (the seed's "
-                "single loaded PS); fine for reproducing it, not for training"
+                "single loaded PS); fine for reproducing it, not for training",
+                None,
             )
 
 

@@ -60,9 +60,12 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
     services = of_kind(resources, "Service") + jobset_services(resources)
     for (namespace, instance), group in groups.items():
         where = f"experiment {instance or '?'} in {namespace}"
-        malformed = [w for w in group if any("_malformed" in c or task_of(c) is None for c in w.tf_configs)]
+        # A pod without TF_CONFIG has no task, so it is malformed too.
+        malformed = [
+            w for w in group if any(c is None or "_malformed" in c or task_of(c) is None for c in w.tf_configs)
+        ]
         for workload in malformed:
-            missing = sorted({name for c in workload.tf_configs for name in c.get("_unresolved", ())})
+            missing = sorted({name for c in workload.tf_configs for name in get(c, "_unresolved", default=())})
             if missing:
                 report(
                     f"{workload.kind} {workload.name}: TF_CONFIG refers to {', '.join(missing)}, which no "
@@ -81,31 +84,28 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
         distinct = {id(get(c, "cluster")): get(c, "cluster") for w in group for c in w.tf_configs}
         cluster_texts = {json.dumps(cluster, sort_keys=True) for cluster in distinct.values()}
         if len(cluster_texts) > 1:
-            report(f"{where}: tasks disagree on the cluster in TF_CONFIG ({len(cluster_texts)} versions)")
+            report(f"{where}: tasks disagree on the cluster in TF_CONFIG ({len(cluster_texts)} versions)", None)
             continue
         cluster = get(group[0].tf_config, "cluster", default={}) or {}
         if not as_list(get(cluster, "ps")) or not as_list(get(cluster, "worker")):
-            report(f"{where}: the cluster needs at least one ps and one worker")
+            report(f"{where}: the cluster needs at least one ps and one worker", None)
+        # Every pod here has a task: a workload with a pod that has none was reported as malformed above.
+        tasks = [(workload, pod, task) for workload in group for pod, task in workload.pod_tasks() if task is not None]
         seen: dict[tuple, str] = {}
-        for workload in group:
-            for pod, task in workload.pod_tasks():
-                pod_name = f"{workload.kind} {workload.name}" + (f" pod {pod.name}" if pod.name else "")
-                if task in seen:
-                    report(
-                        f"{where}: {pod_name} and {seen[task]} are both task {task[0]}-{task[1]}", workload.resource.urn
-                    )
-                seen[task] = pod_name
-                if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
-                    report(
-                        f"{where}: task {task[0]}-{task[1]} of {pod_name} is outside the cluster", workload.resource.urn
-                    )
-        pods = ExperimentPods([(pod, task) for workload in group for pod, task in workload.pod_tasks()])
+        for workload, pod, task in tasks:
+            pod_name = f"{workload.kind} {workload.name}" + (f" pod {pod.name}" if pod.name else "")
+            if task in seen:
+                report(f"{where}: {pod_name} and {seen[task]} are both task {task[0]}-{task[1]}", workload.resource.urn)
+            seen[task] = pod_name
+            if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
+                report(f"{where}: task {task[0]}-{task[1]} of {pod_name} is outside the cluster", workload.resource.urn)
+        pods = ExperimentPods([(pod, task) for _, pod, task in tasks])
         in_namespace = {name_of(s.props): s for s in services if namespace_of(s.props) == namespace}
         for task_type, addresses in cluster.items():
             for index, address in enumerate(as_list(addresses)):
                 problem = _address_problem(str(address), (task_type, index), namespace, in_namespace, pods)
                 if problem:
-                    report(f"{where}: {task_type}-{index} address {address}: {problem}")
+                    report(f"{where}: {task_type}-{index} address {address}: {problem}", None)
 
 
 class ExperimentPods:
@@ -116,8 +116,9 @@ class ExperimentPods:
         self.by_name: dict[tuple, list[tuple[PodIdentity, tuple[str, int]]]] = {}
         for pod, task in pods:
             self.by_name.setdefault((pod.hostname, pod.subdomain), []).append((pod, task))
-        self._selected: dict[str, list[tuple[PodIdentity, tuple[str, int]]]] = {}
-        self._selected_ids: dict[str, set[int]] = {}
+        # By Service name (None for a Service without one).
+        self._selected: dict[Optional[str], list[tuple[PodIdentity, tuple[str, int]]]] = {}
+        self._selected_ids: dict[Optional[str], set[int]] = {}
 
     def selected_by(self, service: Any) -> list[tuple[PodIdentity, tuple[str, int]]]:
         """The pods the Service selects, in order (the first call per Service computes them)."""
@@ -139,7 +140,11 @@ class ExperimentPods:
 
 
 def _address_problem(
-    address: str, task: tuple[str, int], namespace: str, services: Mapping[str, Any], pods: ExperimentPods
+    address: str,
+    task: tuple[str, int],
+    namespace: Optional[str],
+    services: Mapping[Optional[str], Any],
+    pods: ExperimentPods,
 ) -> Optional[str]:
     """Why `address` does not reach the pod of `task` (None when it does)."""
     match = ADDRESS.match(address)

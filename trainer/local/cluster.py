@@ -151,6 +151,7 @@ class LocalCluster:
         failure: Optional[str] = None
         cpu_at_start: Optional[list[float]] = None
         self._chief_listening = False
+        assert self.chief is not None and self.chief.stdout is not None, "the chief is started before it is followed"
         for line in self.chief.stdout:
             if not self._chief_listening:
                 self._chief_listening = True  # its first line comes after its signal handling is set
@@ -192,8 +193,8 @@ class LocalCluster:
         for index in range(self.ps):
             task = self.tasks[f"ps-{index}"]
             try:
-                values.append(cpu_seconds(task.process.pid))
-            except (OSError, AttributeError):
+                values.append(cpu_seconds(task.process.pid) if task.process is not None else float("nan"))
+            except OSError:
                 values.append(float("nan"))
         return values
 
@@ -234,6 +235,7 @@ class LocalCluster:
         for name in self.drills.due(step):
             print(f"fault drill: killing {name} at step {step}", file=sys.stderr, flush=True)
             if name == "chief-0":
+                assert self.chief is not None, "drills are due only at the steps the chief reports"
                 self.chief_killed = True
                 try:
                     os.killpg(self.chief.pid, signal.SIGKILL)

@@ -21,6 +21,8 @@ from typing import Any, Mapping
 from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV, COMPLETION_INDEX_ENV, FIRST_INDEX_ENV, composed_tf_config
 from trainer.kubelet_expansion import expand
 
+# Kubernetes' own names, written here apart from trainer/shared_names.py on purpose: these fakes
+# play the controllers, so a wrong name in tfk8s's definition fails the tests instead of agreeing.
 POD_INDEX = "apps.kubernetes.io/pod-index"
 FIELD_REF = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -127,7 +129,7 @@ def jobset_pods(jobset) -> list[Pod]:
             job = f"{name}-{replicated['name']}-{job_index}"
             for completion in range(job_spec["completions"]):
                 hostname = f"{job}-{completion}"
-                labels = {**template["metadata"]["labels"], "batch.kubernetes.io/job-completion-index": str(completion),
+                labels = {**template["metadata"]["labels"], COMPLETION_INDEX_ANNOTATION: str(completion),
                           "jobset.sigs.k8s.io/jobset-name": name}
                 pods.append(Pod(jobset, hostname, hostname, subdomain, labels, template["spec"],
                                 {COMPLETION_INDEX_ENV: str(completion)},

@@ -15,6 +15,7 @@ from .shared_names import (  # noqa: F401 (the variables a task reads, looked up
     CLUSTER_FILE_ENV,
     COMPLETION_INDEX_ENV,
     FIRST_INDEX_ENV,
+    POD_INDEX,
     TASK_INDEX_ENV,
     TASK_TYPE_ENV,
 )
@@ -93,7 +94,7 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
     if environ.get(TASK_INDEX_ENV) == "":
         # The downward API gives an empty value for a label the pod does not have.
         raise ClusterConfigError(
-            f"{TASK_INDEX_ENV} is empty: the pod has no apps.kubernetes.io/pod-index label, which "
+            f"{TASK_INDEX_ENV} is empty: the pod has no {POD_INDEX} label, which "
             "StatefulSets set from Kubernetes 1.28 on; tfk8s needs Kubernetes 1.28 or newer"
         )
     unexpanded = references(raw)

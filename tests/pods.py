@@ -53,6 +53,15 @@ class Pod:
         (only,) = self.spec["containers"]
         return only
 
+    @property
+    def program_argv(self) -> list[str]:
+        """The command line the program runs with: the arguments of the shell that starts it
+        (`/bin/sh -c <script> <name> argv...`), else the container's command and args."""
+        command, args = self.container.get("command", []), self.container.get("args", [])
+        if command[:2] == ["/bin/sh", "-c"]:
+            return list(args)
+        return [*command, *args]
+
     def env(self, config_maps: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
         """The environment as the kubelet builds it: envFrom ConfigMaps, then env with $(VAR) expanded."""
         variables: dict[str, str] = dict(self.controller_env)

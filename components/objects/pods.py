@@ -66,9 +66,6 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         spec["volumes"].insert(0, {"name": TRAINER_VOLUME, "configMap": {"name": experiment.names.trainer_config_map}})
     else:
         spec["volumes"] += program_volumes(experiment)
-        # The program is not PID 1, so SIGTERM ends it even when it sets no handler
-        # (components/objects/program_container.py).
-        spec["shareProcessNamespace"] = True
     if experiment.cluster_as_file:
         spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": experiment.names.cluster_config_map}})
     if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:

@@ -10,10 +10,11 @@ StatefulSet ordinal, through the downward API) and `TF_CONFIG`, composed of both
 expands `$(NAME)` in `command` and `args` from the same environment (the seed's `run.sh`
 arguments).
 
-The pod shares one process namespace, so the program is not its container's first process:
-PID 1 is the pod's pause process, and a program that never handles SIGTERM still ends on it
-(the kernel drops signals to a PID 1 that has no handler, and the pod would wait out its whole
-grace period).
+A program given a `command` is started by a POSIX shell (`/bin/sh`, in every image a TensorFlow
+program runs from) that is its container's first process and passes SIGTERM on: the kernel drops
+a signal sent to a PID 1 that set no handler, so a program that never handles SIGTERM would keep
+its pod for the whole grace period. The pod shares no process namespace (the policy pack refuses
+it for any TF pod). Without a `command` the image's entrypoint is PID 1 as the image made it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,22 @@ from components.spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, Secre
 from trainer.cluster import CLUSTER_ENV
 
 Manifest = dict[str, Any]
+
+# The shell script that starts the program (its argv: the script's arguments) as its child and
+# passes SIGTERM on, then exits with the program's exit status. A SIGTERM before the child exists
+# is passed on as soon as it does; a `wait` that the signal interrupts is waited again, so the
+# status is the program's. No `$(` or `$$` in it: the kubelet would expand them.
+SIGNAL_FORWARDER = """\
+trap 'stop=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM
+"$@" &
+child=$!
+[ -z "$stop" ] || kill -TERM "$child" 2>/dev/null
+wait "$child"
+status=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child"; status=$?; done
+exit "$status"
+"""
+FORWARDER_NAME = "tfk8s-program"  # the shell's $0, in `ps` and its error messages
 
 PROGRAM_VOLUME = "program"
 TMP_VOLUME = "tmp"
@@ -86,12 +103,12 @@ def _env_entry(experiment: Experiment, name: str, value: str | SecretRef) -> Man
 
 
 def program_command(program: ProgramSpec, task_type: str) -> Manifest:
-    """The container's command and args: the role's own, else the program's, else the image's."""
+    """The container's command and args: the role's own, else the program's, started by the shell
+    that passes SIGTERM on; else the image's entrypoint, with the args given."""
     command, args = program.command_of(task_type)
-    return {
-        **({"command": list(command)} if command is not None else {}),
-        **({"args": list(args)} if args is not None else {}),
-    }
+    if command is None:
+        return {"args": list(args)} if args is not None else {}
+    return {"command": ["/bin/sh", "-c", SIGNAL_FORWARDER, FORWARDER_NAME], "args": [*command, *(args or ())]}
 
 
 def program_volumes(experiment: Experiment) -> list[Manifest]:

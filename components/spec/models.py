@@ -313,6 +313,18 @@ class ClusterSpec(_Model):
             raise ValueError(f"image '{image}' must be pinned to a tag other than latest or a digest")
         return image
 
+    @field_validator("priority_class")
+    @classmethod
+    def _not_the_clusters_own(cls, priority_class: Optional[str]) -> Optional[str]:
+        # The API server admits system-* classes only in kube-system, and tasks of that priority
+        # would preempt the cluster's own components (the policy pack refuses them too).
+        if priority_class is not None and priority_class.startswith("system-"):
+            raise ValueError(
+                f"'{priority_class}' is one of the cluster's own PriorityClasses (system-*); name one "
+                "created for experiments"
+            )
+        return priority_class
+
     @property
     def worker_image(self) -> str:
         """What workers run: the GPU build when they have GPUs (the CPU build would leave them idle)."""

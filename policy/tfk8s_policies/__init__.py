@@ -1,7 +1,7 @@
 """The checks a TF-on-Kubernetes reviewer would make, as CrossGuard policies, one module per concern.
 
 reading.py turns the engine's resources into pods and experiments; network,
-tf_config, gpu, sizing and hygiene each hold their rules, every policy under
+tf_config, gpu, sizing, hygiene and pod_security each hold their rules, every policy under
 its validator. This package never imports TensorFlow or tfk8s code
 (pulumi-policy pins protobuf 5.29); facts.py holds the copies it keeps.
 
@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from . import gpu, hygiene, network, sizing, tf_config
+from . import gpu, hygiene, network, pod_security, sizing, tf_config
 from .facts import *  # noqa: F401,F403 (the copies, for tests/policy/test_copies.py)
 from .reading import embedding_shards, quantity_bytes  # noqa: F401
 from .sizing import shard_bytes  # noqa: F401
 
-_BY_NAME = {policy.name: policy for module in (network, tf_config, gpu, sizing, hygiene) for policy in module.POLICIES}
+_BY_NAME = {
+    policy.name: policy
+    for module in (network, tf_config, gpu, sizing, hygiene, pod_security)
+    for policy in module.POLICIES
+}
 # The order the engine reports them in.
 POLICY_ORDER = [
     "tfk8s-tf-grpc-isolation",
@@ -30,6 +34,7 @@ POLICY_ORDER = [
     "tfk8s-uniform-gpu-workers",
     "tfk8s-embedding-shards-match-ps",
     "tfk8s-container-hygiene",
+    "tfk8s-tf-pod-security",
     "tfk8s-not-default-namespace",
     "tfk8s-no-removed-apis",
     "tfk8s-ps-worker-ratio",

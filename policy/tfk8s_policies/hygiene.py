@@ -194,11 +194,6 @@ def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None
         spec, name = template.spec, template.name
         if not serves_tf(spec):
             continue
-        if get(spec, "automountServiceAccountToken") is not False:
-            report(f"{name}: mounts a service-account token it does not need", None)
-        for container in containers(spec):
-            if get(container, "securityContext", "readOnlyRootFilesystem") is not True:
-                report(f"{name}/{get(container, 'name')}: root filesystem is writable", None)
         is_ps = (get(tf_config_of(spec), "task", "type") or template.labels.get(COMPONENT)) == "ps"
         if is_ps and not any(get(c, "readinessProbe", "tcpSocket") is not None for c in containers(spec)):
             report(f"PS {name}: no tcpSocket readiness probe on its gRPC port", None)
@@ -240,12 +235,11 @@ POLICIES = [
     ),
     ResourceValidationPolicy(
         name="tfk8s-pod-defaults",
-        description="TF pods have a read-only root filesystem, no service-account token, and PS have tcpSocket "
-        "readiness probes.",
+        description="PS have tcpSocket readiness probes on their gRPC port (the rest of a TF pod's defaults are "
+        "mandatory: tfk8s-tf-pod-security).",
         validate=_pod_defaults,
         enforcement_level=ADVISORY,
         severity=Severity.LOW,
-        remediation_steps="Set readOnlyRootFilesystem, automountServiceAccountToken: false and a tcpSocket probe on "
-        "2222.",
+        remediation_steps="Give each PS a tcpSocket readiness probe on 2222.",
     ),
 ]

@@ -275,8 +275,7 @@ def test_import_then_render_gives_pods_with_the_tfjobs_replicas_image_command_ar
         role = pod.labels["app.kubernetes.io/component"]
         tf_container = pod.container
         assert tf_container["image"] == IMAGE
-        assert tf_container["command"] == ["python", "train.py"]
-        assert tf_container["args"] == (["--role", "chief"] if role == "chief" else ["--steps", "1000"])
+        assert pod.program_argv == ["python", "train.py", *(["--role", "chief"] if role == "chief" else ["--steps", "1000"])]
         assert tf_container["workingDir"] == "/opt/ctr"
         env = pod.env(config_maps)
         assert env["MODEL"] == "ctr" and env["TOKEN"] == "<secret data-creds key token>"

@@ -60,9 +60,10 @@ def test_every_task_gets_tf_config_and_the_seeds_variables(workload):
         # The task's own address is its pod's DNS name, on the port it serves.
         if task_type != "chief":
             assert tf_config["cluster"][task_type][int(index)].startswith(f"{pod.hostname}.{pod.subdomain}.")
-        assert pod.container["command"] == ["python", "train.py"]
+        assert pod.program_argv == ["python", "train.py"]
         assert pod.container["workingDir"] == "/program"
-        assert pod.spec["shareProcessNamespace"] is True
+        # Started by the shell that passes SIGTERM on, in a process namespace of its own.
+        assert pod.container["command"][:2] == ["/bin/sh", "-c"] and "shareProcessNamespace" not in pod.spec
 
 
 def test_the_seeds_run_sh_call_gets_its_six_arguments():
@@ -71,7 +72,8 @@ def test_the_seeds_run_sh_call_gets_its_six_arguments():
     assert {pod.task.split("-")[0] for pod in pods} == {"ps", "worker"}, "no chief task with done: workers"
     worker = next(pod for pod in pods if pod.task == "worker-7")
     env = worker.env(config_maps_of(run))
-    args = [expanded(arg, env) for arg in worker.container["args"]]
+    assert worker.program_argv[:2] == ["sh", "run.sh"]
+    args = [expanded(arg, env) for arg in worker.program_argv[2:]]
     assert args[2:] == ["worker", "7", "5", "50"]
     assert args[0].count(",") == 4 and args[1].count(",") == 49
 
@@ -107,8 +109,7 @@ def test_roles_get_their_own_command_and_env_and_volumes_reach_every_task():
     config_maps = config_maps_of(run)
     for pod in pods_of(run):
         role = pod.task.split("-")[0]
-        assert pod.container["command"] == (["python", "ps.py"] if role == "ps" else ["python", "main.py"])
-        assert pod.container.get("args") == (["--ps"] if role == "ps" else None)
+        assert pod.program_argv == (["python", "ps.py", "--ps"] if role == "ps" else ["python", "main.py"])
         env = pod.env(config_maps)
         assert env["TF_USE_LEGACY_KERAS"] == "1" and env["TOKEN"] == "<secret data-creds key token>"
         claim = next(v for v in pod.spec["volumes"] if "persistentVolumeClaim" in v)

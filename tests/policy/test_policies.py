@@ -127,6 +127,11 @@ def latest_image(objects):
     return objects
 
 
+def shared_process_namespace(objects):
+    pod_spec(group(objects, "worker"))["shareProcessNamespace"] = True
+    return objects
+
+
 def stray_object_in_default_namespace(objects):
     stray = Object("kubernetes:core/v1:ConfigMap", "stray", "urn:stray", {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stray", "namespace": "default"}, "data": {},
@@ -153,6 +158,7 @@ BROKEN = {
         "against the chief's 'auto', 5 shards for 5 PS)",
     ),
     "tfk8s-container-hygiene": ("scene1-case1", latest_image, "untagged or latest"),
+    "tfk8s-tf-pod-security": ("scene1-case1", shared_process_namespace, "shareProcessNamespace is on"),
     "tfk8s-not-default-namespace": ("scene1-case1", stray_object_in_default_namespace, "in the default namespace"),
     "tfk8s-no-removed-apis": ("sts:scene1-case1", removed_api_version, "apps/v1beta1 StatefulSet was removed"),
 }
@@ -381,14 +387,81 @@ def test_unpartitioned_embedding_is_advisory_flagged():
     assert violations("tfk8s-unpartitioned-embedding", objects)
 
 
-def test_pod_defaults_advise_on_writable_root_and_tokens():
+def test_pod_defaults_advise_a_tcp_readiness_probe_on_each_ps():
+    objects = objects_of(program_run("scene1-case1"))
+    del container(group(objects, "ps"))["readinessProbe"]
+    assert violations("tfk8s-pod-defaults", objects) == [
+        "PS tf/ps: no tcpSocket readiness probe on its gRPC port"
+    ]
+
+
+# (what a stack's pods could loosen; what tfk8s-tf-pod-security says) — each mandatory, each tripped
+# alone on the ps of a seed experiment.
+LOOSENED = {
+    "pod seccomp Unconfined": (
+        lambda ps: pod_spec(ps)["securityContext"].update(seccompProfile={"type": "Unconfined"}),
+        "tf/ps: seccompProfile is Unconfined; use RuntimeDefault",
+    ),
+    "container seccomp Unconfined": (
+        lambda ps: container(ps)["securityContext"].update(seccompProfile={"type": "Unconfined"}),
+        "tf/ps/tensorflow: seccompProfile is Unconfined; use RuntimeDefault",
+    ),
+    "procMount Unmasked": (
+        lambda ps: container(ps)["securityContext"].update(procMount="Unmasked"),
+        "tf/ps/tensorflow: procMount is Unmasked; leave it Default",
+    ),
+    "an unsafe sysctl": (
+        lambda ps: pod_spec(ps)["securityContext"].update(
+            sysctls=[{"name": "net.ipv4.tcp_syncookies", "value": "1"}, {"name": "kernel.msgmax", "value": "65536"}]
+        ),
+        "tf/ps: sets unsafe sysctls kernel.msgmax",
+    ),
+    "shareProcessNamespace": (
+        lambda ps: pod_spec(ps).update(shareProcessNamespace=True),
+        "tf/ps: shareProcessNamespace is on: its containers see each other's processes and files",
+    ),
+    "hostUsers: true written out": (
+        lambda ps: pod_spec(ps).update(hostUsers=True),
+        "tf/ps: hostUsers: true written out; leave it out (the cluster's default) or set false",
+    ),
+    "a service-account token": (
+        lambda ps: pod_spec(ps).update(automountServiceAccountToken=True),
+        "tf/ps: set automountServiceAccountToken: false (a task needs no API token)",
+    ),
+    "no automountServiceAccountToken": (
+        lambda ps: pod_spec(ps).pop("automountServiceAccountToken"),
+        "tf/ps: set automountServiceAccountToken: false (a task needs no API token)",
+    ),
+    "a writable root filesystem": (
+        lambda ps: container(ps)["securityContext"].update(readOnlyRootFilesystem=False),
+        "tf/ps/tensorflow: set readOnlyRootFilesystem: true (write to a volume)",
+    ),
+    "a system PriorityClass": (
+        lambda ps: pod_spec(ps).update(priorityClassName="system-node-critical"),
+        "tf/ps: priorityClassName system-node-critical is the cluster's own; create one for experiments",
+    ),
+}
+
+
+@pytest.mark.parametrize("loosened", list(LOOSENED))
+def test_a_tf_pod_that_loosens_its_security_is_refused(loosened):
+    objects = objects_of(program_run("scene1-case1"))
+    loosen, said = LOOSENED[loosened]
+    loosen(group(objects, "ps"))
+    found = tripped(objects)
+    assert found == {"tfk8s-tf-pod-security": [said]}, found
+
+
+def test_what_the_pod_security_policy_leaves_alone():
+    """Safe sysctls, hostUsers: false, a PriorityClass of the team's own, and a pod that serves no
+    TensorFlow (a sidecar's Deployment) pass."""
     objects = objects_of(program_run("scene1-case1"))
     ps = group(objects, "ps")
-    container(ps)["securityContext"]["readOnlyRootFilesystem"] = False
-    del container(ps)["readinessProbe"]
-    pod_spec(ps)["automountServiceAccountToken"] = True
-    found = violations("tfk8s-pod-defaults", objects)
-    assert len(found) == 3
+    pod_spec(ps)["securityContext"]["sysctls"] = [{"name": "net.ipv4.tcp_keepalive_time", "value": "60"}]
+    pod_spec(ps).update(hostUsers=False, priorityClassName="experiments")
+    assert tripped(objects) == {}
+    helper = workload(spec={"containers": [{"name": "web", "securityContext": {"procMount": "Unmasked"}}]})
+    assert violations("tfk8s-tf-pod-security", [helper]) == []
 
 
 SPARSE_OBJECTS = [

@@ -141,6 +141,11 @@ BAD_INPUTS = {
         lambda v: cluster(v).update(image="tensorflow/tensorflow:latest"),
         r"tfk8s:cluster\.image: image 'tensorflow/tensorflow:latest' must be pinned",
     ),
+    "the cluster's own priority class": (
+        lambda v: cluster(v).update(priorityClass="system-cluster-critical"),
+        r"tfk8s:cluster\.priorityClass: 'system-cluster-critical' is one of the cluster's own PriorityClasses "
+        r"\(system-\*\); name one created for experiments",
+    ),
     "bad trainer partition": (
         lambda v: v.update({"tfk8s:trainer": {"partition": "hash"}}),
         r"tfk8s:trainer\.partition: must be one of auto, range, none \(got 'hash'\)",

@@ -86,6 +86,9 @@ def kept_on_destroy_note(experiment: Experiment) -> Optional[str]:
 def shared_objects(experiment: Experiment) -> list[KubeObject]:
     """What the tasks need in the namespace before they start."""
     objects = [KubeObject("network-policy", manifests.network_policy(experiment))]
+    egress = manifests.egress_policy(experiment)
+    if egress is not None:
+        objects.append(KubeObject("egress-policy", egress))
     program = manifests.program_config_map(experiment)
     secret = manifests.program_secret(experiment)
     if secret is not None:

@@ -67,6 +67,36 @@ def network_policy(experiment: Experiment) -> Manifest:
     }
 
 
+# DNS, wherever the cluster serves it (CoreDNS pods, a node-local cache, the node itself); the
+# cluster's resolver reaches any name server anyway, so fencing its address would add nothing.
+DNS_PORTS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+
+
+def egress_policy(experiment: Experiment) -> Optional[Manifest]:
+    """With `egress` set: the experiment's pods reach each other, DNS and the listed addresses only."""
+    allowed = experiment.config.cluster.egress
+    if allowed is None:
+        return None
+    experiment_pods = {"matchLabels": L.experiment_selector(experiment.stack)}
+    listed = [
+        {
+            "to": [{"ipBlock": {"cidr": rule.cidr}}],
+            **({"ports": [{"protocol": rule.protocol, "port": port} for port in rule.ports]} if rule.ports else {}),
+        }
+        for rule in allowed
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(experiment, experiment.names.egress_policy),
+        "spec": {
+            "podSelector": experiment_pods,
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"podSelector": experiment_pods}]}, {"ports": DNS_PORTS}, *listed],
+        },
+    }
+
+
 def checkpoint_claim(experiment: Experiment) -> Optional[Manifest]:
     """The chief's checkpoint volume, when the stack asks for one."""
     volume = experiment.config.cluster.chief.checkpoint_volume

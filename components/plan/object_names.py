@@ -20,6 +20,7 @@ from components.spec.quantities import DNS_LABEL_PATTERN
 # The fixed names, as a namespace of tfk8s's own has them.
 JOBSET = "tf"  # its name starts every JobSet pod's host name
 NETWORK_POLICY = "tf-grpc-from-experiment-only"
+EGRESS_POLICY = "tf-egress-to-listed-only"  # with tfk8s:cluster.egress
 CHECKPOINT_CLAIM = "tfk8s-checkpoints"
 TRAINER_CONFIG_MAP = "tfk8s-trainer"  # the trainer's code
 TRAINER_ENV_CONFIG_MAP = "tfk8s-trainer-env"  # the environment every task shares
@@ -53,6 +54,10 @@ class ObjectNames:
     @property
     def network_policy(self) -> str:
         return self.named(NETWORK_POLICY)
+
+    @property
+    def egress_policy(self) -> str:
+        return self.named(EGRESS_POLICY)
 
     @property
     def checkpoint_claim(self) -> str:

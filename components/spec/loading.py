@@ -158,6 +158,8 @@ def _describe_validation_error(exc: ValidationError) -> list[str]:
             message = message[len("Value error, ") :]
         if error["type"] == "string_pattern_mismatch":
             message = _pattern_help(error)
+        elif error["type"] == "tuple_type":
+            message = "should be a list"  # a stack file's sequences are lists; tuples are how tfk8s holds them
         got = error.get("input")
         if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
             message = f"{message} (got {_shown_input(got)})"

@@ -14,7 +14,9 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from trainer.settings import LARGEST_NUMBER as INT32_MAX
 from trainer.settings import TrainerSettings
 
+from .egress import EgressRule
 from .model_base import StackModel as _Model
+from .namespace import NamespaceSpec
 from .pools import NodePoolSpec
 from .program import ProgramSpec
 from .quantities import (
@@ -42,9 +44,6 @@ Workload = Literal["jobset", "statefulset"]
 # labels: tfk8s labels the pools' nodes and places by its labels (it patches Nodes); hostname: it
 # places by the nodes' own kubernetes.io/hostname and writes nothing outside the namespace.
 PlaceBy = Literal["labels", "hostname"]
-# The cluster's own namespaces: never an experiment's. `default` may be a team's existing one.
-SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
-SHARED_DEFAULT_NAMESPACE = "default"
 
 
 def is_pinned(image: str) -> bool:
@@ -144,31 +143,6 @@ class CheckpointVolumeSpec(_Model):
     )
 
 
-class NamespaceSpec(_Model):
-    name: DnsLabel = Field(description="the namespace's name")
-    existing: bool = Field(
-        default=False,
-        strict=True,
-        description="true: the namespace exists already (a team's); tfk8s creates only the experiment's own "
-        "objects there, named after the stack, and never creates, changes or deletes the namespace or anything "
-        "else in it; false: tfk8s creates the namespace and `pulumi destroy` deletes it",
-    )
-
-    @model_validator(mode="after")
-    def _not_the_clusters(self) -> "NamespaceSpec":
-        if self.name in SYSTEM_NAMESPACES:
-            raise ValueError(
-                f"'{self.name}' belongs to the cluster itself; name the team's namespace or a new one "
-                "(default tf-<stack>)"
-            )
-        if self.name == SHARED_DEFAULT_NAMESPACE and not self.existing:
-            raise ValueError(
-                f"'{self.name}' exists on every cluster and tfk8s would delete it with the experiment; "
-                "write {name: default, existing: true} to share it, or name a new one (default tf-<stack>)"
-            )
-        return self
-
-
 class ChiefSpec(_Model):
     cpu: CpuQuantity = Field(
         default="1", description="CPU request of the chief (no CPU limit: a limit throttles TensorFlow's threads)"
@@ -216,6 +190,12 @@ class ClusterSpec(_Model):
         strict=True,
         description="labels the namespace tfk8s.io/production: true; the policy pack then advises against strict "
         "pinning",
+    )
+    egress: Optional[tuple[EgressRule, ...]] = Field(
+        default=None,
+        description="where the experiment's pods may connect besides each other and DNS (port 53): a list of "
+        "{cidr, ports, protocol}, anything else refused by a NetworkPolicy (default: no egress policy, every "
+        "destination open; [] : only each other and DNS)",
     )
     ratio: Optional[str] = Field(
         default=None,

@@ -40,6 +40,7 @@ POLICY_ORDER = [
     "tfk8s-ps-worker-ratio",
     "tfk8s-ps-memory-fits-shard",
     "tfk8s-strict-placement-in-production",
+    "tfk8s-egress-in-production",
     "tfk8s-pod-defaults",
     "tfk8s-unpartitioned-embedding",
     "tfk8s-checkpoints-outlive-the-chief",

@@ -14,16 +14,16 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import COMPONENT, PRODUCTION, REMOVED_API_VERSIONS
+from .facts import COMPONENT, REMOVED_API_VERSIONS
 from .reading import (
     api_version_of,
     as_list,
     containers,
     get,
+    is_production,
     kind_of,
     name_of,
     namespace_of,
-    of_kind,
     pod_templates,
     serves_tf,
     tf_config_of,
@@ -150,14 +150,8 @@ def _no_removed_apis(args: ResourceValidationArgs, report: ReportViolation) -> N
         )
 
 
-def _is_production(args: StackValidationArgs) -> bool:
-    if str(args.stack_tags.get("production", "")).lower() in ("true", "yes", "1"):
-        return True
-    return any(get(ns.props, "metadata", "labels", PRODUCTION) == "true" for ns in of_kind(args.resources, "Namespace"))
-
-
 def _validate_strict_in_production(args: StackValidationArgs, report: ReportViolation) -> None:
-    if not _is_production(args):
+    if not is_production(args):
         return
     for workload in workloads(args.resources):
         terms = as_list(

@@ -19,6 +19,7 @@ from .reading import (
     as_list,
     containers,
     get,
+    is_production,
     kind_of,
     labels_match,
     name_of,
@@ -114,6 +115,25 @@ def _validate_tf_grpc_isolation(args: StackValidationArgs, report: ReportViolati
                     )
 
 
+def _validate_egress_in_production(args: StackValidationArgs, report: ReportViolation) -> None:
+    if not is_production(args):
+        return
+    policies = of_kind(args.resources, "NetworkPolicy")
+    for workload in workloads(args.resources):
+        if serves_tf(workload.spec) and not any(
+            namespace_of(p.props) == workload.namespace
+            and labels_match(get(p.props, "spec", "podSelector", default={}) or {}, workload.labels)
+            and "Egress" in as_list(get(p.props, "spec", "policyTypes"))
+            for p in policies
+        ):
+            report(
+                f"{workload.kind} {workload.name}: its pods may connect anywhere; a production experiment "
+                "lists where (tfk8s:cluster.egress), so that code sent to its gRPC port cannot send the data "
+                "or the model out",
+                workload.resource.urn,
+            )
+
+
 def _validate_headless_services(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if kind_of(args.resource_type) != "Service" or not args.resource_type.startswith("kubernetes:"):
         return
@@ -144,6 +164,14 @@ POLICIES = [
         severity=Severity.CRITICAL,
         remediation_steps="Add a NetworkPolicy selecting the experiment's pods whose ingress on 2222 comes only from "
         "a podSelector requiring the experiment's instance label.",
+    ),
+    StackValidationPolicy(
+        name="tfk8s-egress-in-production",
+        description="A production experiment's TF pods are selected by a NetworkPolicy that limits their egress.",
+        validate=_validate_egress_in_production,
+        enforcement_level=ADVISORY,
+        severity=Severity.MEDIUM,
+        remediation_steps="Set tfk8s:cluster.egress to the addresses the tasks need (data, checkpoints), [] for none.",
     ),
     ResourceValidationPolicy(
         name="tfk8s-headless-task-services",

@@ -12,6 +12,8 @@ import functools
 import json
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
+from pulumi_policy import StackValidationArgs
+
 from .expansion import expand, references
 from .facts import (
     CLUSTER_ENV,
@@ -20,6 +22,7 @@ from .facts import (
     COMPONENT,
     FIRST_INDEX_ENV,
     INSTANCE,
+    PRODUCTION,
     SETTINGS_ENV,
     TASK_TYPE_ENV,
     TF_PORT,
@@ -294,3 +297,10 @@ def clusters(resources: list) -> dict[tuple, list[Workload]]:
 def trainer_clusters(resources: list) -> dict[tuple, list[Workload]]:
     """The experiments whose tasks run tfk8s's own trainer: those the model-derived rules check."""
     return {key: group for key, group in clusters(resources).items() if runs_tfk8s_trainer(group)}
+
+
+def is_production(args: StackValidationArgs) -> bool:
+    """A production experiment: the stack tagged production=true, or its namespace labelled so."""
+    if str(args.stack_tags.get("production", "")).lower() in ("true", "yes", "1"):
+        return True
+    return any(get(ns.props, "metadata", "labels", PRODUCTION) == "true" for ns in of_kind(args.resources, "Namespace"))

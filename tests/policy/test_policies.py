@@ -378,6 +378,23 @@ def test_a_production_stack_is_advised_against_strict_pinning():
     assert violations("tfk8s-strict-placement-in-production", objects_of(run_program(name, values))) == []
 
 
+def test_a_production_stack_is_advised_to_list_its_egress_and_passes_once_it_does():
+    name, values = read_stack_values("scene1-case1")
+    values = copy.deepcopy(values)
+    assert violations("tfk8s-egress-in-production", objects_of(run_program(name, values))) == []
+    values["tfk8s:cluster"]["production"] = True
+    found = violations("tfk8s-egress-in-production", objects_of(run_program(name, values)))
+    assert found == [
+        f"JobSet tf/{role}: its pods may connect anywhere; a production experiment lists where "
+        "(tfk8s:cluster.egress), so that code sent to its gRPC port cannot send the data or the model out"
+        for role in ("chief", "ps", "worker")
+    ]
+    values["tfk8s:cluster"]["egress"] = [{"cidr": "10.20.0.0/16", "ports": [8020]}]
+    objects = objects_of(run_program(name, values))
+    assert violations("tfk8s-egress-in-production", objects) == []
+    assert tripped(objects) == {}, "the egress policy passes every mandatory policy"
+
+
 def test_unpartitioned_embedding_is_advisory_flagged():
     objects = objects_of(program_run("scene1-case1"))
     settings_map = find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]

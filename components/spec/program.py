@@ -179,7 +179,7 @@ class ProgramSpec(_Model):
 
     def command_of(self, role: str) -> tuple[Optional[tuple[str, ...]], Optional[tuple[str, ...]]]:
         """A role's command and args: its own where given, else the program's."""
-        own = self.roles.get(role)  # type: ignore[call-overload]
+        own = next((command for name, command in self.roles.items() if name == role), None)
         command = own.command if own is not None and own.command is not None else self.command
         args = own.args if own is not None and own.args is not None else self.args
         return command, args

@@ -33,7 +33,7 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
         return self.describe()
 
 
-class UniqueKeyLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+class UniqueKeyLoader(_BaseLoader):
     """The safe loader, refusing a key given twice in one mapping (merged `<<:` keys may be overridden)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

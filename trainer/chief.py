@@ -34,14 +34,7 @@ from .checkpoints import restore_latest, save
 from .cluster import TaskConfig, ps_named_in
 from .data import TASK_PROCESS_FILE, worker_dataset_fn
 from .devices import log_devices
-from .failures import (
-    EXIT_CHECKPOINT_FAILED,
-    EXIT_PS_LOST,
-    PS_FAILURES,
-    CheckpointError,
-    PsLostError,
-    is_ps_failure,
-)
+from .failures import EXIT_CHECKPOINT_FAILED, EXIT_PS_LOST, PS_FAILURES, CheckpointError, PsLostError, is_ps_failure
 from .log_lines import SUMMARY, event_line, progress_line
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
@@ -90,7 +83,9 @@ def _emit(out: TextIO, event: str, **fields: Any) -> None:
     print(event_line(event, **fields), file=out, flush=True)
 
 
-def build_cluster(task: TaskConfig, settings: TrainerSettings):
+def build_cluster(
+    task: TaskConfig, settings: TrainerSettings
+) -> tuple[tf.distribute.ParameterServerStrategy, tf.distribute.coordinator.ClusterCoordinator]:
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(task.cluster), task_type="chief", task_id=0, rpc_layer="grpc"
     )
@@ -118,7 +113,7 @@ def reconnect_once_serving(task: TaskConfig, say: Callable[[str], None]) -> None
     update = getattr(ctx.update_server_def, "__wrapped__", ctx.update_server_def)
 
     @functools.wraps(update)
-    def update_once_serving(server_def, *args, **kwargs):
+    def update_once_serving(server_def: tf.train.ServerDef, *args: Any, **kwargs: Any) -> None:
         wait_for_cluster(task, say)
         return update(server_def, *args, **kwargs)
 
@@ -127,7 +122,7 @@ def reconnect_once_serving(task: TaskConfig, say: Callable[[str], None]) -> None
 
 def make_train_function(model: SparseModel) -> Callable:
     @tf.function
-    def train_steps(iterator, steps):
+    def train_steps(iterator: tf.data.Iterator, steps: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         total_loss = tf.constant(0.0)
         rows = tf.zeros([len(model.table_shards)], tf.int64)
         for _ in tf.range(steps):
@@ -189,7 +184,16 @@ def _train(task: TaskConfig, settings: TrainerSettings, options: ChiefOptions) -
 class TrainingLoop:
     """Schedules calls of `stepsPerCall` steps, collects their results, checkpoints, reports."""
 
-    def __init__(self, settings, options, model, manager, coordinator, iterator, progress: Progress) -> None:
+    def __init__(
+        self,
+        settings: TrainerSettings,
+        options: ChiefOptions,
+        model: SparseModel,
+        manager: tf.train.CheckpointManager,
+        coordinator: tf.distribute.coordinator.ClusterCoordinator,
+        iterator: tf.distribute.experimental.coordinator.PerWorkerValues,
+        progress: Progress,
+    ) -> None:
         self.settings = settings
         self.options = options
         self.model = model
@@ -299,7 +303,14 @@ def _next_multiple(step: int, every: int) -> Optional[int]:
     return None if not every else (step // every + 1) * every
 
 
-def _summary(task, settings, model, progress, elapsed, restored_from) -> dict[str, Any]:
+def _summary(
+    task: TaskConfig,
+    settings: TrainerSettings,
+    model: SparseModel,
+    progress: Progress,
+    elapsed: float,
+    restored_from: Optional[str],
+) -> dict[str, Any]:
     bytes_by_device = model.bytes_per_device()
     bytes_per_ps = [0] * task.ps_count
     for device, size in bytes_by_device.items():

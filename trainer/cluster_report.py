@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TextIO
 
 from .local import LaunchError
 from .local.stacks import PROGRAM_PYTHON, PROJECT_ROOT, StackExperiment
@@ -89,7 +89,11 @@ class Sampling:
 
 
 def sample_experiments(
-    stacks: list[str], kubeconfig: Optional[str], seconds: Optional[float], interval_s: float, progress=None
+    stacks: list[str],
+    kubeconfig: Optional[str],
+    seconds: Optional[float],
+    interval_s: float,
+    progress: Optional[Callable[[list[Sampling]], None]] = None,
 ) -> list[Sampling]:
     """Sample every stack's experiment at once until each ends, or until `seconds` have passed."""
     if not PROGRAM_PYTHON.exists():
@@ -166,7 +170,9 @@ def chief_summary(stack: str, kubeconfig: Optional[str]) -> Optional[dict[str, A
     return json.loads(result.stdout).get("summary")
 
 
-def cluster_run(sampling: Sampling, experiment: StackExperiment, replay) -> dict[str, Any]:
+def cluster_run(
+    sampling: Sampling, experiment: StackExperiment, replay: Callable[[TrainerSettings, int], list[int]]
+) -> dict[str, Any]:
     """A report run (the keys of a local run) from one experiment's samples and its chief's summary.
 
     `replay(settings, ps)`: the table rows each shard serves in the run's first batches."""
@@ -206,7 +212,7 @@ def cluster_run(sampling: Sampling, experiment: StackExperiment, replay) -> dict
     }
 
 
-def progress_printer(out=sys.stderr):
+def progress_printer(out: TextIO = sys.stderr) -> Callable[[list[Sampling]], None]:
     """A line per stack every few seconds: phase, step, PS CPU cores."""
     last_printed = [0.0]
 

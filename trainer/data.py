@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import os
 import socket
+from typing import Callable, Union
 
 import tensorflow as tf
 
@@ -50,14 +51,14 @@ def synthetic_examples(record_ids: tf.Tensor, settings: TrainerSettings) -> tupl
     return ids, labels
 
 
-def synthetic_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
+def synthetic_dataset(settings: TrainerSettings, shards: int, shard: Union[int, tf.Tensor]) -> tf.data.Dataset:
     records = tf.data.Dataset.range(SYNTHETIC_RECORDS).shard(shards, shard)
     records = records.shuffle(SHUFFLE_BUFFER, seed=settings.seed, reshuffle_each_iteration=True)
     batches = records.batch(settings.batch_size, drop_remainder=True)
     return batches.map(lambda r: synthetic_examples(r, settings), num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def tfrecord_records(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
+def tfrecord_records(settings: TrainerSettings, shards: int, shard: Union[int, tf.Tensor]) -> tf.data.Dataset:
     """One epoch of one worker's serialized records (see the module docstring for the split)."""
     files = sorted(tf.io.gfile.glob(settings.data))
     if not files:
@@ -68,7 +69,7 @@ def tfrecord_records(settings: TrainerSettings, shards: int, shard) -> tf.data.D
     return tf.data.TFRecordDataset(files).shard(shards, shard)
 
 
-def tfrecord_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.Dataset:
+def tfrecord_dataset(settings: TrainerSettings, shards: int, shard: Union[int, tf.Tensor]) -> tf.data.Dataset:
     records = tfrecord_records(settings, shards, shard)
     records = records.shuffle(SHUFFLE_BUFFER, seed=settings.seed, reshuffle_each_iteration=True)
     features = {
@@ -76,7 +77,7 @@ def tfrecord_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.D
         FEATURE_LABEL: tf.io.FixedLenFeature([], tf.float32),
     }
 
-    def parse(serialized):
+    def parse(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         parsed = tf.io.parse_example(serialized, features)
         ids = tf.math.floormod(parsed[FEATURE_IDS], settings.embedding_rows)
         return ids, parsed[FEATURE_LABEL]
@@ -85,7 +86,7 @@ def tfrecord_dataset(settings: TrainerSettings, shards: int, shard) -> tf.data.D
     return batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def training_dataset(settings: TrainerSettings, shards: int = 1, shard=0) -> tf.data.Dataset:
+def training_dataset(settings: TrainerSettings, shards: int = 1, shard: Union[int, tf.Tensor] = 0) -> tf.data.Dataset:
     """Batches of (ids [batch, idsPerExample] int64, labels [batch] float32) for one worker.
 
     `shard` may be a tensor: the worker's index, known only on the worker.
@@ -125,10 +126,10 @@ def worker_process_name(index: int) -> str:
     return f"worker-{index}@{socket.gethostname()} pid {os.getpid()} started {started}"
 
 
-def worker_dataset_fn(settings: TrainerSettings, workers: int):
+def worker_dataset_fn(settings: TrainerSettings, workers: int) -> Callable[[], tf.data.Dataset]:
     """The per-worker dataset function for ClusterCoordinator.create_per_worker_dataset."""
 
-    def dataset_fn():
+    def dataset_fn() -> tf.data.Dataset:
         index = tf.strings.to_number(tf.io.read_file(TASK_INDEX_FILE), out_type=tf.int64)
         return training_dataset(settings, workers, index)
 

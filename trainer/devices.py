@@ -8,7 +8,7 @@ line says so, so that a user sees it without reading nvidia-smi.
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, TextIO
+from typing import Any, Mapping, Optional, TextIO
 
 from .log_lines import event_line
 
@@ -16,7 +16,7 @@ from .log_lines import event_line
 VISIBLE_GPUS_ENV = "NVIDIA_VISIBLE_DEVICES"
 
 
-def granted_gpus(environ=os.environ) -> Optional[str]:
+def granted_gpus(environ: Mapping[str, str] = os.environ) -> Optional[str]:
     """The GPUs the container runtime was told to hand over, if any ('void'/'none': none)."""
     value = environ.get(VISIBLE_GPUS_ENV, "").strip()
     return value if value and value not in ("void", "none") else None

@@ -9,20 +9,25 @@ batch looks up each distinct id once under `dedup: true`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
 import tensorflow as tf
 
 from .ids import IdHasher, unit_uniform
 from .optimizers import Optimizer, aggregate, shards_of
 from .settings import TrainerSettings
 
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
 TABLE = "embedding"
 
 
-def table_partitioner(settings: TrainerSettings, ps_count: int):
+def table_partitioner(settings: TrainerSettings, ps_count: int) -> Callable[[tf.TensorShape, tf.DType], list[int]]:
     """The strategy's variable_partitioner: the table and its slots get the shards, nothing else."""
     shards = settings.shard_count(ps_count)
 
-    def partition(shape, dtype):
+    def partition(shape: tf.TensorShape, dtype: tf.DType) -> list[int]:
         del dtype
         if len(shape) == 2 and shape[0] == settings.embedding_rows and shape[1] == settings.embedding_dim:
             return [shards, 1]
@@ -37,7 +42,7 @@ def table_partitioner(settings: TrainerSettings, ps_count: int):
 INIT_CHUNK_CELLS = 1 << 21
 
 
-def table_initializer(settings: TrainerSettings):
+def table_initializer(settings: TrainerSettings) -> Callable[..., tf.Tensor]:
     """Initial rows as a function of (seed, row): the same table whatever the sharding.
 
     Called per shard by ParameterServerStrategy with the shard's shape and
@@ -53,7 +58,9 @@ def table_initializer(settings: TrainerSettings):
         values = (tf.cast(unit_uniform(cells), tf.float32) * 2.0 - 1.0) * scale
         return tf.reshape(values, [count, dim])
 
-    def initial_value(partition_shape=(rows, dim), partition_offset=(0, 0)):
+    def initial_value(
+        partition_shape: Sequence[int] = (rows, dim), partition_offset: Sequence[int] = (0, 0)
+    ) -> tf.Tensor:
         first, count = partition_offset[0], partition_shape[0]
         chunks = [
             rows_from(start, min(chunk_rows, first + count - start))
@@ -67,7 +74,11 @@ def table_initializer(settings: TrainerSettings):
 class SparseModel(tf.Module):
     """Create inside `strategy.scope()` so variables land on the PS."""
 
-    def __init__(self, settings: TrainerSettings, colocate=None) -> None:
+    def __init__(
+        self,
+        settings: TrainerSettings,
+        colocate: Optional[Callable[[tf.Variable], AbstractContextManager[object]]] = None,
+    ) -> None:
         super().__init__(name="sparse_model")
         self.settings = settings
         self.hasher = IdHasher(settings.embedding_rows) if settings.partition == "auto" else None

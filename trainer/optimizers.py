@@ -8,7 +8,12 @@ for shard, they land on the same PS (checked in `SlotPlacementError`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
 
 EPSILON = 1e-7
 ADAGRAD_INITIAL_ACCUMULATOR = 0.1
@@ -20,11 +25,11 @@ class SlotPlacementError(RuntimeError):
     pass
 
 
-def shards_of(variable) -> list[tf.Variable]:
+def shards_of(variable: tf.Variable) -> list[tf.Variable]:
     return list(getattr(variable, "variables", [variable]))
 
 
-def check_colocated(variable, slot, name: str) -> None:
+def check_colocated(variable: tf.Variable, slot: tf.Variable, name: str) -> None:
     for shard, slot_shard in zip(shards_of(variable), shards_of(slot)):
         if shard.device != slot_shard.device:
             raise SlotPlacementError(
@@ -58,7 +63,12 @@ class Optimizer(tf.Module):
     def slot_names(self) -> tuple[str, ...]:
         return {"sgd": (), "adagrad": ("accumulator",), "adam": ("m", "v")}[self.kind]
 
-    def create_slots(self, key: str, variable, colocate=None) -> None:
+    def create_slots(
+        self,
+        key: str,
+        variable: tf.Variable,
+        colocate: Optional[Callable[[tf.Variable], AbstractContextManager[object]]] = None,
+    ) -> None:
         """Make the slots of `variable` now, right after it, so they share its PS.
 
         `colocate`: a strategy's `colocate_vars_with`, used for unsharded variables.
@@ -69,7 +79,11 @@ class Optimizer(tf.Module):
             initial = ADAGRAD_INITIAL_ACCUMULATOR if slot_name == "accumulator" else 0.0
 
             # A callable: the strategy builds each shard's slot on its PS.
-            def init(partition_shape=tuple(variable.shape), partition_offset=None, value=initial):
+            def init(
+                partition_shape: Sequence[int] = tuple(variable.shape),
+                partition_offset: Optional[Sequence[int]] = None,
+                value: float = initial,
+            ) -> tf.Tensor:
                 del partition_offset
                 return tf.fill(partition_shape, tf.constant(value, dtype))
 
@@ -131,6 +145,6 @@ class Optimizer(tf.Module):
             step = self._adam_rate(shard.dtype) * m_rows / (tf.sqrt(v_rows) + EPSILON)
             shard.scatter_sub(tf.IndexedSlices(step, rows))
 
-    def _adam_rate(self, dtype) -> tf.Tensor:
+    def _adam_rate(self, dtype: tf.DType) -> tf.Tensor:
         t = tf.cast(self.iterations + 1, dtype)
         return tf.cast(self.learning_rate, dtype) * tf.sqrt(1 - ADAM_BETA2**t) / (1 - ADAM_BETA1**t)

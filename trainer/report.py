@@ -29,7 +29,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .cluster_report import DEFAULT_INTERVAL_S, cluster_run, progress_printer, sample_experiments
 from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
@@ -38,6 +38,9 @@ from .log_lines import read_progress_line
 from .report_figures import REPLAY_BATCHES, from_cluster, imbalance, per_ps, replayed_rows_per_shard
 from .report_plots import plot
 from .settings import SettingsError, TrainerSettings
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 DEFAULT_STACKS = ("scene1-case2", "scene2-case2")
 DEFAULT_PARTITIONS = ("none", "auto")
@@ -102,7 +105,7 @@ def plan_runs(
 class _ProgressOut:
     """The launcher's output, turned into a progress bar of steps."""
 
-    def __init__(self, bar) -> None:
+    def __init__(self, bar: tqdm) -> None:
         self.bar = bar
         self.buffer = ""
 

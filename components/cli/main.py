@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from components.cli.exit_codes import BAD_INPUT, exit_codes_help
 from components.cli.import_tfjob import STACK_NAME_RULE, import_tfjob
@@ -28,6 +29,10 @@ from components.migrate.carry import DEFAULT_POOL, ImportOptions
 from components.objects.loading import load_experiment
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT, stack_names
+
+if TYPE_CHECKING:
+    from components.plan.experiment import Experiment
+    from components.spec.program import EnvValue, ProgramSpec
 
 DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
 
@@ -268,7 +273,7 @@ def _diff(a: str, b: str, as_json: bool) -> int:
     return 0 if result.same else 1
 
 
-def experiment_export(experiment) -> dict:
+def experiment_export(experiment: Experiment) -> dict:
     """What a tool without the program's environment needs of a stack, validated by the one schema."""
     cluster = experiment.config.cluster
     return {
@@ -277,20 +282,19 @@ def experiment_export(experiment) -> dict:
         "ps": cluster.ps_count,
         "workers": cluster.workers.replicas,
         "trainer": experiment.config.trainer.to_config(),
-        **({"program": _program_export(experiment)} if experiment.program is not None else {}),
+        **({"program": _program_export(experiment, experiment.program)} if experiment.program is not None else {}),
     }
 
 
-def _exported_env(experiment, name: str, value) -> object:
+def _exported_env(experiment: Experiment, name: str, value: EnvValue) -> object:
     """A value as written, or where a Secret holds it (trainer.local then takes it from the shell)."""
     if name in experiment.secret_env:
         return {"secret": experiment.names.program_secret, "key": name}
     return value if isinstance(value, str) else value.model_dump()
 
 
-def _program_export(experiment) -> dict:
+def _program_export(experiment: Experiment, program: ProgramSpec) -> dict:
     """The program as trainer.local runs it: each role's command and args, env, the source's path."""
-    program = experiment.program
     argv = {}
     for role in ("chief", "ps", "worker"):
         command, args = program.command_of(role)

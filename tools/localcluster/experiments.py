@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ApiException, ResourceNotFoundError
+from kubernetes.dynamic.resource import Resource
 
 from components.live.status import no_jobset_message, read_jobset
 from components.objects.manifests import Manifest
@@ -71,7 +72,7 @@ def quiet(_: str) -> None:
     pass
 
 
-def _resource(dynamic: DynamicClient, manifest: Manifest):
+def _resource(dynamic: DynamicClient, manifest: Manifest) -> Resource:
     try:
         return dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
     except ResourceNotFoundError:

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from .archive import ImageConfig, write_image_archive
 from .images import HERE, TENSORFLOW_PACKAGE, Image, cache_root, pause_image, tensorflow_image, versions
@@ -32,7 +33,7 @@ def _say(message: str) -> None:
     print(f"[node-image] {message}", flush=True)
 
 
-def _run(args: list[str], **kwargs) -> None:
+def _run(args: list[str], **kwargs: Any) -> None:
     subprocess.run(args, check=True, **kwargs)
 
 

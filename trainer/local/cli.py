@@ -10,7 +10,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, TextIO
 
 from ..settings import TrainerSettings, to_camel
 from . import __doc__ as DESCRIPTION
@@ -19,6 +19,9 @@ from .drills import FaultDrills, parse_kill
 from .errors import LaunchError
 from .program import LocalProgram, ProgramExport
 from .stacks import read_stack, scale_to_machine
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 def add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
@@ -62,7 +65,9 @@ def _parse_ints(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
 
 
-def resolve(args: argparse.Namespace, out=sys.stderr) -> tuple[TrainerSettings, int, int, Optional[ProgramExport]]:
+def resolve(
+    args: argparse.Namespace, out: TextIO = sys.stderr
+) -> tuple[TrainerSettings, int, int, Optional[ProgramExport]]:
     """The settings, PS and workers to run, and the stack's own program where it has one."""
     base: dict[str, Any] = {}
     ps, workers = 2, 2
@@ -136,7 +141,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             drills=FaultDrills(dict(args.kill)),
         )
 
-    def on_term(signum, frame):
+    def on_term(signum: int, frame: Optional[FrameType]) -> NoReturn:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..lifeline import LAUNCHER_PID_ENV
 from ..log_lines import SUMMARY, read_event, read_progress_line
@@ -26,6 +26,17 @@ from .errors import LaunchError, PortClash
 from .procstat import cpu_delta, cpu_seconds
 from .stacks import PROJECT_ROOT
 from .tasks import TRAINER_COMMAND, Task, last_lines, stop_all
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class TextOut(Protocol):
+        """Where the launcher's lines go: a text stream, or what writes and flushes text (trainer.report's bar)."""
+
+        def write(self, text: str, /) -> int: ...
+
+        def flush(self) -> None: ...
+
 
 STARTUP_TIMEOUT = 90.0
 
@@ -75,7 +86,7 @@ class LocalCluster:
         env[LAUNCHER_PID_ENV] = str(os.getpid())  # the task dies with this process
         return env
 
-    def start_servers(self, out=sys.stdout) -> dict[str, list[str]]:
+    def start_servers(self, out: TextOut = sys.stdout) -> dict[str, list[str]]:
         """Start PS and workers on fresh ports; pick new ones if another process took one first.
 
         A port is only known free when it is picked, and a TensorFlow server
@@ -100,7 +111,7 @@ class LocalCluster:
                 print(f"{clash}; starting again on other ports", file=out, flush=True)
         raise AssertionError("unreachable")
 
-    def run(self, out=sys.stdout) -> dict[str, Any]:
+    def run(self, out: TextOut = sys.stdout) -> dict[str, Any]:
         (self.workdir / "tmp").mkdir(parents=True, exist_ok=True)
         cluster = self.start_servers(out)
 
@@ -145,7 +156,7 @@ class LocalCluster:
         summary["chief_restarts"] = chief_restarts
         return summary
 
-    def _follow_chief(self, out) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    def _follow_chief(self, out: TextOut) -> tuple[Optional[dict[str, Any]], Optional[str]]:
         """Show the chief's progress until it exits; its summary and failure message, if any."""
         summary: Optional[dict[str, Any]] = None
         failure: Optional[str] = None

@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 from ..kubelet_expansion import expand
 from ..lifeline import LAUNCHER_PID_ENV
@@ -102,7 +102,7 @@ class LocalProgram:
                 env[name], _ = expand(str(value), env)
         return env
 
-    def run(self, out=sys.stdout) -> dict[str, Any]:
+    def run(self, out: TextIO = sys.stdout) -> dict[str, Any]:
         self.check()
         (self.workdir / "tmp").mkdir(parents=True, exist_ok=True)
         cluster = self.cluster()
@@ -123,7 +123,7 @@ class LocalProgram:
         )
         return self._follow(out)
 
-    def _follow(self, out) -> dict[str, Any]:
+    def _follow(self, out: TextIO) -> dict[str, Any]:
         started = time.monotonic()
         done: set[str] = set()
         restarts = 0

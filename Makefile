@@ -62,13 +62,17 @@ lint: $(STAMP)
 test-program: $(STAMP) $(POLICY_STAMP)
 	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods
 
+# One local cluster per machine (its ports, bridge and host changes): runs of the suites that bring
+# one up wait for each other on this lock instead of colliding.
+CLUSTER_LOCK ?= /tmp/tfk8s-cluster.lock
+
 # Real admission and scheduling: the objects against a local control plane.
 test-cluster: $(STAMP) toolchain
-	$(VENV)/bin/python -m pytest tests/cluster
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/cluster
 
 # Experiments in real pods on two real kubelet nodes (root; builds the images first).
 test-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image
-	$(VENV)/bin/python -m pytest tests/realpods
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/realpods
 
 test-trainer: $(STAMP) $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python -m pytest tests/trainer --confcutdir=tests/trainer

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 SUMMARY = "summary"
 
-_PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+\d.eE]+|nan|inf)\s+([\d.]+)\s+examples/s\s*$")
+_PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+]?(?:[\d.eE+-]+|inf|nan))\s+([\d.]+)\s+examples/s\s*$")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ TF_PORT_NAME = "tf-grpc"
 # What every object of an experiment is labelled with (components/plan/labels.py).
 INSTANCE = "app.kubernetes.io/instance"  # the stack
 COMPONENT = "app.kubernetes.io/component"  # chief, ps or worker
-PRODUCTION = "tfk8s.io/production"  # on the namespace: the pack advises against strict pinning
+PRODUCTION = "tfk8s.io/production"  # on the namespace and the pods: the pack advises production rules
 # A GPU pool's product: GPU Feature Discovery's label, or tfk8s's own on the nodes it names.
 GPU_PRODUCT = "nvidia.com/gpu.product"
 TFK8S_GPU_PRODUCT = "tfk8s.io/gpu-product"

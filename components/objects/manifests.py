@@ -67,8 +67,13 @@ def network_policy(experiment: Experiment) -> Manifest:
     }
 
 
-# DNS, wherever the cluster serves it (CoreDNS pods, a node-local cache, the node itself); the
-# cluster's resolver reaches any name server anyway, so fencing its address would add nothing.
+# The cluster's DNS as Kubernetes deploys it: CoreDNS pods labelled k8s-app: kube-dns in
+# kube-system. A cluster that serves DNS elsewhere (a node-local cache, the node) lists that
+# address in `egress`; port 53 is not opened to every address (a way out for any data).
+CLUSTER_DNS = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+}
 DNS_PORTS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
 
 
@@ -81,7 +86,9 @@ def egress_policy(experiment: Experiment) -> Optional[Manifest]:
     listed = [
         {
             "to": [{"ipBlock": {"cidr": rule.cidr}}],
-            **({"ports": [{"protocol": rule.protocol, "port": port} for port in rule.ports]} if rule.ports else {}),
+            # Without ports: every port, of the rule's protocol only.
+            "ports": [{"protocol": rule.protocol, "port": port} for port in rule.ports]
+            or [{"protocol": rule.protocol}],
         }
         for rule in allowed
     ]
@@ -92,7 +99,7 @@ def egress_policy(experiment: Experiment) -> Optional[Manifest]:
         "spec": {
             "podSelector": experiment_pods,
             "policyTypes": ["Egress"],
-            "egress": [{"to": [{"podSelector": experiment_pods}]}, {"ports": DNS_PORTS}, *listed],
+            "egress": [{"to": [{"podSelector": experiment_pods}]}, {"to": [CLUSTER_DNS], "ports": DNS_PORTS}, *listed],
         },
     }
 

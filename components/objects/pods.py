@@ -89,7 +89,12 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         spec["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
     return {
         "metadata": {
-            "labels": L.pod_labels(experiment.stack, group),
+            # A production experiment's pods say so too: in a team's namespace, which tfk8s does not
+            # label, the policy pack learns it from them.
+            "labels": {
+                **L.pod_labels(experiment.stack, group),
+                **({L.PRODUCTION: "true"} if cluster.production else {}),
+            },
             # Mounted code and envFrom do not restart pods when they change; a
             # changed hash does, and shows in `pulumi preview`.
             "annotations": {L.TRAINER_HASH_ANNOTATION: experiment.trainer_hash},

@@ -29,21 +29,30 @@ from trainer.cluster import CLUSTER_ENV
 
 Manifest = dict[str, Any]
 
-# The shell script that starts the program (its argv: the script's arguments) as its child and
-# passes SIGTERM on, then exits with the program's exit status. A SIGTERM before the child exists
-# is passed on as soon as it does; a `wait` that the signal interrupts is waited again, so the
-# status is the program's. No `$(` or `$$` in it: the kubelet would expand them.
+# The shell script that starts the program (its argv: the script's arguments; `exec`, so that a
+# first word such as `echo` is the program, not a builtin) as its child and passes SIGTERM on, then
+# exits with the program's exit status. A SIGTERM before the child exists is passed on as soon as
+# it does. A `wait` that the signal cut short (status above 128 with the trap run) is waited
+# again: dash keeps the child for it, bash and busybox reaped it already and still answer with its
+# status; only a shell that kept nothing (127, the child gone) leaves the cut-short status.
+# No `$(` or `$$` in it: the kubelet would expand them.
 SIGNAL_FORWARDER = """\
 trap 'stop=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM
-"$@" &
+exec "$@" &
 child=$!
 [ -z "$stop" ] || kill -TERM "$child" 2>/dev/null
-wait "$child"
-status=$?
-while kill -0 "$child" 2>/dev/null; do wait "$child"; status=$?; done
+while :; do
+  stop=
+  wait "$child"
+  code=$?
+  if [ -n "$again" ] && [ "$code" -eq 127 ] && ! kill -0 "$child" 2>/dev/null; then break; fi
+  status=$code
+  if [ -z "$stop" ] || [ "$code" -le 128 ]; then break; fi
+  again=1
+done
 exit "$status"
 """
-FORWARDER_NAME = "tfk8s-program"  # the shell's $0, in `ps` and its error messages
+FORWARDER_NAME = "tfk8s-program"  # the shell's $0, in its error messages
 
 PROGRAM_VOLUME = "program"
 TMP_VOLUME = "tmp"

@@ -14,7 +14,7 @@ Port = Annotated[int, Field(strict=True, ge=1, le=65535)]
 
 class EgressRule(StackModel):
     cidr: str = Field(description="addresses the pods may reach, as a CIDR ('10.20.0.0/16', '203.0.113.7/32')")
-    ports: tuple[Port, ...] = Field(default=(), description="ports there (default: every port)")
+    ports: tuple[Port, ...] = Field(default=(), description="ports there (default: every port of the protocol)")
     protocol: Literal["TCP", "UDP", "SCTP"] = Field(default="TCP", description="protocol of those ports")
 
     @field_validator("cidr")
@@ -26,4 +26,4 @@ class EgressRule(StackModel):
             raise ValueError(f"'{cidr}' is not a CIDR such as 10.20.0.0/16 ({error})") from None
         if "/" not in cidr:
             raise ValueError(f"'{cidr}' has no prefix length: write {network.with_prefixlen}")
-        return cidr
+        return network.with_prefixlen  # 10.0.0.0/255.0.0.0 as the API server reads it: 10.0.0.0/8

@@ -193,9 +193,9 @@ class ClusterSpec(_Model):
     )
     egress: Optional[tuple[EgressRule, ...]] = Field(
         default=None,
-        description="where the experiment's pods may connect besides each other and DNS (port 53): a list of "
-        "{cidr, ports, protocol}, anything else refused by a NetworkPolicy (default: no egress policy, every "
-        "destination open; [] : only each other and DNS)",
+        description="where the experiment's pods may connect besides each other and the cluster's DNS (CoreDNS "
+        "pods in kube-system): a list of {cidr, ports, protocol}, anything else refused by a NetworkPolicy "
+        "(default: no egress policy, every destination open; [] : only each other and DNS; docs/network.md)",
     )
     ratio: Optional[str] = Field(
         default=None,

@@ -20,14 +20,13 @@ from .reading import (
     as_list,
     containers,
     get,
-    is_production,
     kind_of,
     name_of,
     namespace_of,
     pod_templates,
+    production_workloads,
     serves_tf,
     tf_config_of,
-    workloads,
 )
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -151,9 +150,7 @@ def _no_removed_apis(args: ResourceValidationArgs, report: ReportViolation) -> N
 
 
 def _validate_strict_in_production(args: StackValidationArgs, report: ReportViolation) -> None:
-    if not is_production(args):
-        return
-    for workload in workloads(args.resources):
+    for workload in production_workloads(args):
         terms = as_list(
             get(
                 workload.spec,

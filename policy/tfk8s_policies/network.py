@@ -19,13 +19,13 @@ from .reading import (
     as_list,
     containers,
     get,
-    is_production,
     kind_of,
     labels_match,
     name_of,
     namespace_of,
     number,
     of_kind,
+    production_workloads,
     serves_tf,
     workloads,
 )
@@ -115,15 +115,22 @@ def _validate_tf_grpc_isolation(args: StackValidationArgs, report: ReportViolati
                     )
 
 
+def limits_egress(policy_spec: Mapping[str, Any]) -> bool:
+    """Whether a NetworkPolicy limits the egress of the pods it selects: an Egress policy (listed in
+    policyTypes, or, with none listed, given egress rules, as the API server defaults it) without a
+    rule that admits everything (no `to` and no `ports`)."""
+    rules = as_list(get(policy_spec, "egress"))
+    types = as_list(get(policy_spec, "policyTypes")) or (["Ingress", "Egress"] if rules else ["Ingress"])
+    return "Egress" in types and not any(get(r, "to") is None and get(r, "ports") is None for r in rules)
+
+
 def _validate_egress_in_production(args: StackValidationArgs, report: ReportViolation) -> None:
-    if not is_production(args):
-        return
     policies = of_kind(args.resources, "NetworkPolicy")
-    for workload in workloads(args.resources):
+    for workload in production_workloads(args):
         if serves_tf(workload.spec) and not any(
             namespace_of(p.props) == workload.namespace
             and labels_match(get(p.props, "spec", "podSelector", default={}) or {}, workload.labels)
-            and "Egress" in as_list(get(p.props, "spec", "policyTypes"))
+            and limits_egress(get(p.props, "spec", default={}) or {})
             for p in policies
         ):
             report(

@@ -2,8 +2,9 @@
 it does not need, a writable root filesystem, and the cluster's own priority classes.
 
 A TF task runs an unauthenticated gRPC server that executes any graph sent to it: whoever reaches
-it runs code in the pod. These rules keep that code as fenced as the restricted Pod Security
-Standard fences any pod, and are mandatory for every pod that serves TensorFlow, tfk8s's or not.
+it runs code in the pod. These rules keep that code fenced in (the Pod Security Standards' guards
+on seccomp, /proc and sysctls, and more: no shared process namespace, no API token, a read-only
+root), and are mandatory for every pod that serves TensorFlow, tfk8s's or not.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationA
 
 from .reading import as_list, containers, get, kind_of, pod_templates, serves_tf
 
-# The Pod Security Standard's safe sysctls (baseline): namespaced in the pod, and no influence on
-# other pods of the node. Any other is an unsafe sysctl.
+# The Pod Security Standard's safe sysctls (baseline, as of Kubernetes 1.32): namespaced in the
+# pod, and no influence on other pods of the node. Any other is an unsafe sysctl.
 SAFE_SYSCTLS = frozenset(
     {
         "kernel.shm_rmid_forced",
@@ -28,6 +29,8 @@ SAFE_SYSCTLS = frozenset(
         "net.ipv4.tcp_fin_timeout",
         "net.ipv4.tcp_keepalive_intvl",
         "net.ipv4.tcp_keepalive_probes",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
     }
 )
 # PriorityClasses Kubernetes keeps for the cluster's own components: a task that borrows one

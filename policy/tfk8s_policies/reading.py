@@ -299,8 +299,10 @@ def trainer_clusters(resources: list) -> dict[tuple, list[Workload]]:
     return {key: group for key, group in clusters(resources).items() if runs_tfk8s_trainer(group)}
 
 
-def is_production(args: StackValidationArgs) -> bool:
-    """A production experiment: the stack tagged production=true, or its namespace labelled so."""
-    if str(args.stack_tags.get("production", "")).lower() in ("true", "yes", "1"):
-        return True
-    return any(get(ns.props, "metadata", "labels", PRODUCTION) == "true" for ns in of_kind(args.resources, "Namespace"))
+def production_workloads(args: StackValidationArgs) -> list[Workload]:
+    """The workloads of a production experiment: the stack tagged production=true, its namespace
+    labelled so, or its pods (in a team's namespace, which tfk8s does not label, only they say so)."""
+    everything = str(args.stack_tags.get("production", "")).lower() in ("true", "yes", "1") or any(
+        get(ns.props, "metadata", "labels", PRODUCTION) == "true" for ns in of_kind(args.resources, "Namespace")
+    )
+    return [w for w in workloads(args.resources) if everything or w.labels.get(PRODUCTION) == "true"]

@@ -15,6 +15,9 @@ def test_a_progress_line_reads_back_to_its_figures():
     assert read_progress_line("step     936  loss 0.3176      9506.1 examples/s\n") == ProgressLine(936, 0.3176, 9506.1)
     nan = read_progress_line(progress_line(5, float("nan"), 1.0))
     assert nan is not None and nan.step == 5 and nan.loss != nan.loss
+    for loss in (float("inf"), float("-inf"), -1.5e-7):
+        read = read_progress_line(progress_line(6, loss, 1.0))
+        assert read is not None and read.loss == round(loss, 4), loss
 
 
 def test_other_lines_are_not_progress():

@@ -52,18 +52,29 @@ def test_with_egress_the_pods_reach_each_other_dns_and_the_listed_addresses_only
         "policyTypes": ["Egress"],
         "egress": [
             {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "scene1-case1", "app.kubernetes.io/part-of": "tfk8s"}}}]},
-            {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+            {
+                "to": [{
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                }],
+                "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+            },
             {"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}], "ports": [
                 {"protocol": "TCP", "port": 8020}, {"protocol": "TCP", "port": 9000}]},
-            {"to": [{"ipBlock": {"cidr": "203.0.113.7/32"}}]},
+            {"to": [{"ipBlock": {"cidr": "203.0.113.7/32"}}], "ports": [{"protocol": "TCP"}]},
         ],
     }
 
 
 def test_an_empty_list_leaves_only_the_peers_and_dns():
     (egress,) = [p for name, p in network_policies(egress=[]).items() if name == "tf-egress-to-listed-only"]
-    assert [rule.get("to") for rule in egress["spec"]["egress"]] == [
-        [{"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "scene1-case1", "app.kubernetes.io/part-of": "tfk8s"}}}], None]
+    assert [list(rule["to"][0]) for rule in egress["spec"]["egress"]] == [
+        ["podSelector"], ["namespaceSelector", "podSelector"]]
+
+
+def test_a_rule_keeps_to_its_protocol_and_a_netmask_is_read_as_its_prefix():
+    egress = network_policies(egress=[{"cidr": "10.0.0.0/255.0.0.0", "protocol": "UDP"}])["tf-egress-to-listed-only"]
+    assert egress["spec"]["egress"][-1] == {"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"protocol": "UDP"}]}
 
 
 def test_in_a_teams_namespace_the_policy_is_named_after_the_stack():

@@ -395,6 +395,32 @@ def test_a_production_stack_is_advised_to_list_its_egress_and_passes_once_it_doe
     assert tripped(objects) == {}, "the egress policy passes every mandatory policy"
 
 
+def test_a_production_experiment_in_a_teams_namespace_gets_the_production_advice_too():
+    """tfk8s labels no namespace it does not own: the pods carry the production label."""
+    name, values = read_stack_values("scene1-case1")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"].update(production=True, namespace={"name": "team-a", "existing": True})
+    objects = objects_of(run_program(name, values))
+    assert not [o for o in objects if o.kind == "Namespace"]
+    assert len(violations("tfk8s-egress-in-production", objects)) == 3
+    assert len(violations("tfk8s-strict-placement-in-production", objects)) == 2
+
+
+@pytest.mark.parametrize("spec, limits", [
+    pytest.param({"policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}, True,
+                 id="listed"),
+    pytest.param({"egress": [{"ports": [{"port": 443}]}]}, True, id="no policyTypes: egress rules make it Egress"),
+    pytest.param({"policyTypes": ["Egress"]}, True, id="no rule: nothing leaves"),
+    pytest.param({"policyTypes": ["Egress"], "egress": [{}]}, False, id="a rule that admits everything"),
+    pytest.param({"policyTypes": ["Ingress"], "ingress": [{}]}, False, id="ingress only"),
+    pytest.param({}, False, id="no types, no rules: Ingress"),
+])
+def test_what_limits_egress(spec, limits):
+    from tfk8s_policies.network import limits_egress
+
+    assert limits_egress(spec) is limits
+
+
 def test_unpartitioned_embedding_is_advisory_flagged():
     objects = objects_of(program_run("scene1-case1"))
     settings_map = find(objects, "ConfigMap", "tfk8s-trainer-env").props["data"]
@@ -474,7 +500,10 @@ def test_what_the_pod_security_policy_leaves_alone():
     TensorFlow (a sidecar's Deployment) pass."""
     objects = objects_of(program_run("scene1-case1"))
     ps = group(objects, "ps")
-    pod_spec(ps)["securityContext"]["sysctls"] = [{"name": "net.ipv4.tcp_keepalive_time", "value": "60"}]
+    pod_spec(ps)["securityContext"]["sysctls"] = [
+        {"name": "net.ipv4.tcp_keepalive_time", "value": "60"},
+        {"name": "net.ipv4.tcp_rmem", "value": "4096 131072 6291456"},
+    ]
     pod_spec(ps).update(hostUsers=False, priorityClassName="experiments")
     assert tripped(objects) == {}
     helper = workload(spec={"containers": [{"name": "web", "securityContext": {"procMount": "Unmasked"}}]})

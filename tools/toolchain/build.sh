@@ -3,6 +3,7 @@
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kubelet
 # (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok),
 # CoreDNS (github.com/coredns/coredns), metrics-server (sigs.k8s.io/metrics-server), the
+# NetworkPolicy agent (sigs.k8s.io/kube-network-policies, patched), the
 # JobSet and Kueue controllers and their CRDs (sigs.k8s.io/jobset, sigs.k8s.io/kueue), the
 # Pulumi CLI and its Kubernetes provider (github.com/pulumi/pulumi/pkg/v3,
 # .../pulumi-kubernetes/provider/v4), and
@@ -219,6 +220,32 @@ GO
 # its main package, with the version it reports set through client-go's version package.
 build_wrapper metrics-server "$METRICS_SERVER_VERSION" sigs.k8s.io/metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server \
   "-X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION"
+
+# The real nodes' NetworkPolicy agent: kube-network-policies' controller package, patched, under a
+# main of our own (both in kube-network-policies/; why, there). The patch queues packets to the agent
+# through the xtables NFQUEUE target (nft_compat) instead of nftables' own `queue` expression, which
+# a kernel built without CONFIG_NFT_QUEUE refuses (ENOENT: no rule loads, nothing is enforced). The
+# module is copied into ours and patched there (a replace directive), like the provider below.
+build_network_policies() {
+  local name=kube-network-policies requirement=sigs.k8s.io/kube-network-policies
+  local files="$here/kube-network-policies"
+  local key; key="$(recipe_key "$KUBE_NETWORK_POLICIES_VERSION" \
+    "$(declare -f build_network_policies) $(cat "$files/main.go" "$files/nfqueue-xt-target.patch")")"
+  if up_to_date "$name" "$key"; then kept+=("$name $KUBE_NETWORK_POLICIES_VERSION"); return; fi
+  echo "toolchain: building $name $KUBE_NETWORK_POLICIES_VERSION (cold: about 5 minutes on 2 cores)"
+  local module="$src/$name"
+  wrapper_module "$name" "$requirement" "$KUBE_NETWORK_POLICIES_VERSION"
+  cp -r "$(module_dir "$requirement" "$KUBE_NETWORK_POLICIES_VERSION")" "$module/upstream"
+  chmod -R u+w "$module/upstream"
+  # git apply outside any repository (.tools/ lies inside the clone's): it patches like patch(1),
+  # which a minimal Debian lacks.
+  (cd "$module/upstream" && GIT_CEILING_DIRECTORIES="$module" git apply "$files/nfqueue-xt-target.patch")
+  printf '\nreplace %s => ./upstream\n' "$requirement" >> "$module/go.mod"
+  cp "$files/main.go" "$module/main.go"
+  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/$name" .)
+  stamp "$name" "$key"; built+=("$name $KUBE_NETWORK_POLICIES_VERSION")
+}
+build_network_policies
 
 # kwok's own pod stages but the one that completes every Job's pods at once: kwok
 # runs the local cluster's pods until they are deleted, as PS and workers run.

@@ -4,8 +4,8 @@ The servers srv-00 and srv-01 are real nodes of one local cluster for the
 whole session. It needs the toolchain, the node images and root; without them
 every test here fails with the command that provides them, so CI cannot pass
 without having run pods. At the end the cluster is stopped and the host is
-checked to be as it was: no process, mount, bridge, cgroup, iptables chain or
-sysctl of ours left.
+checked to be as it was: no process, mount, bridge, cgroup, iptables chain,
+nftables table, bound nfqueue or sysctl of ours left.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from components.objects.render import render
 from components.plan import labels as L
 from tests.harness import reset_pulumi
 from trainer.log_lines import read_event
-from tools.localcluster import host, lifecycle, paths, realnodes
+from tools.localcluster import host, lifecycle, netfilter, paths, realnodes
 from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
 from tools.localcluster.podlogs import timestamped_log
@@ -233,14 +233,27 @@ def host_snapshot() -> dict[str, Any]:
     """What the tests must leave as they found it."""
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     return {
-        "sysctls": {name: Path("/proc/sys", name).read_text().strip() for name in host.KUBELET_SYSCTLS},
+        "sysctls": {name: Path("/proc/sys", name).read_text().strip() for name in host.CHANGED_SYSCTLS},
         "iptables": {table: host._chains(table) for table in host.IPTABLES_TABLES},
+        "nftables": _nftables_tables(),
+        "nfqueues": sorted(netfilter.bound_queues()),
         "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
         "mounts": [str(p) for p in host.mounts_under(paths.CLUSTER_ROOT)],
         "cgroups": sorted(str(p) for h in host.cgroup_hierarchies() for p in h.glob("tfk8s-*")),
         "folders": {folder: host._entries(Path(folder)) for folder in host.FIXED_HOST_FOLDERS},
         "processes": sorted(_our_processes()),
     }
+
+
+def _nftables_tables() -> list[str]:
+    """Every nftables table but iptables-nft's own (kubelet's iptables calls make those where they
+    are missing, and they stay, empty of its chains, which "iptables" compares)."""
+    iptables_families = {family for family, name in netfilter.FAMILIES.items() if name in ("ip", "ip6")}
+    return [
+        str(table)
+        for table in netfilter.tables()
+        if not (table.family in iptables_families and table.name in (*host.IPTABLES_TABLES, "raw", "security"))
+    ]
 
 
 def _our_processes() -> list[str]:

@@ -6,6 +6,9 @@
 - a cgroup per node (`/tfk8s-<node>`) in every hierarchy: each kubelet removes
   pod cgroups it does not know under its root, so two kubelets must not share one;
 - the sysctls a kubelet sets at start, and the iptables chains it adds;
+- for NetworkPolicy (network_policies.py): net.bridge.bridge-nf-call-iptables set to 1, so that
+  packets between pods on the bridge pass the inet hooks, and the agents' nftables tables (an
+  agent removes its own as it stops; one killed outright leaves it);
 - folders kubelet and containerd use whatever they are configured with
   (container log links, the device-plugin socket folder, shim sockets).
 
@@ -22,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
+from . import netfilter
+
 BRIDGE = "tfk8s0"
 SUBNET = ipaddress.ip_network("10.77.0.0/24")
 # Cluster DNS listens here; pods reach it on-link.
@@ -31,6 +36,10 @@ POD_RANGE = (str(SUBNET[64]), str(SUBNET[254]))
 MAX_REAL_NODES = 64 - FIRST_NODE_HOST
 # The sysctls kubelet changes at start (its "kernel tunables").
 KUBELET_SYSCTLS = ("kernel/panic_on_oops", "vm/overcommit_memory", "kernel/panic")
+# Bridged packets pass the IPv4 netfilter hooks only with this on (br_netfilter): without it a pod
+# reaches any pod on the bridge whatever the NetworkPolicy agents decide.
+BRIDGE_NETFILTER_SYSCTL = "net/bridge/bridge-nf-call-iptables"
+CHANGED_SYSCTLS = (*KUBELET_SYSCTLS, BRIDGE_NETFILTER_SYSCTL)
 IPTABLES_TABLES = ("filter", "nat", "mangle")
 # Fixed paths kubelet and containerd write to, whatever their root folders: the
 # legacy container log links, the device-plugin socket folder, the shims' sockets.
@@ -57,6 +66,8 @@ class HostState:
     cgroups: list[str] = field(default_factory=list)
     # Folder -> its entries before, or None where it did not exist.
     fixed_folders: dict[str, Optional[list[str]]] = field(default_factory=dict)
+    # The inet tables the NetworkPolicy agents were started to make (named before they start).
+    nft_tables: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -77,10 +88,24 @@ def require_root() -> None:
 
 def record() -> HostState:
     return HostState(
-        sysctls={name: Path("/proc/sys", name).read_text().strip() for name in KUBELET_SYSCTLS},
+        sysctls={name: Path("/proc/sys", name).read_text().strip() for name in CHANGED_SYSCTLS if _has_sysctl(name)},
         iptables_chains={table: _chains(table) for table in IPTABLES_TABLES},
         fixed_folders={folder: _entries(Path(folder)) for folder in FIXED_HOST_FOLDERS},
     )
+
+
+def _has_sysctl(name: str) -> bool:
+    return Path("/proc/sys", name).exists()
+
+
+def enable_bridge_netfilter() -> None:
+    """Show bridged IPv4 packets to netfilter (record() has kept the value to put back)."""
+    if not _has_sysctl(BRIDGE_NETFILTER_SYSCTL):
+        raise HostError(
+            "the kernel has no br_netfilter (no /proc/sys/net/bridge): pods on one bridge would "
+            "bypass NetworkPolicy; load it (modprobe br_netfilter) or use a kernel built with it"
+        )
+    Path("/proc/sys", BRIDGE_NETFILTER_SYSCTL).write_text("1")
 
 
 def _entries(folder: Path) -> Optional[list[str]]:
@@ -193,6 +218,12 @@ def restore(state: HostState) -> list[str]:
             state.cgroups.remove(name)
     for table, before in state.iptables_chains.items():
         problems.extend(_remove_new_chains(table, set(before)))
+    for name in list(state.nft_tables):
+        try:
+            netfilter.delete_table(netfilter.Table(netfilter.FAMILY_INET, name))
+            state.nft_tables.remove(name)
+        except OSError as error:
+            problems.append(f"nftables table inet {name}: {error.strerror}")
     for folder, entries_before in state.fixed_folders.items():
         _restore_folder(Path(folder), entries_before)
     if state.bridge_created:

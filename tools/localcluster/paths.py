@@ -19,8 +19,9 @@ BINARIES = (
     "jobset-controller",
     "kueue-controller",
 )
-# Real nodes: the toolchain's kubelet, CoreDNS and metrics-server, and Debian's container runtime.
-REAL_NODE_BINARIES = ("kubelet", "coredns", "metrics-server")
+# Real nodes: the toolchain's kubelet, CoreDNS, metrics-server and NetworkPolicy agent, and Debian's
+# container runtime.
+REAL_NODE_BINARIES = ("kubelet", "coredns", "metrics-server", "kube-network-policies")
 SYSTEM_BINARIES = {"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "runc": "/usr/sbin/runc"}
 CNI_PLUGIN_DIR = Path("/usr/lib/cni")
 

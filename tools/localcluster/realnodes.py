@@ -10,7 +10,9 @@ What a real node needs on this machine, and why:
   client certificate (`system:node:<name>`) and pod log folder;
 - pod networking: one CNI bridge for every node (so pod IPs never collide),
   host-local addresses, no gateway and no masquerade: pods reach each other and
-  cluster DNS, nothing off the machine; the bridge does not enforce NetworkPolicy;
+  cluster DNS, nothing off the machine;
+- NetworkPolicy: a kube-network-policies agent per node on the host, deciding each new
+  connection between pods from the policies (network_policies.py);
 - cluster DNS: CoreDNS on the host at the bridge's gateway address, serving the
   headless Services' names from the API server (no kube-proxy: tfk8s uses
   headless Services only);
@@ -18,8 +20,8 @@ What a real node needs on this machine, and why:
   kubelets and serving metrics.k8s.io through the API server (metrics_server.py).
 
 Everything lives under the cluster's folder; what is changed on the host
-(bridge, cgroups, sysctls, iptables chains) is recorded first and put back by
-`teardown` (tools/localcluster/host.py).
+(bridge, cgroups, sysctls, iptables chains, nftables tables) is recorded first and put
+back by `teardown` (tools/localcluster/host.py).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from kubernetes import client
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
 from trainer.ports import free_port
 
-from . import host, metrics_server, paths
+from . import host, metrics_server, network_policies, paths
 from .client import always_set, api_client, name_of
 from .experiments import Progress, quiet
 from .node_files import (
@@ -153,6 +155,7 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
     host_state = real.host_state
     assert host_state is not None  # start() records it before it starts anything
     host.create_bridge(host_state, real.nodes.values())
+    host.enable_bridge_netfilter()
     real.save(where)
     (cni_dir(where) / "net.d").mkdir(parents=True, exist_ok=True)
     (cni_dir(where) / "net.d" / "10-tfk8s.conflist").write_text(json.dumps(cni_config(where), indent=2))
@@ -174,6 +177,11 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
         )
         _start_kubelet(node, name, address, server, pki, where, launcher)
     _wait_ready(where, list(real.nodes), launcher, say)
+    host_state.nft_tables = [network_policies.table(name).name for name in real.nodes]
+    real.save(where)  # before the agents make them: teardown removes what a killed agent left
+    started = time.monotonic()
+    network_policies.start(where, pki, server, list(real.nodes), launcher)
+    say(f"{network_policies.NAME} enforcing NetworkPolicy on each node in {time.monotonic() - started:.1f} s")
     started = time.monotonic()
     metrics_server.start(where, server, pki, launcher)
     say(f"metrics-server serving {metrics_server.API_SERVICE} in {time.monotonic() - started:.1f} s")
@@ -300,6 +308,7 @@ def teardown(where: paths.ClusterDir, say: Progress = quiet) -> list[str]:
     problems: list[str] = []
     # Its API first: an aggregated API whose server is gone would stop namespaces from being deleted.
     metrics_server.unregister(where)
+    network_policies.unregister(where)
     kubelets = {name: pid for name, pid in real.processes.items() if name.startswith("kubelet-")}
     stop_processes(kubelets)
     for name in real.nodes:

@@ -232,7 +232,7 @@ build_network_policies() {
   local key; key="$(recipe_key "$KUBE_NETWORK_POLICIES_VERSION" \
     "$(declare -f build_network_policies) $(cat "$files/main.go" "$files/nfqueue-xt-target.patch")")"
   if up_to_date "$name" "$key"; then kept+=("$name $KUBE_NETWORK_POLICIES_VERSION"); return; fi
-  echo "toolchain: building $name $KUBE_NETWORK_POLICIES_VERSION (cold: about 5 minutes on 2 cores)"
+  echo "toolchain: building $name $KUBE_NETWORK_POLICIES_VERSION (cold: about 2 minutes on 2 cores)"
   local module="$src/$name"
   wrapper_module "$name" "$requirement" "$KUBE_NETWORK_POLICIES_VERSION"
   cp -r "$(module_dir "$requirement" "$KUBE_NETWORK_POLICIES_VERSION")" "$module/upstream"

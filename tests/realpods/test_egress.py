@@ -14,29 +14,21 @@ import time
 from typing import Any
 
 from kubernetes import client
-from kubernetes.stream import stream
 
 from components.objects.loading import load_experiment
 from components.objects.manifests import egress_policy, network_policy
 from components.objects.manifests import namespace as experiment_namespace
 from components.plan import labels as L
 from tests.realpods.conftest import POD_WAIT_S, REAL_SERVERS, RealCluster, scaled_to_real_nodes
-from tests.realpods.test_network_policy import NAMESPACE_GONE_S, POLICY_WAIT_S, pod, policed, wait_for
+from tests.realpods.test_network_policy import POLICY_WAIT_S, delete_namespaces, pod, policed, refused_in_time
+from tests.realpods.test_network_policy import connect as connect_from
+from tests.realpods.test_network_policy import restricted_namespace, wait_for
 from tests.stack_variants import write_variant
 from trainer.shared_names import TF_PORT
 
-WITHIN_S = 3.0
 OTHER_NAMESPACE = "egress-elsewhere"
 OUTSIDE_PORT = 8080
 SERVE = "import socket, sys\ns = socket.create_server(('', int(sys.argv[1])))\nwhile True:\n    s.accept()[0].close()\n"
-CONNECT = f"""import socket, sys, time
-started = time.monotonic()
-try:
-    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout={WITHIN_S}).close()
-    print('connected', time.monotonic() - started)
-except OSError as error:
-    print('refused', time.monotonic() - started, type(error).__name__, error)
-"""
 
 
 def serving(name: str, namespace: str, node: str, labels: dict[str, str], port: int) -> dict[str, Any]:
@@ -65,10 +57,7 @@ def test_a_task_reaches_its_peers_and_the_listed_addresses_only(real_cluster: Re
     ]
 
     def connect(address: str, port: int) -> str:
-        return stream(
-            core.connect_get_namespaced_pod_exec, "task", home,
-            command=["python3", "-c", CONNECT, address, str(port)], stderr=True, stdout=True, stdin=False, tty=False,
-        ).strip()
+        return connect_from(core, home, "task", address, port)
 
     def eventually(address: str, port: int, outcome: str) -> str:
         """The connection's outcome once the agents read the policies as they now are."""
@@ -80,8 +69,7 @@ def test_a_task_reaches_its_peers_and_the_listed_addresses_only(real_cluster: Re
         return said
 
     core.create_namespace(experiment_namespace(experiment))
-    core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": OTHER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+    core.create_namespace(restricted_namespace(OTHER_NAMESPACE))
     try:
         networking.create_namespaced_network_policy(home, network_policy(experiment))
         networking.create_namespaced_network_policy(home, egress)
@@ -101,8 +89,7 @@ def test_a_task_reaches_its_peers_and_the_listed_addresses_only(real_cluster: Re
         said = connect(addresses["peer"], TF_PORT)
         assert said.startswith("connected"), f"the task to its peer: {said}"
         said = connect(addresses["outside"], OUTSIDE_PORT)
-        words = said.split()
-        assert words[0] == "refused" and float(words[1]) <= WITHIN_S + 0.5, f"the task to {OTHER_NAMESPACE}: {said}"
+        assert refused_in_time(said), f"the task to {OTHER_NAMESPACE}: {said}"
 
         # The stack lists that address and port, as tfk8s writes it: the same connection opens.
         def listing(values: dict[str, Any]) -> None:
@@ -117,7 +104,4 @@ def test_a_task_reaches_its_peers_and_the_listed_addresses_only(real_cluster: Re
         said = connect(addresses["peer"], TF_PORT)
         assert said.startswith("connected"), f"the task to its peer, with a list: {said}"
     finally:
-        for name in (home, OTHER_NAMESPACE):
-            core.delete_namespace(name)
-        wait_for(lambda: not {home, OTHER_NAMESPACE} & {n.metadata.name for n in core.list_namespace().items},
-                 "the two namespaces deleted", NAMESPACE_GONE_S)
+        delete_namespaces(core, home, OTHER_NAMESPACE)

@@ -43,7 +43,7 @@ SERVE = f"import socket\ns = socket.create_server(('', {TF_PORT}))\nwhile True:\
 CONNECT = f"""import socket, sys, time
 started = time.monotonic()
 try:
-    socket.create_connection((sys.argv[1], {TF_PORT}), timeout={REFUSED_WITHIN_S}).close()
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout={REFUSED_WITHIN_S}).close()
     print('connected', time.monotonic() - started)
 except OSError as error:
     print('refused', time.monotonic() - started, type(error).__name__, error)
@@ -101,13 +101,26 @@ def policed(node: str, address: str) -> bool:
     return ipaddress.ip_address(address).packed in keys
 
 
-def connect(core: client.CoreV1Api, namespace: str, name: str, address: str) -> str:
-    """What the pod's attempt to open a connection to `address`'s TensorFlow port says."""
+def connect(core: client.CoreV1Api, namespace: str, name: str, address: str, port: int = TF_PORT) -> str:
+    """What the pod's attempt to open a connection to `address`'s port (TensorFlow's) says."""
     said = stream(
         core.connect_get_namespaced_pod_exec, name, namespace,
-        command=["python3", "-c", CONNECT, address], stderr=True, stdout=True, stdin=False, tty=False,
+        command=["python3", "-c", CONNECT, address, str(port)], stderr=True, stdout=True, stdin=False, tty=False,
     )
     return said.strip()
+
+
+def restricted_namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+
+
+def delete_namespaces(core: client.CoreV1Api, *names: str) -> None:
+    """Delete them and wait until they are gone, their pods with them."""
+    for name in names:
+        core.delete_namespace(name)
+    wait_for(lambda: not set(names) & {n.metadata.name for n in core.list_namespace().items},
+             f"namespaces {', '.join(names)} deleted", NAMESPACE_GONE_S)
 
 
 def refused_in_time(said: str) -> bool:
@@ -130,8 +143,7 @@ def test_only_the_experiments_pods_reach_its_port_and_not_once_the_policy_is_gon
         pod("foreign", OTHER_NAMESPACE, client_node, members, "import time; time.sleep(3600)"),
     ]
     core.create_namespace(experiment_namespace(experiment))
-    core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": OTHER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+    core.create_namespace(restricted_namespace(OTHER_NAMESPACE))
     try:
         networking.create_namespaced_network_policy(home, policy)
         for manifest in pods:
@@ -171,10 +183,7 @@ def test_only_the_experiments_pods_reach_its_port_and_not_once_the_policy_is_gon
         foreign = connect(core, OTHER_NAMESPACE, "foreign", server_ip)
         assert foreign.startswith("connected"), f"without the policy, the pod of {OTHER_NAMESPACE}: {foreign}"
     finally:
-        for name in (home, OTHER_NAMESPACE):
-            core.delete_namespace(name)
-        wait_for(lambda: not {home, OTHER_NAMESPACE} & {n.metadata.name for n in core.list_namespace().items},
-                 "the two namespaces deleted", NAMESPACE_GONE_S)
+        delete_namespaces(core, home, OTHER_NAMESPACE)
 
 
 def test_the_agents_may_read_pods_namespaces_and_policies_and_nothing_else(real_cluster: RealCluster):

@@ -303,5 +303,5 @@ def _program_export(experiment: Experiment, program: ProgramSpec) -> dict:
         "argv": argv,
         "env": {name: _exported_env(experiment, name, value) for name, value in program.env.items()},
         "source": str(PROJECT_ROOT / program.source) if program.source else None,
-        "done": program.done,
+        "done": program.done if isinstance(program.done, str) else program.done.model_dump(),
     }

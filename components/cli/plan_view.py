@@ -65,7 +65,7 @@ def _program_line(config: StackConfig, source: Optional[ProgramSource]) -> str:
     if command is None:
         shown = f"(the image's entrypoint) {shown}".rstrip()
     shipped = f" · source {source.folder} ({len(source.files)} files, sha256 {source.sha256[:12]})" if source else ""
-    line = f"program: {shown}{shipped} · done: {program.done}"
+    line = f"program: {shown}{shipped} · done: {program.done_text}"
     if source is not None and source.left_out:
         # Never shipped: dotfiles and what .gitignore or .tfk8signore leave out (docs/programs.md).
         more = len(source.left_out) - 3

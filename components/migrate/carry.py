@@ -235,12 +235,14 @@ def _run_policy(
     }
     for key in sorted(set(run) - {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy"}):
         notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))
+    # TFJob ignores successPolicy when it has a chief, as tfk8s does, and `AllWorkers` is `done: workers`.
+    carried = {"successPolicy"} if job.spec.get("successPolicy") == "AllWorkers" or "chief" in roles else set()
     spec_instead = {
-        "successPolicy": "with a chief the experiment succeeds when it exits 0; without one (done: workers), "
-        "when every worker has",
+        "successPolicy": "TFJob's default ends a TFJob without a chief when worker 0 exits 0; tfk8s waits for every "
+        "worker (done: workers), or for N of them with done: {workers: N}",
         "enableDynamicWorker": "the number of workers is the stack's tfk8s:cluster.workers.replicas",
     }
-    for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS}):
+    for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS, *carried}):
         notes.append(Note(f"spec.{key}", spec_instead.get(key, "tfk8s does not know this field")))
 
 

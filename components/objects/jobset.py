@@ -115,9 +115,19 @@ def _finishing_group(experiment: Experiment) -> TaskGroup:
 
 
 def _success_policy(finisher: TaskGroup) -> Manifest:
-    """Done when the chief's Job completes, or when every worker's has (`done: workers`); JobSet
-    then stops every other task and frees its server."""
+    """Done when the chief's Job completes, or the workers' (`done: workers`, or `{workers: N}`
+    by the Job's own success policy); JobSet then stops every other task and frees its server."""
     return {"operator": "Any" if finisher.task_type == "chief" else "All", "targetReplicatedJobs": [finisher.name]}
+
+
+def _workers_success_policy(experiment: Experiment, group: TaskGroup) -> Manifest:
+    """`done: {workers: N}`: the workers' Job completes once N of its tasks exited 0, whichever
+    they are; the Job controller then stops the rest (Kubernetes' Job success policy, GA in 1.33)."""
+    program = experiment.program
+    if group.task_type != "worker" or program is None or program.has_chief:
+        return {}
+    needed = program.workers_to_finish(group.count)
+    return {} if needed == group.count else {"successPolicy": {"rules": [{"succeededCount": needed}]}}
 
 
 def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
@@ -130,6 +140,7 @@ def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             "parallelism": group.count,
             **_retry_limits(experiment, group),
             **(chief_deadline(experiment) if group.task_type == "chief" else {}),
+            **_workers_success_policy(experiment, group),
             # A replacement starts only once the pod it replaces is gone: never two pods of one task.
             "podReplacementPolicy": "Failed",
             "template": pod_template(experiment, group),

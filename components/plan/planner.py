@@ -261,5 +261,5 @@ def plan_stack(config: StackConfig) -> Plan:
         # a StatefulSet per role per server pins each task.
         pinning="count" if cluster.workload == "jobset" else "task",
         # A TF1 between-graph program has no chief task: its worker 0 is the chief.
-        chief=config.program is None or config.program.done == "chief",
+        chief=config.program is None or config.program.has_chief,
     )

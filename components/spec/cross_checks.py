@@ -123,7 +123,7 @@ def task_count_problems(config: StackConfig) -> list[str]:
     checked before anything is planned, since the plan is built task by task."""
     cluster = config.cluster
     workers, ps = cluster.workers.replicas, cluster.ps_count
-    chief = 0 if config.program is not None and config.program.done == "workers" else 1
+    chief = 0 if config.program is not None and not config.program.has_chief else 1
     tasks = workers + ps + chief
     if tasks <= MAX_TASKS:
         return []
@@ -148,9 +148,21 @@ def _program_checks(config: StackConfig) -> list[str]:
             "trainer's model, and cannot from a program it does not know; give each PS its variables' "
             "share, optimizer slots included, plus about 1Gi for TensorFlow (e.g. '4Gi')"
         )
-    if config.program is not None and config.program.done == "workers" and "chief" in config.cluster.model_fields_set:
+    program = config.program
+    if program is not None and not program.has_chief and "chief" in config.cluster.model_fields_set:
         errors.append(
-            f"{ns}:cluster.chief: with {ns}:program.done: workers there is no chief task (worker 0 acts as "
-            "chief); drop cluster.chief"
+            f"{ns}:cluster.chief: with {ns}:program.done: {program.done_text} there is no chief task (worker 0 "
+            "acts as chief); drop cluster.chief"
+        )
+    replicas = config.cluster.workers.replicas
+    if program is not None and program.workers_to_finish(replicas) > replicas:
+        errors.append(
+            f"{ns}:program.done.workers: {program.workers_to_finish(replicas)} workers must exit 0, but "
+            f"{ns}:cluster.workers.replicas runs {replicas}; give at most {replicas}"
+        )
+    if program is not None and not program.has_chief and config.cluster.workload == "statefulset":
+        errors.append(
+            f"{ns}:program.done: {program.done_text} needs {ns}:cluster.workload: jobset (a StatefulSet's "
+            "workers serve until the experiment is destroyed, they never finish)"
         )
     return errors

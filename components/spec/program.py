@@ -11,7 +11,7 @@ would pass it on as literal text.
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -32,8 +32,17 @@ DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 PROGRAM_MOUNT = "/program"
 OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
 
-Done = Literal["chief", "workers"]
 Role = Literal["chief", "ps", "worker"]
+
+
+class WorkersDone(_Model):
+    """`done: {workers: N}`: no chief task (worker 0 acts as chief) and the experiment succeeds once
+    N workers have exited 0, the others stopped where they stand (TF1 between-graph with stragglers)."""
+
+    workers: int = Field(ge=1, strict=True, description="how many workers must exit 0")
+
+
+Done = Union[Literal["chief", "workers"], WorkersDone]
 
 
 class SecretRef(_Model):
@@ -118,11 +127,40 @@ class ProgramSpec(_Model):
         default="chief",
         description="chief: a chief coordinates (TF2 ParameterServerStrategy) and the experiment succeeds when it "
         "exits 0; workers: no chief task, worker 0 acts as chief (TF1 between-graph) and the experiment "
-        "succeeds when every worker has exited 0",
+        "succeeds when every worker has exited 0; {workers: N}: the same, once N workers have",
     )
     roles: dict[Role, RoleCommand] = Field(
         default_factory=dict, description="per role (chief, ps, worker): command and args instead of the program's"
     )
+
+    @property
+    def has_chief(self) -> bool:
+        """Whether a chief task runs: not with `done: workers` or `{workers: N}`, where worker 0 is the chief."""
+        return self.done == "chief"
+
+    def workers_to_finish(self, replicas: int) -> int:
+        """How many of `replicas` workers must exit 0 for the experiment to succeed (without a chief)."""
+        return self.done.workers if isinstance(self.done, WorkersDone) else replicas
+
+    @property
+    def done_text(self) -> str:
+        """`done` as a stack file writes it."""
+        return f"{{workers: {self.done.workers}}}" if isinstance(self.done, WorkersDone) else self.done
+
+    @field_validator("done", mode="before")
+    @classmethod
+    def _done_shape(cls, done: Any) -> Any:
+        """One clear message for each wrong shape, before pydantic would try each form of the union."""
+        allowed = "chief, workers or {workers: N} (N workers exit 0)"
+        if isinstance(done, dict):
+            if set(done) != {"workers"}:
+                raise ValueError(f"a mapping takes the one key workers ({{workers: N}}); got {', '.join(sorted(done))}")
+            count = done["workers"]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"workers: how many workers must exit 0, a whole number ≥ 1 (got {count!r})")
+        elif done not in ("chief", "workers") and not isinstance(done, WorkersDone):
+            raise ValueError(f"must be {allowed}")
+        return done
 
     @field_validator("working_dir")
     @classmethod
@@ -154,8 +192,10 @@ class ProgramSpec(_Model):
                     f"{where} is empty ([]) with no command: Kubernetes drops an empty list, so the image's own "
                     "arguments would run; give a command, or leave args out"
                 )
-        if self.done == "workers" and "chief" in self.roles:
-            raise ValueError("roles.chief: with done: workers there is no chief task (worker 0 acts as chief)")
+        if not self.has_chief and "chief" in self.roles:
+            raise ValueError(
+                f"roles.chief: with done: {self.done_text} there is no chief task (worker 0 acts as chief)"
+            )
         known = set(PROGRAM_VARIABLES) | set(self.env)
         for where, words in self._commands():
             for word in words:

@@ -69,7 +69,14 @@ def _item_model(annotation: Any) -> Optional[type[BaseModel]]:
     annotation, _ = _unwrapped(annotation)
     if typing.get_origin(annotation) is tuple:
         annotation, _ = _unwrapped(typing.get_args(annotation)[0])
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return next((c for c in _alternatives(annotation) if isinstance(c, type) and issubclass(c, BaseModel)), None)
+
+
+def _alternatives(annotation: Any) -> tuple[Any, ...]:
+    """The forms a value of a union may take (`chief`, `workers` or a mapping); a plain type's own."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
 
 
 def _mapped_model(annotation: Any) -> Optional[tuple[str, type[BaseModel]]]:
@@ -103,6 +110,8 @@ def _type_text(annotation: Any, metadata: list[Any]) -> str:
         return "map of " + " or ".join(f"{kind}s" if kind in ("string", "mapping") else kind for kind in kinds)
     if origin is typing.Literal:
         return "string"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_type_text(arg, []) for arg in typing.get_args(annotation)))
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
     for item in metadata:
@@ -123,7 +132,12 @@ def _allowed(choices: tuple[Any, ...], minimum: Any) -> str:
 
 def _allowed_text(annotation: Any, field: FieldInfo) -> str:
     annotation, _ = _unwrapped(annotation)
-    choices = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
+    choices = tuple(
+        choice
+        for alternative in _alternatives(annotation)
+        if typing.get_origin(alternative) is typing.Literal
+        for choice in typing.get_args(alternative)
+    )
     minimum = next((c.ge for c in field.metadata if getattr(c, "ge", None) is not None), None)
     return _allowed(choices, minimum)
 

@@ -102,6 +102,22 @@ def test_a_tfjob_without_chief_becomes_done_workers(tmp_path, capsys, stacks_dir
     assert "2 PS, 3 workers, done: workers" in out
 
 
+@pytest.mark.parametrize("policy, listed", [("AllWorkers", False), ("", True), (None, False)])
+def test_successpolicy_all_workers_is_done_workers_and_tfjobs_worker_0_rule_is_listed(
+    tmp_path, capsys, stacks_dir, policy, listed
+):
+    job = tfjob(PS=replica(1), Worker=replica(3))
+    if policy is not None:
+        job["spec"]["successPolicy"] = policy
+    code, _, err = run_import(tmp_path, capsys, job, "--nodes", "srv-00")
+    assert code == 0, err
+    assert written(stacks_dir)["tfk8s:program"]["done"] == "workers"
+    said = [line for line in err.splitlines() if line.startswith("not carried: spec.successPolicy:")]
+    assert len(said) == int(listed), err
+    if listed:
+        assert "worker 0 exits 0" in said[0] and "done: {workers: N}" in said[0]
+
+
 def test_master_is_the_chief(tmp_path, capsys, stacks_dir):
     code, _, err = run_import(tmp_path, capsys, tfjob(Master=replica(1), PS=replica(1), Worker=replica(2)), "--nodes", "n1")
     assert code == 0, err
@@ -170,7 +186,6 @@ def test_what_cannot_be_carried_is_listed_one_line_each_and_the_rest_is_written(
         "spec.runPolicy.cleanPodPolicy:",
         "spec.runPolicy.ttlSecondsAfterFinished:",
         "spec.runPolicy.schedulingPolicy.minAvailable:",
-        "spec.successPolicy:",
         "spec.tfReplicaSpecs.Chief.restartPolicy: tfk8s retries a failed task on any non-zero exit code",
         "spec.someFutureField: tfk8s does not know this field",
     ]

@@ -135,6 +135,29 @@ def test_done_chief_succeeds_with_the_chief_and_done_workers_with_every_worker()
     assert worker.manifest["spec"]["backoffLimitPerIndex"] == 6
 
 
+def test_done_n_of_the_workers_completes_the_workers_job_once_n_exited_0():
+    run = program_stack_run({"command": ["sh", "run.sh"], "done": {"workers": 2}},
+                            workers={"replicas": 3, "pool": "servers"})
+    (jobset,) = run.of_kind("JobSet")
+    spec = jobset.manifest["spec"]
+    assert [job["name"] for job in spec["replicatedJobs"]] == ["ps", "worker"], "no chief task"
+    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
+    (worker,) = [job for job in replicated_jobs(run) if job.manifest["metadata"]["name"] == "worker"]
+    assert worker.manifest["spec"]["completions"] == 3
+    assert worker.manifest["spec"]["successPolicy"] == {"rules": [{"succeededCount": 2}]}
+    assert worker.manifest["spec"]["maxFailedIndexes"] == 0, "a worker that keeps failing still fails it"
+    # Every worker, written as a count: the Job completes with every index, as with done: workers.
+    every = program_stack_run({"command": ["sh", "run.sh"], "done": {"workers": 3}},
+                              workers={"replicas": 3, "pool": "servers"})
+    (worker,) = [job for job in replicated_jobs(every) if job.manifest["metadata"]["name"] == "worker"]
+    assert "successPolicy" not in worker.manifest["spec"]
+
+
+def test_done_n_of_the_workers_needs_a_jobset():
+    message = refusal({"command": ["x"], "done": {"workers": 2}}, workload="statefulset")
+    assert "tfk8s:program.done: {workers: 2} needs tfk8s:cluster.workload: jobset" in message
+
+
 def test_a_changed_program_rolls_every_task():
     def templates(program):
         return {pod.task: json.dumps(pod.spec, sort_keys=True) + json.dumps(dict(pod.labels))
@@ -172,7 +195,16 @@ def test_a_program_stack_needs_ps_memory():
         ({"command": ["x"], "done": "workers", "roles": {"chief": {"args": ["a"]}}},
          "roles.chief: with done: workers there is no chief task"),
         ({"command": ["x"], "volumes": [{"claim": "a", "mountPath": "/program"}]}, "is under /program, which tfk8s mounts"),
-        ({"command": ["x"], "done": "sometimes"}, "tfk8s:program.done: Input should be 'chief' or 'workers'"),
+        ({"command": ["x"], "done": "sometimes"},
+         "tfk8s:program.done: must be chief, workers or {workers: N} (N workers exit 0) (got 'sometimes')"),
+        ({"command": ["x"], "done": {"workers": 0}},
+         "tfk8s:program.done: workers: how many workers must exit 0, a whole number ≥ 1 (got 0)"),
+        ({"command": ["x"], "done": {"worker": 2}},
+         "tfk8s:program.done: a mapping takes the one key workers ({workers: N}); got worker"),
+        ({"command": ["x"], "done": {"workers": 51}},
+         "tfk8s:program.done.workers: 51 workers must exit 0, but tfk8s:cluster.workers.replicas runs 50"),
+        ({"command": ["x"], "done": {"workers": 2}, "roles": {"chief": {"args": ["a"]}}},
+         "roles.chief: with done: {workers: 2} there is no chief task"),
         ({"command": ["x"], "entrypoint": ["y"]}, "tfk8s:program.entrypoint: unknown key"),
     ],
 )
@@ -259,6 +291,9 @@ def test_the_plan_says_what_every_task_runs():
             " · done: workers") in text
     entrypoint = load_experiment_values(*program_values({"args": ["--epochs", "1"]}), load_trainer_bundle(PROJECT_ROOT))
     assert "program: (the image's entrypoint) --epochs 1 · done: chief" in plan_table(entrypoint.config, entrypoint.plan)
+    some = load_experiment_values(*program_values({"command": ["x"], "done": {"workers": 40}}),
+                                  load_trainer_bundle(PROJECT_ROOT))
+    assert "0 chief" in plan_table(some.config, some.plan) and "· done: {workers: 40}" in plan_table(some.config, some.plan)
 
 
 def test_gpus_kueue_priority_and_the_chiefs_deadline_follow_the_program():

@@ -84,6 +84,20 @@ def test_a_tf1_program_through_run_sh_succeeds_when_every_worker_is_done(tmp_pat
     assert not (tmp_path / "run" / "chief-0").exists(), "done: workers runs no chief"
 
 
+def test_done_n_of_the_workers_succeeds_once_n_exited_0_and_stops_the_straggler(tmp_path):
+    straggler = 'if [ "$TASK_INDEX" = 2 ]; then exec sleep 3600; fi; echo "worker $TASK_INDEX done"'
+    stack = program_stack(tmp_path, "local-n-of-m", {
+        "command": ["sh", "-c", straggler], "done": {"workers": 2}, "roles": {"ps": {"command": ["sleep", "3600"]}},
+    }, workers=3)
+    code, stdout, stderr, left = run_local(tmp_path / "run", stack)
+    assert code == 0, stderr[-3000:]
+    assert "done when 2 of 3 workers exit 0" in stdout
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["phase"] == "Succeeded" and result["done"] == {"workers": 2}
+    assert "worker-0 exited 0" in stdout and "worker-1 exited 0" in stdout and "worker-2 exited" not in stdout
+    assert left == [], "the straggler and the PS are stopped"
+
+
 def test_a_failing_program_ends_the_run_naming_the_task_and_its_last_line(tmp_path):
     stack = program_stack(tmp_path, "local-fails", {
         "command": ["sleep", "3600"],

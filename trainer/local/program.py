@@ -5,7 +5,8 @@ environment a pod gives it: TF_CONFIG (`environment: cloud`), PS_HOSTS, WORKER_H
 TASK_INDEX, PS_REPLICAS, WORKER_REPLICAS and the program's own env; `$(NAME)` in the command
 is expanded as the kubelet does. `python` is the trainer's environment's (TensorFlow). As in a
 cluster: a failed worker is started again, a failed PS or chief ends the run, and the run
-succeeds when the chief exits 0 (done: chief) or every worker has (done: workers). Every
+succeeds when the chief exits 0 (done: chief), every worker has (done: workers) or N workers have
+(done: {workers: N}; the others are stopped). Every
 process runs in its own process group and is stopped at the end, on failure and on Ctrl-C.
 """
 
@@ -36,11 +37,18 @@ class ProgramExport:
     argv: dict[str, Optional[list[str]]]  # role -> command + args; None: the image's entrypoint
     env: dict[str, Any]  # a value, or {"secret": ..., "key": ...}
     source: Optional[str]  # the folder's absolute path
-    done: str  # chief | workers
+    done: Any  # chief | workers | {"workers": N}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ProgramExport":
         return cls(data["argv"], data["env"], data.get("source"), data["done"])
+
+    @property
+    def has_chief(self) -> bool:
+        return bool(self.done == "chief")
+
+    def workers_to_finish(self, replicas: int) -> int:
+        return int(self.done["workers"]) if isinstance(self.done, dict) else replicas
 
 
 @dataclass
@@ -52,7 +60,7 @@ class LocalProgram:
     tasks: dict[str, Task] = field(default_factory=dict)
 
     def roles(self) -> dict[str, int]:
-        chief = {"chief": 1} if self.program.done == "chief" else {}
+        chief = {"chief": 1} if self.program.has_chief else {}
         return {**chief, "ps": self.ps, "worker": self.workers}
 
     def check(self) -> None:
@@ -117,11 +125,15 @@ class LocalProgram:
                 task.start()
         print(
             f"started {', '.join(self.tasks)} on loopback; done when "
-            f"{'the chief exits 0' if self.program.done == 'chief' else 'every worker exits 0'}",
+            f"{'the chief exits 0' if self.program.has_chief else self._workers_done_text()}",
             file=out,
             flush=True,
         )
         return self._follow(out)
+
+    def _workers_done_text(self) -> str:
+        needed = self.program.workers_to_finish(self.workers)
+        return "every worker exits 0" if needed == self.workers else f"{needed} of {self.workers} workers exit 0"
 
     def _follow(self, out: TextIO) -> dict[str, Any]:
         started = time.monotonic()
@@ -145,16 +157,16 @@ class LocalProgram:
                     task.start()
                     continue
                 raise LaunchError(f"{name} exited {code}: {said} (logs in {task.directory})")
-            finishers = (
-                ["chief-0"] if self.program.done == "chief" else [n for n in self.tasks if n.startswith("worker-")]
-            )
-            if all(name in done for name in finishers):
+            finisher = "chief-" if self.program.has_chief else "worker-"
+            finished = sorted(name for name in done if name.startswith(finisher))
+            needed = 1 if self.program.has_chief else self.program.workers_to_finish(self.workers)
+            if len(finished) >= needed:
                 return {
                     "phase": "Succeeded",
                     "done": self.program.done,
                     "seconds": round(time.monotonic() - started, 1),
                     "worker_restarts": restarts,
-                    "log": last_lines(self.tasks[finishers[0]].output_since_start()),
+                    "log": last_lines(self.tasks[finished[0]].output_since_start()),
                 }
             time.sleep(POLL_S)
 

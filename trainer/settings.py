@@ -93,7 +93,8 @@ class TrainerSettings:
         default="default",
         metadata=_describe(
             "where the chief writes checkpoints, any tf.io.gfile path (gs://, hdfs://, a mounted "
-            "volume); 'default': the pod's scratch folder, which survives chief restarts in place"
+            "volume); 'default': the chief pod's scratch folder, gone with the pod (a retried chief is a new "
+            "pod and starts over: set cluster.chief.checkpointVolume to resume)"
         ),
     )
     seed: int = field(default=0, metadata=_describe("seed of data and initial weights", minimum=0))

@@ -41,7 +41,10 @@ def jobset_phase(jobset: Optional[Mapping[str, Any]], queued: bool, all_running:
     if all_running:
         return Phase("Running")
     if restarts:
-        return Phase("Restarting", f"{restarts} of {max_restarts}")
+        # An evicted or preempted PS restarts the experiment without using up `cluster.restarts`.
+        counted = int(status.get("restartsCountTowardsMax", restarts) or 0)
+        uncounted = f", and {restarts - counted} after a disruption, not counted" if restarts > counted else ""
+        return Phase("Restarting", f"{counted} of {max_restarts}{uncounted}")
     return Phase("Admitted" if queued else "Pending")
 
 

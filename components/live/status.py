@@ -50,6 +50,7 @@ from components.live.tasks import (
     task_status,
 )
 from components.objects.api_errors import api_error_text, missing_permission, status_of
+from components.objects.failure_rules import POD_FAILURE_POLICY, failed_on_exit
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from trainer.log_lines import last_summary
@@ -167,7 +168,11 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         if summary is not None:
             phase = Phase(phase.name, summary_text(summary))
     elif phase.name == "Failed":
-        why = [phase.detail, _failed_jobs(jobs, experiment), failed_task(core, all_pods, first_index)]
+        why = [
+            phase.detail,
+            _failed_jobs(jobs, experiment, all_pods, first_index),
+            failed_task(core, all_pods, first_index),
+        ]
         phase = Phase(phase.name, "; ".join(filter(None, why)))
     return ExperimentStatus(phase, tasks, summary, pods, servers, unread)
 
@@ -256,14 +261,25 @@ def pod_log(core: Any, pod: Any, lines: int = 50) -> str:
         return ""
 
 
-def _failed_jobs(jobs: list[Any], experiment: Experiment) -> str:
-    """The task groups whose Job failed, with the tasks they run and the Job's reason."""
+def _failed_jobs(jobs: list[Any], experiment: Experiment, pods: list[Any], first_index: dict[str, int]) -> str:
+    """The task groups whose Job failed, with the tasks they run and the Job's reason; for an exit
+    code the role's `failOn` lists, the task and the code."""
     tasks_of = {group.name: [task.name for task in group.tasks] for group in experiment.groups}
+    role_of = {group.name: group.task_type for group in experiment.groups}
+    pod_named = {pod.metadata.name: pod for pod in pods}
     failed = []
     for job in jobs:
         for condition in job.status.conditions or ():
             if condition.type == "Failed" and condition.status == "True":
                 group = (job.metadata.labels or {}).get(L.WORKLOAD, job.metadata.name)
+                exited = failed_on_exit(condition.message or "") if condition.reason == POD_FAILURE_POLICY else None
+                if exited is not None:
+                    pod_name, code = exited
+                    pod = pod_named.get(pod_name)
+                    task = (pod_task(pod, first_index) if pod is not None else None) or pod_name
+                    key = "workers" if role_of.get(group) == "worker" else role_of.get(group, group)
+                    failed.append(f"{task} exited {code}, which {key}.failOn lists: not retried")
+                    continue
                 tasks = ", ".join(tasks_of.get(group, [])) or group
                 failed.append(f"{tasks} failed ({condition.reason or condition.message})")
     return "; ".join(failed)

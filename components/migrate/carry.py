@@ -24,6 +24,9 @@ DEFAULT_POOL = "servers"
 RESTARTING = ("OnFailure", "Always")
 # What a TFJob replica without restartPolicy gets from TFJob's controller.
 TFJOB_RESTART_POLICY = "Never"
+# TFJob's `restartPolicy: ExitCode`: exit codes 1-127 are permanent (the TFJob fails), 128 and up
+# (a signal: killed, evicted) are retried.
+PERMANENT_EXIT_CODES = ["1-127"]
 LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
 
 
@@ -181,12 +184,7 @@ def _run_policy(
         policy = view.replica.restart_policy or TFJOB_RESTART_POLICY
         restarts = 0 if policy == "Never" else backoff if policy in RESTARTING else None
         if policy == "ExitCode":
-            notes.append(
-                Note(
-                    f"{view.replica.path}.restartPolicy",
-                    "tfk8s retries a failed task on any non-zero exit code, not only retryable ones",
-                )
-            )
+            _fail_on_permanent_codes(cluster["chief"] if where else cluster["ps"], view, comments, role)
         if restarts is not None:
             target = cluster["chief"] if where else cluster
             target["restarts"] = restarts
@@ -196,7 +194,9 @@ def _run_policy(
                 + (f" and backoffLimit {backoff}." if policy in RESTARTING else ".")
             )
     worker_policy = roles["worker"].replica.restart_policy or TFJOB_RESTART_POLICY
-    if worker_policy not in RESTARTING:
+    if worker_policy == "ExitCode":
+        _fail_on_permanent_codes(cluster["workers"], roles["worker"], comments, "workers")
+    elif worker_policy not in RESTARTING:
         notes.append(
             Note(
                 f"{roles['worker'].replica.path}.restartPolicy",
@@ -244,6 +244,14 @@ def _run_policy(
     }
     for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS, *carried}):
         notes.append(Note(f"spec.{key}", spec_instead.get(key, "tfk8s does not know this field")))
+
+
+def _fail_on_permanent_codes(role: dict[str, Any], view: RoleView, comments: dict, key: str) -> None:
+    role["failOn"] = PERMANENT_EXIT_CODES
+    comments[("tfk8s:cluster", key, "failOn")] = (
+        f"From the TFJob's {view.replica.path.rsplit('.', 1)[1]} restartPolicy ExitCode: exits 1-127 end the\n"
+        "experiment, 128 and up (a signal) are retried. An evicted task is replaced and never counts."
+    )
 
 
 def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[Note]) -> None:

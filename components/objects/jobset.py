@@ -14,7 +14,9 @@ role's tasks (components/objects/pods.py).
   lost PS fails its Job (the variables it held are gone), which restarts the
   whole experiment, resuming from the chief's last checkpoint, at most
   `cluster.restarts` times; a failed chief is retried by its own Job
-  (`chief.restarts`), and once that is used up the experiment fails.
+  (`chief.restarts`), and once that is used up the experiment fails. An exit
+  code in a role's `failOn` fails the experiment at once; an evicted or
+  preempted task never counts against a limit (components/objects/failure_rules.py).
 - network: every pod has a DNS name under the JobSet's headless Service,
   published before the pod is ready, which TF_CONFIG lists.
 - Kueue admits the JobSet as one Workload: all of its pods, or none.
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from components.objects.failure_rules import jobset_failure_rules, pod_failure_policy
 from components.objects.manifests import chief_deadline, metadata
-from components.objects.pods import Manifest, pod_template
+from components.objects.pods import CONTAINER_NAME, Manifest, pod_template
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from components.plan.workloads import TaskGroup
@@ -40,8 +43,6 @@ DELETION_POLICY = "pulumi.com/deletionPropagationPolicy"
 # A worker's Job replaces it however often it is lost: an experiment never
 # fails for one worker, the coordinator just schedules its steps elsewhere.
 WORKER_BACKOFF_LIMIT = 2**31 - 1
-CHIEF_FAILS_EXPERIMENT = "ChiefFailed"  # letters, digits and _,: only
-WORKER_FAILS_EXPERIMENT = "WorkerFailed"
 # `done: workers`: how often one worker is retried before the experiment fails (as the chief's default).
 FINISHING_WORKER_RETRIES = 6
 
@@ -77,14 +78,7 @@ def jobset(experiment: Experiment) -> Manifest:
                 # Every task of the previous attempt is gone before the next starts:
                 # never two PS of one index serving at once.
                 "restartStrategy": "BlockingRecreate",
-                # Rules are matched in order; a Job no rule names (a PS's) restarts the JobSet.
-                "rules": [
-                    {
-                        "name": CHIEF_FAILS_EXPERIMENT if finisher.task_type == "chief" else WORKER_FAILS_EXPERIMENT,
-                        "action": "FailJobSet",
-                        "targetReplicatedJobs": [finisher.name],
-                    }
-                ],
+                "rules": jobset_failure_rules(experiment, finisher, CONTAINER_NAME),
             },
             "replicatedJobs": [
                 {"name": group.name, "replicas": 1, "template": _job_template(experiment, group)}
@@ -143,6 +137,7 @@ def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             **_workers_success_policy(experiment, group),
             # A replacement starts only once the pod it replaces is gone: never two pods of one task.
             "podReplacementPolicy": "Failed",
+            **pod_failure_policy(experiment, group, CONTAINER_NAME),
             "template": pod_template(experiment, group),
         },
     }

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Optional
 
+from components.objects.failure_rules import pod_failure_policy
 from components.objects.pods import (
     CLUSTER_FILE,
     CLUSTER_MOUNT,
     CODE_ROOT,
+    CONTAINER_NAME,
     SCRATCH_DIR,
     TF_PORT_NAME,
     Manifest,
@@ -236,6 +238,7 @@ def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
                 **chief_deadline(experiment),
                 # Never a second chief while the first is still terminating.
                 "podReplacementPolicy": "Failed",
+                **pod_failure_policy(experiment, group, CONTAINER_NAME),
                 "template": template,
             },
         }

@@ -18,7 +18,6 @@ from components.plan import labels as L
 from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
 from components.plan.tf_config import TF_PORT
 from components.plan.workloads import TaskGroup
-from components.spec.models import ChiefSpec, PsSpec, WorkerSpec
 from components.spec.pools import NodePoolSpec
 from components.spec.program import PROGRAM_MOUNT
 from trainer.cluster import FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
@@ -104,18 +103,15 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
 
 
 def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
-    """In place, a restarted chief container keeps its scratch volume (its checkpoints).
+    """Every task a Job runs is retried as a new pod (`Never`), as its Pod failure policy requires
+    (components/objects/failure_rules.py: `failOn`, and evictions that never count); the failed
+    pod stays with its exit code and log for `status`. So a retried chief starts from the last
+    checkpoint that outlives its pod (`chief.checkpointVolume`, or a remote `checkpointDir`).
 
     A JobSet's PS never restarts in place: a lost PS fails its Job, which restarts the
-    experiment. A JobSet's worker is replaced by a new pod, whose Job backs off per task
-    (`backoffLimitPerIndex`, which needs `Never`). A StatefulSet's PS and workers take the
-    default (Always).
+    experiment. A StatefulSet's PS and workers take the default (Always).
     """
-    if group.task_type == "chief":
-        # A team's program keeps its checkpoints where it chooses, and each retry of its chief is
-        # a new pod, so the failed one stays with its exit code and log for `status`.
-        return "OnFailure" if experiment.program is None else "Never"
-    if experiment.workload == "jobset":
+    if group.task_type == "chief" or experiment.workload == "jobset":
         return "Never"
     return None
 
@@ -213,13 +209,7 @@ def _has_gpus(experiment: Experiment, group: TaskGroup) -> bool:
 
 def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     """GPU workers tolerate the GPU taint; every role adds the stack's own tolerations."""
-    cluster = experiment.config.cluster
-    roles: dict[str, ChiefSpec | PsSpec | WorkerSpec] = {
-        "chief": cluster.chief,
-        "ps": cluster.ps,
-        "worker": cluster.workers,
-    }
-    own = roles[group.task_type].tolerations
+    own = experiment.config.cluster.role(group.task_type).tolerations
     tolerations = (
         [{"key": L.GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}] if _has_gpus(experiment, group) else []
     )

@@ -7,6 +7,7 @@ import re
 
 from .models import CONFIG_NAMESPACE, MAX_TASKS, StackConfig
 from .placement_rules import placement_problems
+from .program import WorkersDone
 from .quantities import DNS_LABEL_PATTERN, quantity_value
 from .sizing import checkpoint_bytes, embedding_shard_bytes
 
@@ -160,7 +161,7 @@ def _program_checks(config: StackConfig) -> list[str]:
             f"{ns}:program.done.workers: {program.workers_to_finish(replicas)} workers must exit 0, but "
             f"{ns}:cluster.workers.replicas runs {replicas}; give at most {replicas}"
         )
-    if program is not None and not program.has_chief and config.cluster.workload == "statefulset":
+    if program is not None and isinstance(program.done, WorkersDone) and config.cluster.workload == "statefulset":
         errors.append(
             f"{ns}:program.done: {program.done_text} needs {ns}:cluster.workload: jobset (a StatefulSet's "
             "workers serve until the experiment is destroyed, they never finish)"

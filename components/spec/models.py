@@ -15,6 +15,7 @@ from trainer.settings import LARGEST_NUMBER as INT32_MAX
 from trainer.settings import TrainerSettings
 
 from .egress import EgressRule
+from .exit_codes import FAIL_ON_HELP, FailOn
 from .model_base import StackModel as _Model
 from .namespace import NamespaceSpec
 from .pools import NodePoolSpec
@@ -116,6 +117,7 @@ class PsSpec(_Model):
         "(required with tfk8s:program)",
     )
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
+    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
 
 
 class WorkerSpec(_Model):
@@ -127,6 +129,7 @@ class WorkerSpec(_Model):
     )
     memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
+    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
 
 
 class CheckpointVolumeSpec(_Model):
@@ -172,6 +175,7 @@ class ChiefSpec(_Model):
         "a hung chief otherwise runs forever (default: no deadline)",
     )
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
+    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
 
 
 class ClusterSpec(_Model):
@@ -312,6 +316,11 @@ class ClusterSpec(_Model):
             return self.image
         return self.gpu_image or gpu_build(self.image)
 
+    def role(self, task_type: str) -> "ChiefSpec | PsSpec | WorkerSpec":
+        """The settings of a task type's role (a `worker` task's are `workers`)."""
+        roles: dict[str, ChiefSpec | PsSpec | WorkerSpec] = {"chief": self.chief, "ps": self.ps, "worker": self.workers}
+        return roles[task_type]
+
     @model_validator(mode="after")
     def _jobset_only_settings(self) -> "ClusterSpec":
         if self.workload == "statefulset":
@@ -320,6 +329,12 @@ class ClusterSpec(_Model):
                 raise ValueError(
                     f"{' and '.join(given)} need workload: jobset (Kueue admits and JobSet restarts "
                     "a JobSet); drop them or use workload: jobset"
+                )
+            failing = [f"{role}.failOn" for role, spec in (("ps", self.ps), ("workers", self.workers)) if spec.fail_on]
+            if failing:
+                raise ValueError(
+                    f"{' and '.join(failing)} need workload: jobset (a StatefulSet restarts its pods whatever "
+                    "their exit code); drop them or use workload: jobset"
                 )
         return self
 

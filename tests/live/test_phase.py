@@ -27,6 +27,8 @@ def jobset(suspend=False, **status):
     (jobset(), False, True, "Running"),
     (jobset(restarts=2), False, False, "Restarting (2 of 3)"),
     (jobset(restarts=2), False, True, "Running"),
+    (jobset(restarts=3, restartsCountTowardsMax=1), False, False,
+     "Restarting (1 of 3, and 2 after a disruption, not counted)"),
     (jobset(terminalState="Completed"), False, False, "Succeeded"),
     (jobset(terminalState="Failed", conditions=[
         {"type": "Failed", "status": "True", "reason": "ReachedMaxRestarts", "message": "jobset failed due to reaching max number of restarts"},
@@ -39,6 +41,7 @@ def jobset(suspend=False, **status):
     "every pod running -> Running",
     "restarted, pods starting -> Restarting",
     "restarted, every pod running -> Running",
+    "restarted after evictions -> only the counted restarts use up the limit",
     "completed -> Succeeded",
     "failed at max restarts -> Failed with the reason",
 ])

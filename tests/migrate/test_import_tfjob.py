@@ -17,6 +17,8 @@ from components.cli.main import main as components_main
 from components.migrate.carry import ImportOptions, carry
 from components.migrate.stack_yaml import stack_yaml
 from components.migrate.tfjob import read_tfjob
+from components.objects.jobset import jobset
+from components.objects.loading import load_experiment
 from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.pods import config_maps_of, pods_of
@@ -118,6 +120,22 @@ def test_successpolicy_all_workers_is_done_workers_and_tfjobs_worker_0_rule_is_l
         assert "worker 0 exits 0" in said[0] and "done: {workers: N}" in said[0]
 
 
+def test_restart_policy_exit_code_fails_on_1_to_127_and_retries_signals(tmp_path, capsys, stacks_dir):
+    job = tfjob(Chief=replica(1, restart="ExitCode"), PS=replica(1, restart="ExitCode"),
+                Worker=replica(2, restart="ExitCode"))
+    code, _, err = run_import(tmp_path, capsys, job, "--nodes", "n1")
+    assert code == 0, err
+    assert "restartPolicy" not in err, "ExitCode is carried for every role"
+    cluster = written(stacks_dir)["tfk8s:cluster"]
+    assert cluster["chief"]["failOn"] == cluster["ps"]["failOn"] == cluster["workers"]["failOn"] == ["1-127"]
+    text = (stacks_dir / "Pulumi.imported.yaml").read_text()
+    assert "restartPolicy ExitCode: exits 1-127 end the" in text and "failOn: [1-127]" in text
+    # The stack is one tfk8s runs: a worker's exit 1 fails its Job at once, a signal's 137 is retried.
+    experiment = load_experiment(str(stacks_dir / "Pulumi.imported.yaml"))
+    worker_rules = jobset(experiment)["spec"]["replicatedJobs"][-1]["template"]["spec"]["podFailurePolicy"]["rules"]
+    assert worker_rules[1]["onExitCodes"]["values"] == list(range(1, 128))
+
+
 def test_master_is_the_chief(tmp_path, capsys, stacks_dir):
     code, _, err = run_import(tmp_path, capsys, tfjob(Master=replica(1), PS=replica(1), Worker=replica(2)), "--nodes", "n1")
     assert code == 0, err
@@ -186,7 +204,6 @@ def test_what_cannot_be_carried_is_listed_one_line_each_and_the_rest_is_written(
         "spec.runPolicy.cleanPodPolicy:",
         "spec.runPolicy.ttlSecondsAfterFinished:",
         "spec.runPolicy.schedulingPolicy.minAvailable:",
-        "spec.tfReplicaSpecs.Chief.restartPolicy: tfk8s retries a failed task on any non-zero exit code",
         "spec.someFutureField: tfk8s does not know this field",
     ]
     for start in expected:

@@ -127,9 +127,9 @@ def test_done_chief_succeeds_with_the_chief_and_done_workers_with_every_worker()
     spec = jobset.manifest["spec"]
     assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
     assert [job["name"] for job in spec["replicatedJobs"]] == ["ps", "worker"]
-    assert spec["failurePolicy"]["rules"] == [
-        {"name": "WorkerFailed", "action": "FailJobSet", "targetReplicatedJobs": ["worker"]}
-    ]
+    assert spec["failurePolicy"]["rules"][0] == {
+        "name": "WorkerFailed", "action": "FailJobSet", "targetReplicatedJobs": ["worker"]
+    }
     (worker,) = [job for job in replicated_jobs(workers_run) if job.manifest["metadata"]["name"] == "worker"]
     assert worker.manifest["spec"]["maxFailedIndexes"] == 0, "a worker that keeps failing fails the experiment"
     assert worker.manifest["spec"]["backoffLimitPerIndex"] == 6

@@ -383,10 +383,13 @@ def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
     spec = jobset.manifest["spec"]
     assert spec["successPolicy"] == {"operator": "Any", "targetReplicatedJobs": ["chief"]}
     # A lost PS restarts the experiment (its Job fails: no rule names it) at most `restarts` times;
-    # a chief whose own retries are used up fails it.
+    # a chief whose own retries are used up fails it; an evicted PS restarts it uncounted.
     assert spec["failurePolicy"]["maxRestarts"] == config.cluster.restarts
     assert spec["failurePolicy"]["rules"] == [
-        {"name": "ChiefFailed", "action": "FailJobSet", "targetReplicatedJobs": ["chief"]}
+        {"name": "ChiefFailed", "action": "FailJobSet", "targetReplicatedJobs": ["chief"]},
+        {"name": "PSDisrupted", "action": "RestartJobSetAndIgnoreMaxRestarts", "targetReplicatedJobs": ["ps"],
+         "onJobFailureReasons": ["PodFailurePolicy"],
+         "onJobFailureMessagePatterns": ["^Pod [^ ]+ has condition DisruptionTarget matching FailJob rule at index 0$"]},
     ]
     # `pulumi up` returns once the JobSet controller made its Jobs, not after training.
     assert jobset.manifest["metadata"]["annotations"] == {
@@ -401,7 +404,7 @@ def test_one_pod_per_task_and_the_experiment_ends_with_the_chief(stack_run):
         restart = job_spec["template"]["spec"]["restartPolicy"]
         # A worker's replacement waits out its own task's back-off, not its server's other workers'.
         assert (restart, job_spec["backoffLimit"], job_spec.get("backoffLimitPerIndex")) == {
-            "chief": ("OnFailure", config.cluster.chief.restarts, None),
+            "chief": ("Never", config.cluster.chief.restarts, None),
             "ps": ("Never", 0, None),
             "worker": ("Never", 2**31 - 1, 2**31 - 1),
         }[role]

@@ -1,0 +1,123 @@
+"""What ends an experiment and what does not: the Pod failure policy of each role's Job and the
+JobSet's failure rules (plain dicts, no Pulumi here).
+
+Two rules TFJob users ask for, in Kubernetes' own terms:
+- `failOn` (a role's exit codes): such an exit fails the task's Job at once (`FailJob`), and the
+  JobSet's first rule fails the experiment, whichever role it was: no restart is spent on a
+  program that cannot succeed (a bad flag, a missing file).
+- Disruptions never count: a pod evicted (Eviction API, a node drain), preempted by the scheduler,
+  or stopped by node pressure or shutdown carries the `DisruptionTarget` condition. A chief's or
+  a worker's is replaced without counting against its retries (`Ignore`). A PS's variables die
+  with it, so its Job fails all the same, and the JobSet restarts the experiment from its last
+  checkpoint without counting it against `cluster.restarts` (`RestartJobSetAndIgnoreMaxRestarts`).
+
+Both of a PS's rules fail its Job with reason `PodFailurePolicy`; the JobSet tells them apart by
+the Job controller's message, which names the rule's index (Kubernetes' pod_failure_policy.go:
+`Container %s for pod %s/%s failed with exit code %v matching %v rule at index %d`, `Pod %s/%s has
+condition %v matching %v rule at index %d`), as JobSet's onJobFailureMessagePatterns is meant for.
+Pod names are DNS labels, so no name can forge either text.
+
+A Pod failure policy needs `restartPolicy: Never`: every retried task is a new pod
+(components/objects/pods.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from components.plan.experiment import Experiment
+from components.plan.workloads import TaskGroup
+
+Manifest = dict[str, Any]
+
+DISRUPTED = {"type": "DisruptionTarget", "status": "True"}
+# The Job condition reason of a Job a Pod failure policy rule failed.
+POD_FAILURE_POLICY = "PodFailurePolicy"
+# A PS's rules, by index: its disruption first, so that an evicted program's own exit code
+# (a SIGTERM handler's) still reads as the disruption it was.
+PS_DISRUPTED_RULE = 0
+
+# JobSet rule names: letters, digits and _,: only.
+FAILED_ON_EXIT = "FailedOnExitCode"
+CHIEF_FAILS_EXPERIMENT = "ChiefFailed"
+WORKER_FAILS_EXPERIMENT = "WorkerFailed"
+PS_DISRUPTED = "PSDisrupted"
+
+_EXIT_MESSAGE = re.compile(
+    r"^Container (?P<container>[^ ]+) for pod (?P<namespace>[^/ ]+)/(?P<pod>[^ ]+) failed with exit code "
+    r"(?P<code>[0-9]+) matching FailJob rule at index [0-9]+$"
+)
+
+
+def exit_code_message_pattern(container: str) -> str:
+    """RE2 (JobSet's) for the Job controller's message of a FailJob rule on exit codes."""
+    return (
+        f"^Container {re.escape(container)} for pod [^ ]+ failed with exit code [0-9]+ matching FailJob rule at "
+        "index [0-9]+$"
+    )
+
+
+def disruption_message_pattern(rule_index: int) -> str:
+    return f"^Pod [^ ]+ has condition DisruptionTarget matching FailJob rule at index {rule_index}$"
+
+
+def failed_on_exit(message: str) -> Optional[tuple[str, int]]:
+    """The pod and exit code a `failOn` rule failed a Job for, from its condition's message."""
+    match = _EXIT_MESSAGE.match(message or "")
+    return (match["pod"], int(match["code"])) if match else None
+
+
+def pod_failure_policy(experiment: Experiment, group: TaskGroup, container: str) -> Manifest:
+    """The `podFailurePolicy` of a group's Job: disruptions first, then the role's `failOn`."""
+    fail_on = experiment.config.cluster.role(group.task_type).fail_on
+    disrupted = {
+        # A PS's Job fails (the JobSet restarts the experiment, uncounted); another task is replaced.
+        "action": "FailJob" if group.task_type == "ps" else "Ignore",
+        "onPodConditions": [DISRUPTED],
+    }
+    rules: list[Manifest] = [disrupted]
+    if fail_on:
+        rules.append(
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": container, "operator": "In", "values": list(fail_on)},
+            }
+        )
+    return {"podFailurePolicy": {"rules": rules}}
+
+
+def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container: str) -> list[Manifest]:
+    """The JobSet's rules, matched in order; a failed Job no rule names (a PS that crashed) restarts
+    the experiment, counted against `cluster.restarts`. Every rule that fails the experiment comes
+    first, so that a permanent failure wins over a PS restart when both are seen at once."""
+    cluster = experiment.config.cluster
+    rules: list[Manifest] = []
+    if any(cluster.role(group.task_type).fail_on for group in experiment.groups):
+        rules.append(
+            {
+                "name": FAILED_ON_EXIT,
+                "action": "FailJobSet",
+                "onJobFailureReasons": [POD_FAILURE_POLICY],
+                "onJobFailureMessagePatterns": [exit_code_message_pattern(container)],
+            }
+        )
+    rules.append(
+        {
+            "name": CHIEF_FAILS_EXPERIMENT if finisher.task_type == "chief" else WORKER_FAILS_EXPERIMENT,
+            "action": "FailJobSet",
+            "targetReplicatedJobs": [finisher.name],
+        }
+    )
+    rules.extend(
+        {
+            "name": PS_DISRUPTED,
+            "action": "RestartJobSetAndIgnoreMaxRestarts",
+            "targetReplicatedJobs": [group.name],
+            "onJobFailureReasons": [POD_FAILURE_POLICY],
+            "onJobFailureMessagePatterns": [disruption_message_pattern(PS_DISRUPTED_RULE)],
+        }
+        for group in experiment.groups
+        if group.task_type == "ps"
+    )
+    return rules

@@ -1,0 +1,122 @@
+"""`failOn` and disruptions (components/objects/failure_rules.py): which exits end the experiment,
+and which losses never count, as the Job and JobSet controllers read the objects."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+
+from components.objects.failure_rules import (
+    disruption_message_pattern,
+    exit_code_message_pattern,
+    failed_on_exit,
+)
+from components.objects.loading import load_experiment_values
+from components.plan.trainer_bundle import load_trainer_bundle
+from components.spec.models import StackConfigError
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+from tests.harness import run_program
+from tests.pods import replicated_jobs
+
+DISRUPTED = {"type": "DisruptionTarget", "status": "True"}
+# The Job controller's condition messages, as Kubernetes 1.34 writes them (pod_failure_policy.go).
+EXIT_MESSAGE = "Container tensorflow for pod team-a/tf-worker-0-1-x7kq2 failed with exit code 3 matching FailJob rule at index 1"
+DISRUPTION_MESSAGE = "Pod team-a/tf-ps-0-0-a1b2c has condition DisruptionTarget matching FailJob rule at index 0"
+
+
+def stack_values(edit, stack: str = "scene1-case2") -> tuple[str, dict[str, Any]]:
+    name, values = read_stack_values(stack)
+    values = copy.deepcopy(values)
+    edit(values["tfk8s:cluster"])
+    return name, values
+
+
+def jobs_by_role(run) -> dict[str, dict]:
+    return {job.manifest["metadata"]["name"]: job.manifest["spec"] for job in replicated_jobs(run)}
+
+
+def test_fail_on_fails_the_roles_job_at_once_and_the_experiment_with_it():
+    def edit(cluster):
+        cluster["workers"]["failOn"] = [42, "3-5"]
+        cluster["ps"]["failOn"] = [2]
+
+    run = run_program(*stack_values(edit))
+    jobs = jobs_by_role(run)
+    assert jobs["worker"]["podFailurePolicy"]["rules"] == [
+        {"action": "Ignore", "onPodConditions": [DISRUPTED]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "tensorflow", "operator": "In", "values": [3, 4, 5, 42]}},
+    ]
+    assert jobs["ps"]["podFailurePolicy"]["rules"] == [
+        {"action": "FailJob", "onPodConditions": [DISRUPTED]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "tensorflow", "operator": "In", "values": [2]}},
+    ]
+    assert jobs["chief"]["podFailurePolicy"]["rules"] == [{"action": "Ignore", "onPodConditions": [DISRUPTED]}]
+    (jobset,) = run.of_kind("JobSet")
+    rules = jobset.manifest["spec"]["failurePolicy"]["rules"]
+    # The exit-code rule comes first: a permanent failure wins over a PS restart seen at the same time.
+    assert [rule["name"] for rule in rules] == ["FailedOnExitCode", "ChiefFailed", "PSDisrupted"]
+    assert rules[0]["action"] == "FailJobSet" and rules[0]["onJobFailureReasons"] == ["PodFailurePolicy"]
+    (pattern,) = rules[0]["onJobFailureMessagePatterns"]
+    assert re.match(pattern, EXIT_MESSAGE) and not re.match(pattern, DISRUPTION_MESSAGE)
+
+
+def test_an_evicted_task_never_counts_and_an_evicted_ps_restarts_the_experiment_uncounted():
+    run = run_program(*stack_values(lambda cluster: None))
+    jobs = jobs_by_role(run)
+    for role in ("chief", "worker"):
+        assert jobs[role]["podFailurePolicy"]["rules"] == [{"action": "Ignore", "onPodConditions": [DISRUPTED]}]
+    # A Pod failure policy needs every retry to be a new pod.
+    assert {spec["template"]["spec"]["restartPolicy"] for spec in jobs.values()} == {"Never"}
+    (jobset,) = run.of_kind("JobSet")
+    disrupted = jobset.manifest["spec"]["failurePolicy"]["rules"][-1]
+    assert disrupted["action"] == "RestartJobSetAndIgnoreMaxRestarts" and disrupted["targetReplicatedJobs"] == ["ps"]
+    (pattern,) = disrupted["onJobFailureMessagePatterns"]
+    assert re.match(pattern, DISRUPTION_MESSAGE) and not re.match(pattern, EXIT_MESSAGE)
+    # The PS's failOn rule is at index 1: its exit never reads as a disruption.
+    assert not re.match(pattern, DISRUPTION_MESSAGE.replace("index 0", "index 1"))
+    assert "FailedOnExitCode" not in {rule["name"] for rule in jobset.manifest["spec"]["failurePolicy"]["rules"]}
+
+
+def test_the_statefulset_models_chief_job_has_the_same_rules():
+    def edit(cluster):
+        cluster["workload"] = "statefulset"
+        cluster["chief"] = {**cluster.get("chief", {}), "failOn": [2]}
+
+    run = run_program(*stack_values(edit))
+    (chief,) = run.of_kind("Job")
+    assert chief.manifest["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    assert chief.manifest["spec"]["podFailurePolicy"]["rules"][1]["onExitCodes"]["values"] == [2]
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (lambda c: c["workers"].update(failOn=[3, 3]), "tfk8s:cluster.workers.failOn: lists 3 more than once"),
+        (lambda c: c["workers"].update(failOn=[0]), "tfk8s:cluster.workers.failOn[0]: Input should be greater than or equal to 1"),
+        (lambda c: c["ps"].update(failOn=[256]), "tfk8s:cluster.ps.failOn[0]: Input should be less than or equal to 255"),
+        (lambda c: c["ps"].update(failOn="3"), "tfk8s:cluster.ps.failOn: should be a list"),
+        (lambda c: c["ps"].update(failOn=["0-5"]), "tfk8s:cluster.ps.failOn: the range 0-5 must run upwards within 1-255"),
+        (lambda c: c["ps"].update(failOn=["9-3"]), "tfk8s:cluster.ps.failOn: the range 9-3 must run upwards"),
+        (lambda c: c["ps"].update(failOn=["two"]), "tfk8s:cluster.ps.failOn[0]: Input should be a valid integer"),
+        (lambda c: c["ps"].update(failOn=[3, "1-5"]), "tfk8s:cluster.ps.failOn: lists 3 more than once"),
+        (lambda c: c.update(workload="statefulset") or c["workers"].update(failOn=[3]),
+         "workers.failOn need workload: jobset (a StatefulSet restarts its pods whatever their exit code)"),
+    ],
+)
+def test_bad_fail_on_is_refused_naming_the_field(edit, expected):
+    with pytest.raises(StackConfigError) as error:
+        load_experiment_values(*stack_values(edit), load_trainer_bundle(PROJECT_ROOT))
+    assert "stack 'scene1-case2'" in str(error.value)
+    assert expected in str(error.value)
+
+
+def test_the_task_and_code_are_read_from_the_job_controllers_message():
+    assert failed_on_exit(EXIT_MESSAGE) == ("tf-worker-0-1-x7kq2", 3)
+    assert failed_on_exit(DISRUPTION_MESSAGE) is None
+    assert failed_on_exit("") is None
+    assert re.match(exit_code_message_pattern("tensorflow"), EXIT_MESSAGE)
+    assert not re.match(exit_code_message_pattern("other"), EXIT_MESSAGE)
+    assert re.match(disruption_message_pattern(0), DISRUPTION_MESSAGE)

@@ -39,7 +39,7 @@ def program_stack(cluster: RealCluster, name: str, program: dict[str, Any], edit
         del values["tfk8s:trainer"]
         values["tfk8s:program"] = program
         values["tfk8s:cluster"]["ps"]["memory"] = "1Gi"
-        if program.get("done") == "workers":
+        if program.get("done", "chief") != "chief":
             del values["tfk8s:cluster"]["chief"]  # there is no chief task
         edit(values["tfk8s:cluster"])
 

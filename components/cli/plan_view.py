@@ -20,8 +20,10 @@ def plan_table(config: StackConfig, plan: Plan, source: Optional[ProgramSource] 
         mode = "strict" if plan.strict else "servers preferred"
     lines = [
         f"stack {config.stack} · placement {plan.strategy} ({mode}) · namespace {config.namespace}",
-        f"{plan.count('chief')} chief · {plan.count('ps')} PS ({ps_memory} each) · "
-        f"{plan.count('worker')} workers" + (f" ({cluster.workers.gpus} GPU each)" if cluster.workers.gpus else ""),
+        f"{plan.count('chief')} chief · "
+        + (f"{plan.count('ps')} PS ({ps_memory} each) · " if plan.count("ps") else "no PS · ")
+        + f"{plan.count('worker')} workers"
+        + (f" ({cluster.workers.gpus} GPU each)" if cluster.workers.gpus else ""),
         _program_line(config, source),
         "",
     ]

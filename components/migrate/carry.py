@@ -11,6 +11,7 @@ from components.spec.program import PROGRAM_VARIABLES
 from trainer.kubelet_expansion import escaped
 
 from .containers import RoleView, read_role
+from .run_policy import carry_run_policy
 from .tfjob import Note, NotImportable, TFJob
 
 # What the user must replace: not a node name, a label value or a quantity, so the stack is
@@ -21,13 +22,6 @@ FILL_IN_PS_MEMORY = "<fill in: memory of each PS, e.g. 8Gi>"
 # Stand-ins that the stack's check accepts, for checking the rest of an imported stack.
 CHECKED_AS = {FILL_IN_NODE: "fill-in-node", FILL_IN_GPU_PRODUCT: "fill-in", FILL_IN_PS_MEMORY: "1Gi"}
 DEFAULT_POOL = "servers"
-RESTARTING = ("OnFailure", "Always")
-# What a TFJob replica without restartPolicy gets from TFJob's controller.
-TFJOB_RESTART_POLICY = "Never"
-# TFJob's `restartPolicy: ExitCode`: exit codes 1-127 are permanent (the TFJob fails), 128 and up
-# (a signal: killed, evicted) are retried.
-PERMANENT_EXIT_CODES = ["1-127"]
-LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
 
 
 @dataclass(frozen=True)
@@ -76,9 +70,15 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
         "every task to a server (docs/stack-files.md)."
     )
     cluster.update(_images(job, roles, options, notes))
-    ps = roles["ps"]
-    cluster["ps"] = {"replicas": ps.replica.replicas, "pool": options.pool, **_sizes(ps)}
-    if ps.memory is None:
+    ps = roles.get("ps")
+    if ps is None:
+        cluster["ps"] = {"replicas": 0}
+        comments[("tfk8s:cluster", "ps")] = (
+            "No PS in the TFJob: workers only (MultiWorkerMirroredStrategy, or independent workers)."
+        )
+    else:
+        cluster["ps"] = {"replicas": ps.replica.replicas, "pool": options.pool, **_sizes(ps)}
+    if ps is not None and ps.memory is None:
         cluster["ps"]["memory"] = FILL_IN_PS_MEMORY
         fill_in.append(
             f"tfk8s:cluster.ps.memory: {ps.replica.path} requests no memory, and tfk8s cannot size a PS "
@@ -93,7 +93,7 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     chief = roles.get("chief")
     if chief is not None:
         cluster["chief"] = _sizes(chief)
-    _run_policy(job, roles, cluster, comments, notes)
+    carry_run_policy(job, roles, cluster, comments, notes)
     _pod_wide(roles, cluster, notes)
     program = _program(roles, notes)
     if program["done"] == "workers":
@@ -142,7 +142,7 @@ def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, note
                 "other than latest or a digest; give --image REF"
             )
     workers = roles["worker"]
-    base_role = "chief" if "chief" in roles else "ps" if workers.gpus else "worker"
+    base_role = "chief" if "chief" in roles else "ps" if workers.gpus and "ps" in roles else "worker"
     base = roles[base_role].container["image"]
     images: dict[str, Any] = {"image": base}
     if workers.gpus:
@@ -164,93 +164,6 @@ def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, note
 def _sizes(view: RoleView) -> dict[str, Any]:
     return {key: value for key, value in (("cpu", view.cpu), ("memory", view.memory)) if value is not None} | (
         {"tolerations": view.tolerations} if view.tolerations else {}
-    )
-
-
-def _run_policy(
-    job: TFJob, roles: dict[str, RoleView], cluster: dict[str, Any], comments: dict, notes: list[Note]
-) -> None:
-    """Restart policies, backoffLimit, the deadline, Kueue's queue and the priority, where tfk8s has the
-    same meaning."""
-    # Early v1 TFJobs set these in spec; later ones in spec.runPolicy.
-    where_of = {key: f"spec.{key}" for key in LEGACY_RUN_KEYS if key in job.spec}
-    where_of |= {key: f"spec.runPolicy.{key}" for key in job.spec.get("runPolicy") or {}}
-    run = {key: job.spec.get(key, (job.spec.get("runPolicy") or {}).get(key)) for key in where_of}
-    backoff = run.get("backoffLimit")
-    for role, where in (("chief", ("chief",)), ("ps", ())):
-        view = roles.get(role)
-        if view is None:
-            continue
-        policy = view.replica.restart_policy or TFJOB_RESTART_POLICY
-        restarts = 0 if policy == "Never" else backoff if policy in RESTARTING else None
-        if policy == "ExitCode":
-            _fail_on_permanent_codes(cluster["chief"] if where else cluster["ps"], view, comments, role)
-        if restarts is not None:
-            target = cluster["chief"] if where else cluster
-            target["restarts"] = restarts
-            default = "" if view.replica.restart_policy else " (TFJob's default)"
-            comments[("tfk8s:cluster", *(where or ("restarts",)))] = (
-                f"From the TFJob's {view.replica.path.rsplit('.', 1)[1]} restartPolicy {policy}{default}"
-                + (f" and backoffLimit {backoff}." if policy in RESTARTING else ".")
-            )
-    worker_policy = roles["worker"].replica.restart_policy or TFJOB_RESTART_POLICY
-    if worker_policy == "ExitCode":
-        _fail_on_permanent_codes(cluster["workers"], roles["worker"], comments, "workers")
-    elif worker_policy not in RESTARTING:
-        notes.append(
-            Note(
-                f"{roles['worker'].replica.path}.restartPolicy",
-                f"{worker_policy}: tfk8s restarts a failed worker alone (its Job retries it, whatever the exit code)",
-            )
-        )
-    deadline = run.get("activeDeadlineSeconds")
-    if deadline is not None:
-        if "chief" in cluster:
-            cluster["chief"]["activeDeadlineSeconds"] = deadline
-        else:
-            notes.append(
-                Note(
-                    where_of["activeDeadlineSeconds"],
-                    "tfk8s's deadline is the chief's, and this TFJob has no chief (done: workers)",
-                )
-            )
-    scheduling = run.get("schedulingPolicy") or {}
-    if scheduling.get("queue"):
-        cluster["queue"] = scheduling["queue"]
-        comments[("tfk8s:cluster", "queue")] = "A Kueue ClusterQueue: Kueue admits the whole experiment or none of it."
-    if scheduling.get("priorityClass"):
-        cluster["priorityClass"] = scheduling["priorityClass"]
-    for key in sorted(set(scheduling) - {"queue", "priorityClass"}):
-        notes.append(
-            Note(
-                f"spec.runPolicy.schedulingPolicy.{key}",
-                "with tfk8s:cluster.queue, Kueue admits the whole "
-                "experiment at once; tfk8s has no gang scheduler settings",
-            )
-        )
-    instead = {
-        "cleanPodPolicy": "JobSet ends the PS and workers when the experiment ends; `pulumi destroy` removes the rest",
-        "ttlSecondsAfterFinished": "the experiment's objects stay until `pulumi destroy`",
-        "suspend": "`pulumi up` starts the experiment",
-    }
-    for key in sorted(set(run) - {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy"}):
-        notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))
-    # TFJob ignores successPolicy when it has a chief, as tfk8s does, and `AllWorkers` is `done: workers`.
-    carried = {"successPolicy"} if job.spec.get("successPolicy") == "AllWorkers" or "chief" in roles else set()
-    spec_instead = {
-        "successPolicy": "TFJob's default ends a TFJob without a chief when worker 0 exits 0; tfk8s waits for every "
-        "worker (done: workers), or for N of them with done: {workers: N}",
-        "enableDynamicWorker": "the number of workers is the stack's tfk8s:cluster.workers.replicas",
-    }
-    for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS, *carried}):
-        notes.append(Note(f"spec.{key}", spec_instead.get(key, "tfk8s does not know this field")))
-
-
-def _fail_on_permanent_codes(role: dict[str, Any], view: RoleView, comments: dict, key: str) -> None:
-    role["failOn"] = PERMANENT_EXIT_CODES
-    comments[("tfk8s:cluster", key, "failOn")] = (
-        f"From the TFJob's {view.replica.path.rsplit('.', 1)[1]} restartPolicy ExitCode: exits 1-127 end the\n"
-        "experiment, 128 and up (a signal) are retried. An evicted task is replaced and never counts."
     )
 
 

@@ -169,13 +169,12 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
         for key in sorted(map(str, template_metadata)):
             job.notes.append(Note(f"{path}.template.metadata.{key}", "tfk8s labels and annotates its pods itself"))
     job.notes += _metadata_notes(metadata)
-    for role, replica_type in (("ps", "PS"), ("worker", "Worker")):
-        if role not in job.replicas:
-            found = f"; it has {', '.join(unknown)}, which TFJob does not know" if unknown else ""
-            raise NotImportable(
-                f"{where}: no {replica_type} replicas{found}: tfk8s runs parameter-server training, which needs PS "
-                "and workers (a TFJob of workers only, for MultiWorkerMirroredStrategy, has no PS to place)"
-            )
+    if "worker" not in job.replicas:
+        found = f"; it has {', '.join(unknown)}, which TFJob does not know" if unknown else ""
+        raise NotImportable(
+            f"{where}: no Worker replicas{found}: tfk8s runs an experiment's workers (with PS, or workers only), "
+            "and this TFJob has none"
+        )
     return job
 
 

@@ -64,9 +64,9 @@ def shared_program_env(experiment: Experiment, scratch_dir: str) -> dict[str, st
     cluster = experiment.tf_config.cluster
     return {
         CLUSTER_ENV: experiment.tf_config.cluster_json,
-        "PS_HOSTS": ",".join(cluster["ps"]),
+        "PS_HOSTS": ",".join(cluster.get("ps", ())),
         "WORKER_HOSTS": ",".join(cluster["worker"]),
-        "PS_REPLICAS": str(len(cluster["ps"])),
+        "PS_REPLICAS": str(len(cluster.get("ps", ()))),
         "WORKER_REPLICAS": str(len(cluster["worker"])),
         # The root filesystem is read-only: home and temporary files go to the task's scratch.
         "HOME": scratch_dir,

@@ -152,7 +152,7 @@ class Experiment:
 
     @property
     def ps_pool(self) -> NodePoolSpec:
-        return self.config.pools[self.config.cluster.ps.pool]
+        return self.config.pools[self.config.cluster.ps_pool]
 
     @property
     def worker_pool(self) -> NodePoolSpec:

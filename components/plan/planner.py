@@ -179,8 +179,8 @@ def plan_placement(
     break (components/spec/placement_rules.py); the planner asks the same rules
     before it relies on them.
     """
-    if ps_count < 1 or worker_count < 1:
-        raise ValueError("a cluster needs at least one PS and one worker")
+    if ps_count < 0 or worker_count < 1:
+        raise ValueError("a cluster needs at least one worker, and no fewer than 0 PS")
     problems = placement_problems(strategy, ps_pool.name, ps_pool.servers, worker_pool.name, worker_pool.servers)
     if problems:
         raise ValueError("; ".join(str(problem) for problem in problems))
@@ -252,7 +252,7 @@ def plan_stack(config: StackConfig) -> Plan:
     pools = {pool.name: PoolServers(pool.name, pool.nodes) for pool in config.node_pools}
     return plan_placement(
         cluster.placement,
-        pools[cluster.ps.pool],
+        pools[cluster.ps_pool],
         pools[cluster.workers.pool],
         cluster.ps_count,
         cluster.workers.replicas,

@@ -31,14 +31,13 @@ def cross_checks(config: StackConfig) -> list[str]:
             errors.append(f"{ns}:nodePools[{index}].name: pool '{pool.name}' is defined twice")
         seen_names.add(pool.name)
 
-    for role in ("ps", "workers"):
-        pool_name = getattr(cluster, role).pool
+    for role, pool_name in (("ps", cluster.ps_pool), ("workers", cluster.workers.pool)):
         if pool_name not in pools:
             errors.append(f"{ns}:cluster.{role}.pool: unknown pool '{pool_name}'; defined pools: {', '.join(pools)}")
     if errors:
         return errors
 
-    ps_pool, worker_pool = pools[cluster.ps.pool], pools[cluster.workers.pool]
+    ps_pool, worker_pool = pools[cluster.ps_pool], pools[cluster.workers.pool]
 
     errors.extend(
         str(problem)
@@ -68,6 +67,12 @@ def cross_checks(config: StackConfig) -> list[str]:
                     f"'{pool.name}'; a node belongs to one pool"
                 )
 
+    if config.program is None and cluster.ps_count == 0:
+        errors.append(
+            f"{ns}:cluster.ps.replicas: 0 PS (workers only) cannot run tfk8s's trainer, which trains with "
+            "parameter servers; give PS (ps.replicas or ratio), or run your own program (tfk8s:program)"
+        )
+        return errors
     if config.program is not None:
         errors.extend(_program_checks(config))
     elif cluster.ps.memory is not None:
@@ -143,7 +148,7 @@ def _program_checks(config: StackConfig) -> list[str]:
     """What a stack running the team's own program must say itself: tfk8s does not know its model."""
     ns = CONFIG_NAMESPACE
     errors = []
-    if config.cluster.ps.memory is None:
+    if config.cluster.ps.memory is None and config.cluster.ps_count > 0:
         errors.append(
             f"{ns}:cluster.ps.memory: required with {ns}:program: tfk8s derives a PS's memory from its own "
             "trainer's model, and cannot from a program it does not know; give each PS its variables' "

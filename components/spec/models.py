@@ -1,4 +1,4 @@
-"""The stack file's models: node pools, the PS, worker and chief roles, the cluster, the stack.
+"""The stack file's models: node pools, the cluster (its roles: roles.py), the stack.
 
 Frozen pydantic models with camelCase aliases, as a stack file writes its keys;
 each field's description is the user documentation of its key.
@@ -6,7 +6,7 @@ each field's description is the user documentation of its key.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Mapping, Optional
+from typing import Any, Literal, Mapping, Optional
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -15,21 +15,16 @@ from trainer.settings import LARGEST_NUMBER as INT32_MAX
 from trainer.settings import TrainerSettings
 
 from .egress import EgressRule
-from .exit_codes import FAIL_ON_HELP, FailOn
 from .model_base import StackModel as _Model
 from .namespace import NamespaceSpec
 from .pools import NodePoolSpec
 from .program import ProgramSpec
 from .quantities import (
-    INT64_MAX,
-    NODE_NAME_PATTERN,
-    CpuQuantity,
     DnsLabel,
-    MemoryQuantity,
     NodeName,
-    Quantity,
 )
 from .ratio import parse_ratio, ps_count_for_ratio
+from .roles import ChiefSpec, PsSpec, WorkerSpec
 
 CONFIG_NAMESPACE = "tfk8s"
 # The largest experiment tfk8s is tested with: scene1-case4 fifty times over (1,000 servers,
@@ -64,118 +59,6 @@ class StackConfigError(ValueError):
     def listing(cls, stack: str, errors: list[str]) -> "StackConfigError":
         lines = "\n".join(f"  - {error}" for error in errors)
         return cls(f"stack '{stack}' has an invalid configuration:\n{lines}")
-
-
-TolerationOperator = Literal["Exists", "Equal"]
-TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
-
-
-class Toleration(_Model):
-    """A Kubernetes toleration, as a pod spec writes it."""
-
-    key: Optional[str] = Field(default=None, min_length=1, description="taint key (unset with Exists: every taint)")
-    operator: TolerationOperator = Field(default="Equal", description="Equal (key and value) or Exists (key only)")
-    value: Optional[str] = Field(default=None, description="taint value, with operator Equal")
-    effect: Optional[TaintEffect] = Field(default=None, description="the taint effect tolerated (unset: every effect)")
-    toleration_seconds: Optional[int] = Field(
-        default=None,
-        strict=True,
-        ge=0,
-        le=INT64_MAX,
-        description="with NoExecute: how long the pod stays after the taint",
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Toleration":
-        if self.operator == "Exists" and self.value is not None:
-            raise ValueError("operator Exists takes no value; drop value or use operator Equal")
-        if self.operator == "Equal" and self.key is None:
-            raise ValueError("operator Equal needs a key")
-        if self.toleration_seconds is not None and self.effect != "NoExecute":
-            raise ValueError("tolerationSeconds applies to effect NoExecute only")
-        return self
-
-    def manifest(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
-
-
-Tolerations = tuple[Toleration, ...]
-TOLERATIONS_HELP = "tolerations of this role's pods, added to tfk8s's own (GPU workers tolerate nvidia.com/gpu)"
-
-
-class PsSpec(_Model):
-    replicas: Optional[int] = Field(
-        default=None, strict=True, ge=1, description="parameter servers; may be left to cluster.ratio"
-    )
-    pool: DnsLabel = Field(description="node pool the PS run in")
-    cpu: CpuQuantity = Field(
-        default="2", description="CPU request of each PS (no CPU limit: a limit throttles TensorFlow's threads)"
-    )
-    memory: Optional[MemoryQuantity] = Field(
-        default=None,
-        description="memory request and limit of each PS; derived from tfk8s's trainer's model when unset "
-        "(required with tfk8s:program)",
-    )
-    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
-    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
-
-
-class WorkerSpec(_Model):
-    replicas: int = Field(strict=True, ge=1, description="workers")
-    pool: DnsLabel = Field(description="node pool the workers run in")
-    gpus: int = Field(default=0, strict=True, ge=0, le=INT32_MAX, description="nvidia.com/gpu per worker (0: CPU only)")
-    cpu: CpuQuantity = Field(
-        default="1", description="CPU request of each worker (no CPU limit: a limit throttles TensorFlow's threads)"
-    )
-    memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
-    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
-    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
-
-
-class CheckpointVolumeSpec(_Model):
-    size: Quantity = Field(description="storage the chief's checkpoint volume requests (e.g. 20Gi)")
-    storage_class: Optional[Annotated[str, Field(pattern=NODE_NAME_PATTERN)]] = Field(
-        default=None, description="StorageClass of the volume (default: the cluster's default class)"
-    )
-    keep: bool = Field(
-        default=True,
-        strict=True,
-        description="true: `pulumi destroy` keeps the claim, the trained model, (and a namespace tfk8s created, "
-        "which holds it), and the next `pulumi up` of the stack resumes from its last checkpoint; false: the "
-        "checkpoints are deleted with the experiment",
-    )
-
-
-class ChiefSpec(_Model):
-    cpu: CpuQuantity = Field(
-        default="1", description="CPU request of the chief (no CPU limit: a limit throttles TensorFlow's threads)"
-    )
-    memory: Optional[MemoryQuantity] = Field(
-        default=None,
-        description="memory request and limit of the chief (default: derived from the checkpoint it writes, at least "
-        "2Gi)",
-    )
-    restarts: int = Field(
-        default=6,
-        strict=True,
-        ge=0,
-        le=INT32_MAX,
-        description="times the chief is restarted (from its checkpoint) before the Job fails",
-    )
-    checkpoint_volume: Optional[CheckpointVolumeSpec] = Field(
-        default=None,
-        description="a PersistentVolumeClaim for the chief's checkpoints, so they outlive the chief's pod",
-    )
-    active_deadline_seconds: Optional[int] = Field(
-        default=None,
-        strict=True,
-        ge=1,
-        le=INT64_MAX,
-        description="seconds the chief's Job may run in all before it fails (and the experiment with it): "
-        "a hung chief otherwise runs forever (default: no deadline)",
-    )
-    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
-    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
 
 
 class ClusterSpec(_Model):
@@ -258,7 +141,7 @@ class ClusterSpec(_Model):
     )
     ps: PsSpec = Field(
         description="the parameter servers (under colocated it may be left out: they share workers.pool, "
-        "and ratio gives their count)"
+        "and ratio gives their count; left out with no ratio: workers only)"
     )
     workers: WorkerSpec = Field(description="the workers")
     chief: ChiefSpec = Field(default_factory=ChiefSpec, description="the chief: it builds the model and checkpoints")
@@ -266,11 +149,14 @@ class ClusterSpec(_Model):
     @model_validator(mode="before")
     @classmethod
     def _colocated_ps_follow_the_workers(cls, data: Any) -> Any:
-        """Colocated PS share the workers' pool by definition, so `ps` may be left out."""
+        """Colocated PS share the workers' pool by definition, so `ps` may be left out; left out with
+        no ratio to count them, there are none (workers only)."""
+        if not isinstance(data, Mapping) or "ps" in data:
+            return data
+        if data.get("ratio") is None:
+            return {**data, "ps": {"replicas": 0}}
         if (
-            isinstance(data, Mapping)
-            and "ps" not in data
-            and data.get("placement") == "colocated"
+            data.get("placement") == "colocated"
             and isinstance(data.get("workers"), Mapping)
             and "pool" in data["workers"]
         ):
@@ -342,6 +228,13 @@ class ClusterSpec(_Model):
     def _ps_count_known(self) -> "ClusterSpec":
         if self.ps.replicas is None and self.ratio is None:
             raise ValueError("set ps.replicas or ratio ('1:10' means one PS per ten workers)")
+        if self.ps.pool is None and self.ps.replicas != 0:
+            raise ValueError("ps.pool: required with PS (ps.replicas: 0 runs workers only)")
+        if self.ps.replicas == 0 and self.placement == "isolated":
+            raise ValueError(
+                "placement: isolated keeps the PS' servers apart from the workers', and ps.replicas: 0 runs "
+                "no PS; use colocated (or spread) for workers only"
+            )
         if self.ps.replicas is not None and self.ratio is not None:
             implied = ps_count_for_ratio(self.ratio, self.workers.replicas)
             if implied != self.ps.replicas:
@@ -357,6 +250,11 @@ class ClusterSpec(_Model):
             return self.ps.replicas
         assert self.ratio is not None
         return ps_count_for_ratio(self.ratio, self.workers.replicas)
+
+    @property
+    def ps_pool(self) -> str:
+        """The PS' pool; with no PS (workers only), the workers', where the plan puts nothing else."""
+        return self.ps.pool or self.workers.pool
 
 
 class StackConfig(_Model):

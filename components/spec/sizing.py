@@ -75,7 +75,10 @@ def mebibytes(size: int) -> str:
 
 
 def ps_memory_request(config: StackConfig) -> str:
-    """The PS memory request of a stack: `cluster.ps.memory`, else derived from the model."""
+    """The PS memory request of a stack: `cluster.ps.memory`, else derived from the model ("0" for
+    workers only: there is no PS to size)."""
+    if config.cluster.ps_count == 0:
+        return "0"
     explicit = config.cluster.ps.memory
     return explicit or ps_memory_quantity(config.trainer, config.cluster.ps_count)
 

@@ -87,8 +87,9 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
             report(f"{where}: tasks disagree on the cluster in TF_CONFIG ({len(cluster_texts)} versions)", None)
             continue
         cluster = get(group[0].tf_config, "cluster", default={}) or {}
-        if not as_list(get(cluster, "ps")) or not as_list(get(cluster, "worker")):
-            report(f"{where}: the cluster needs at least one ps and one worker", None)
+        # Workers only (a team's MultiWorkerMirroredStrategy program) is a cluster; no worker is none.
+        if not as_list(get(cluster, "worker")):
+            report(f"{where}: the cluster needs at least one worker", None)
         # Every pod here has a task: a workload with a pod that has none was reported as malformed above.
         tasks = [(workload, pod, task) for workload in group for pod, task in workload.pod_tasks() if task is not None]
         seen: dict[tuple, str] = {}

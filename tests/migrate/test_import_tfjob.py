@@ -136,6 +136,22 @@ def test_restart_policy_exit_code_fails_on_1_to_127_and_retries_signals(tmp_path
     assert worker_rules[1]["onExitCodes"]["values"] == list(range(1, 128))
 
 
+@pytest.mark.parametrize("chief", [False, True])
+def test_a_tfjob_of_workers_only_becomes_an_experiment_without_ps(tmp_path, capsys, stacks_dir, chief):
+    """Kubeflow's own examples/tensorflow/simple.yaml: Worker replicas only (MultiWorkerMirroredStrategy)."""
+    job = tfjob(Worker=replica(2, command=["python", "mnist.py"]), **({"Chief": replica(1)} if chief else {}))
+    code, out, err = run_import(tmp_path, capsys, job, "--nodes", "srv-00")
+    assert code == 0, err
+    config = written(stacks_dir)
+    assert config["tfk8s:cluster"]["ps"] == {"replicas": 0}
+    assert config["tfk8s:program"]["done"] == ("chief" if chief else "workers")
+    assert "memory" not in err, "no PS memory to fill in"
+    experiment = load_experiment(str(stacks_dir / "Pulumi.imported.yaml"))
+    assert experiment.plan.count("ps") == 0 and experiment.plan.count("worker") == 2
+    assert "ps" not in experiment.tf_config.cluster
+    assert f"{'chief, ' if chief else ''}0 PS, 2 workers, done: {'chief' if chief else 'workers'}" in out, out
+
+
 def test_master_is_the_chief(tmp_path, capsys, stacks_dir):
     code, _, err = run_import(tmp_path, capsys, tfjob(Master=replica(1), PS=replica(1), Worker=replica(2)), "--nodes", "n1")
     assert code == 0, err
@@ -238,7 +254,7 @@ def test_a_ps_without_memory_is_a_value_to_fill_in(tmp_path, capsys, stacks_dir)
     pytest.param({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob"}, (),
                  "it holds a Kubeflow Trainer v2 TrainJob", id="a Trainer v2 TrainJob"),
     pytest.param(tfjob(), (), "no replicas: spec.tfReplicaSpecs is empty", id="no replicas"),
-    pytest.param(tfjob(Chief=replica(1), Worker=replica(2)), (), "no PS replicas", id="no PS"),
+    pytest.param(tfjob(Chief=replica(1), PS=replica(1)), (), "no Worker replicas", id="no workers"),
     pytest.param(tfjob(Chief=replica(1), PS=replica(1), Worker=replica(2, image="tensorflow/tensorflow:latest")), (),
                  "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image 'tensorflow/tensorflow:latest' is not "
                  "pinned", id="latest image"),

@@ -158,6 +158,25 @@ def test_done_n_of_the_workers_needs_a_jobset():
     assert "tfk8s:program.done: {workers: 2} needs tfk8s:cluster.workload: jobset" in message
 
 
+@pytest.mark.parametrize("done", ["chief", "workers"])
+def test_workers_only_have_no_ps_in_tf_config_and_are_placed_as_any_workers(done):
+    name, values = program_values({"command": ["python", "train.py"], "done": done})
+    values["tfk8s:cluster"]["ps"] = {"replicas": 0}
+    run = run_program(name, values)
+    (jobset,) = run.of_kind("JobSet")
+    spec = jobset.manifest["spec"]
+    assert [job["name"] for job in spec["replicatedJobs"]] == (["chief", "worker"] if done == "chief" else ["worker"])
+    assert "PSDisrupted" not in {rule["name"] for rule in spec["failurePolicy"]["rules"]}
+    (data,) = [data for data in config_maps_of(run).values() if "TFK8S_CLUSTER" in data]
+    assert json.loads(data["TFK8S_CLUSTER"]).keys() == ({"chief", "worker"} if done == "chief" else {"worker"})
+    assert (data["PS_HOSTS"], data["PS_REPLICAS"], data["WORKER_REPLICAS"]) == ("", "0", "50")
+    # The workers' placement is the stack's: 10 per server of the pool, as with PS.
+    with_ps = program_stack_run({"command": ["python", "train.py"], "done": done})
+    assert [p.spec.get("topologySpreadConstraints") for p in pods_of(run) if p.task.startswith("worker")] == [
+        p.spec.get("topologySpreadConstraints") for p in pods_of(with_ps) if p.task.startswith("worker")
+    ]
+
+
 def test_a_changed_program_rolls_every_task():
     def templates(program):
         return {pod.task: json.dumps(pod.spec, sort_keys=True) + json.dumps(dict(pod.labels))

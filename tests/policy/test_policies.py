@@ -685,6 +685,20 @@ def test_a_program_stack_passes_every_policy_and_tf_config_is_read_from_its_envi
                       else one_worker_short(objects))
 
 
+@pytest.mark.parametrize("done", ["chief", "workers"])
+def test_a_worker_only_program_passes_every_policy_and_the_ps_rules_do_not_apply(done):
+    from tests.objects.test_program import program_values
+
+    name, values = program_values({"command": ["python", "train.py"], "done": done})
+    values["tfk8s:cluster"]["ps"] = {"replicas": 0}
+    objects = objects_of(run_program(name, values))
+    jobset = find(objects, "JobSet", "tf")
+    assert "ps" not in [job["name"] for job in jobset.props["spec"]["replicatedJobs"]], "no PS task"
+    assert tripped(objects, POLICIES) == {}
+    # The TF_CONFIG check still bites: a worker short of the cluster is caught.
+    assert violations("tfk8s-tf-config-consistent", one_jobset_worker_short(objects))
+
+
 def test_the_model_derived_policies_say_they_apply_to_tfk8s_trainer_only():
     for name in ("tfk8s-embedding-shards-match-ps", "tfk8s-ps-memory-fits-shard", "tfk8s-unpartitioned-embedding",
                  "tfk8s-checkpoints-outlive-the-chief"):

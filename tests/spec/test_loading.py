@@ -63,7 +63,7 @@ BAD_INPUTS = {
     ),
     "negative PS replicas": (
         lambda v: cluster(v)["ps"].update(replicas=-1),
-        r"tfk8s:cluster\.ps\.replicas: .*greater than or equal to 1 \(got -1\)",
+        r"tfk8s:cluster\.ps\.replicas: .*greater than or equal to 0 \(got -1\)",
     ),
     "unknown placement": (
         lambda v: cluster(v).update(placement="mixed"),
@@ -231,9 +231,21 @@ BAD_INPUTS = {
         lambda v: v.update({"tfk8s:trainer": 0}),
         r"tfk8s:trainer: must be a mapping of settings, or \{\} for the defaults \(got 0\)",
     ),
-    "colocated without ps and without ratio": (
+    "without ps and without ratio, for tfk8s's trainer": (
         lambda v: cluster(v).pop("ps"),
+        r"tfk8s:cluster\.ps\.replicas: 0 PS \(workers only\) cannot run tfk8s's trainer",
+    ),
+    "ps without replicas or ratio": (
+        lambda v: cluster(v)["ps"].pop("replicas"),
         r"tfk8s:cluster: set ps\.replicas or ratio \('1:10' means one PS per ten workers\)",
+    ),
+    "ps without a pool": (
+        lambda v: cluster(v)["ps"].pop("pool"),
+        r"tfk8s:cluster: ps\.pool: required with PS \(ps\.replicas: 0 runs workers only\)",
+    ),
+    "no PS and isolated": (
+        lambda v: cluster(v).update(placement="isolated", ps={"replicas": 0}),
+        r"placement: isolated keeps the PS' servers apart from the workers', and ps\.replicas: 0 runs no PS",
     ),
     "isolated without ps": (
         lambda v: (cluster(v).pop("ps"), cluster(v).update(placement="isolated", ratio="1:10")),

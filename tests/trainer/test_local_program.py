@@ -22,7 +22,8 @@ def program_stack(folder: Path, name: str, program: dict, ps: int = 2, workers: 
     """A stack file running `program` (JSON is YAML: no YAML library in this environment)."""
     config = {
         "tfk8s:nodePools": [{"name": "servers", "nodes": ["srv-00"]}],
-        "tfk8s:cluster": {"placement": "colocated", "ps": {"replicas": ps, "pool": "servers", "memory": "1Gi"},
+        "tfk8s:cluster": {"placement": "colocated",
+                          "ps": {"replicas": ps, "pool": "servers", "memory": "1Gi"} if ps else {"replicas": 0},
                           "workers": {"replicas": workers, "pool": "servers"}},
         "tfk8s:program": program,
     }
@@ -96,6 +97,19 @@ def test_done_n_of_the_workers_succeeds_once_n_exited_0_and_stops_the_straggler(
     assert result["phase"] == "Succeeded" and result["done"] == {"workers": 2}
     assert "worker-0 exited 0" in stdout and "worker-1 exited 0" in stdout and "worker-2 exited" not in stdout
     assert left == [], "the straggler and the PS are stopped"
+
+
+def test_a_workers_only_multiworkermirroredstrategy_program_runs_to_success(tmp_path):
+    stack = program_stack(tmp_path, "local-mwms", {"source": "tests/team_programs/tf2-mwms",
+                                                   "command": ["python", "train.py"], "args": ["--steps", "50"],
+                                                   "done": "workers"}, ps=0)
+    code, stdout, stderr, left = run_local(tmp_path / "run", stack)
+    assert code == 0, stderr[-3000:]
+    assert left == []
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["phase"] == "Succeeded"
+    assert "50 steps over 2 workers" in result["log"], result
+    assert not (tmp_path / "run" / "ps-0").exists(), "workers only: no PS"
 
 
 def test_a_failing_program_ends_the_run_naming_the_task_and_its_last_line(tmp_path):

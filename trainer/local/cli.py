@@ -77,7 +77,7 @@ def resolve(
         scale = scale_to_machine(experiment.ps, experiment.workers)
         base, ps, workers = experiment.trainer, scale.ps, scale.workers
         print(
-            f"stack {experiment.stack} on this machine: {'; '.join(scale.notes)}; placement "
+            f"stack {experiment.stack} on this machine: {'; '.join(scale.notes) or 'as sized'}; placement "
             f"{experiment.placement} is not reproduced (every task runs here)",
             file=out,
             flush=True,
@@ -121,8 +121,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as error:  # SettingsError, LaunchError, YAML errors: one clear line
         print(f"trainer.local: {error}", file=sys.stderr)
         return 2
-    if ps < 1 or workers < 1:
-        print("trainer.local: --ps and --workers must be at least 1", file=sys.stderr)
+    if workers < 1 or ps < (0 if program is not None else 1):
+        # A team's program may run workers only; tfk8s's trainer is a parameter-server trainer.
+        least = "--workers must be at least 1" if program is not None else "--ps and --workers must be at least 1"
+        print(f"trainer.local: {least}", file=sys.stderr)
         return 2
 
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tfk8s-local-"))

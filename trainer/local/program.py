@@ -61,7 +61,8 @@ class LocalProgram:
 
     def roles(self) -> dict[str, int]:
         chief = {"chief": 1} if self.program.has_chief else {}
-        return {**chief, "ps": self.ps, "worker": self.workers}
+        ps = {"ps": self.ps} if self.ps else {}  # workers only: no ps job at all, as in a pod's TF_CONFIG
+        return {**chief, **ps, "worker": self.workers}
 
     def check(self) -> None:
         """What cannot run here is said before anything starts."""
@@ -96,9 +97,9 @@ class LocalProgram:
                 ),
                 "JOB_NAME": role,
                 "TASK_INDEX": str(index),
-                "PS_REPLICAS": str(len(cluster["ps"])),
+                "PS_REPLICAS": str(len(cluster.get("ps", ()))),
                 "WORKER_REPLICAS": str(len(cluster["worker"])),
-                "PS_HOSTS": ",".join(cluster["ps"]),
+                "PS_HOSTS": ",".join(cluster.get("ps", ())),
                 "WORKER_HOSTS": ",".join(cluster["worker"]),
                 "PYTHONUNBUFFERED": "1",
                 "TMPDIR": str(self.workdir / "tmp"),

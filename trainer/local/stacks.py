@@ -69,7 +69,10 @@ def scale_to_machine(
 ) -> LocalScale:
     """The most PS (at least 2 when the stack has 2 or more) whose workers at the stack's
     PS:worker ratio fit this machine; when no such count exists, the fewest PS and as
-    many workers as fit, and the ratio changes."""
+    many workers as fit, and the ratio changes. Workers only: as many of them as fit."""
+    if ps == 0:
+        local = min(workers, max_workers)
+        return LocalScale(0, local, (f"{workers} workers -> {local}",) if local != workers else ())
     per_ps = workers / ps
     fewest_ps = min(2, ps)
     fitting = [n for n in range(fewest_ps, min(ps, max_ps) + 1) if round(n * per_ps) <= max_workers]

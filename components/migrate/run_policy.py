@@ -1,0 +1,104 @@
+"""A TFJob's run policy in tfk8s's terms: restart policies and backoffLimit as `restarts` and
+`failOn`, the deadline, Kueue's queue and priority, successPolicy; the rest listed as not carried."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .containers import RoleView
+from .tfjob import Note, TFJob
+
+RESTARTING = ("OnFailure", "Always")
+# What a TFJob replica without restartPolicy gets from TFJob's controller.
+TFJOB_RESTART_POLICY = "Never"
+# TFJob's `restartPolicy: ExitCode`: exit codes 1-127 are permanent (the TFJob fails), 128 and up
+# (a signal: killed, evicted) are retried.
+PERMANENT_EXIT_CODES = ["1-127"]
+LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
+
+
+def carry_run_policy(
+    job: TFJob, roles: dict[str, RoleView], cluster: dict[str, Any], comments: dict, notes: list[Note]
+) -> None:
+    """Restart policies, backoffLimit, the deadline, Kueue's queue and the priority, where tfk8s has the
+    same meaning."""
+    # Early v1 TFJobs set these in spec; later ones in spec.runPolicy.
+    where_of = {key: f"spec.{key}" for key in LEGACY_RUN_KEYS if key in job.spec}
+    where_of |= {key: f"spec.runPolicy.{key}" for key in job.spec.get("runPolicy") or {}}
+    run = {key: job.spec.get(key, (job.spec.get("runPolicy") or {}).get(key)) for key in where_of}
+    backoff = run.get("backoffLimit")
+    for role, where in (("chief", ("chief",)), ("ps", ())):
+        view = roles.get(role)
+        if view is None:
+            continue
+        policy = view.replica.restart_policy or TFJOB_RESTART_POLICY
+        restarts = 0 if policy == "Never" else backoff if policy in RESTARTING else None
+        if policy == "ExitCode":
+            _fail_on_permanent_codes(cluster["chief"] if where else cluster["ps"], view, comments, role)
+        if restarts is not None:
+            target = cluster["chief"] if where else cluster
+            target["restarts"] = restarts
+            default = "" if view.replica.restart_policy else " (TFJob's default)"
+            comments[("tfk8s:cluster", *(where or ("restarts",)))] = (
+                f"From the TFJob's {view.replica.path.rsplit('.', 1)[1]} restartPolicy {policy}{default}"
+                + (f" and backoffLimit {backoff}." if policy in RESTARTING else ".")
+            )
+    worker_policy = roles["worker"].replica.restart_policy or TFJOB_RESTART_POLICY
+    if worker_policy == "ExitCode":
+        _fail_on_permanent_codes(cluster["workers"], roles["worker"], comments, "workers")
+    elif worker_policy not in RESTARTING:
+        notes.append(
+            Note(
+                f"{roles['worker'].replica.path}.restartPolicy",
+                f"{worker_policy}: tfk8s restarts a failed worker alone (its Job retries it, whatever the exit code)",
+            )
+        )
+    deadline = run.get("activeDeadlineSeconds")
+    if deadline is not None:
+        if "chief" in cluster:
+            cluster["chief"]["activeDeadlineSeconds"] = deadline
+        else:
+            notes.append(
+                Note(
+                    where_of["activeDeadlineSeconds"],
+                    "tfk8s's deadline is the chief's, and this TFJob has no chief (done: workers)",
+                )
+            )
+    scheduling = run.get("schedulingPolicy") or {}
+    if scheduling.get("queue"):
+        cluster["queue"] = scheduling["queue"]
+        comments[("tfk8s:cluster", "queue")] = "A Kueue ClusterQueue: Kueue admits the whole experiment or none of it."
+    if scheduling.get("priorityClass"):
+        cluster["priorityClass"] = scheduling["priorityClass"]
+    for key in sorted(set(scheduling) - {"queue", "priorityClass"}):
+        notes.append(
+            Note(
+                f"spec.runPolicy.schedulingPolicy.{key}",
+                "with tfk8s:cluster.queue, Kueue admits the whole "
+                "experiment at once; tfk8s has no gang scheduler settings",
+            )
+        )
+    instead = {
+        "cleanPodPolicy": "JobSet ends the PS and workers when the experiment ends; `pulumi destroy` removes the rest",
+        "ttlSecondsAfterFinished": "the experiment's objects stay until `pulumi destroy`",
+        "suspend": "`pulumi up` starts the experiment",
+    }
+    for key in sorted(set(run) - {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy"}):
+        notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))
+    # TFJob ignores successPolicy when it has a chief, as tfk8s does, and `AllWorkers` is `done: workers`.
+    carried = {"successPolicy"} if job.spec.get("successPolicy") == "AllWorkers" or "chief" in roles else set()
+    spec_instead = {
+        "successPolicy": "TFJob's default ends a TFJob without a chief when worker 0 exits 0; tfk8s waits for every "
+        "worker (done: workers), or for N of them with done: {workers: N}",
+        "enableDynamicWorker": "the number of workers is the stack's tfk8s:cluster.workers.replicas",
+    }
+    for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS, *carried}):
+        notes.append(Note(f"spec.{key}", spec_instead.get(key, "tfk8s does not know this field")))
+
+
+def _fail_on_permanent_codes(role: dict[str, Any], view: RoleView, comments: dict, key: str) -> None:
+    role["failOn"] = PERMANENT_EXIT_CODES
+    comments[("tfk8s:cluster", key, "failOn")] = (
+        f"From the TFJob's {view.replica.path.rsplit('.', 1)[1]} restartPolicy ExitCode: exits 1-127 end the\n"
+        "experiment, 128 and up (a signal) are retried. An evicted task is replaced and never counts."
+    )

@@ -1,0 +1,129 @@
+"""The roles of a stack file's cluster: the PS, the workers and the chief (its checkpoint volume),
+with the tolerations and exit-code rules every role takes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import Field, model_validator
+
+from trainer.settings import LARGEST_NUMBER as INT32_MAX
+
+from .exit_codes import FAIL_ON_HELP, FailOn
+from .model_base import StackModel as _Model
+from .quantities import INT64_MAX, NODE_NAME_PATTERN, CpuQuantity, DnsLabel, MemoryQuantity, Quantity
+
+TolerationOperator = Literal["Exists", "Equal"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(_Model):
+    """A Kubernetes toleration, as a pod spec writes it."""
+
+    key: Optional[str] = Field(default=None, min_length=1, description="taint key (unset with Exists: every taint)")
+    operator: TolerationOperator = Field(default="Equal", description="Equal (key and value) or Exists (key only)")
+    value: Optional[str] = Field(default=None, description="taint value, with operator Equal")
+    effect: Optional[TaintEffect] = Field(default=None, description="the taint effect tolerated (unset: every effect)")
+    toleration_seconds: Optional[int] = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=INT64_MAX,
+        description="with NoExecute: how long the pod stays after the taint",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Toleration":
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("operator Exists takes no value; drop value or use operator Equal")
+        if self.operator == "Equal" and self.key is None:
+            raise ValueError("operator Equal needs a key")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds applies to effect NoExecute only")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+Tolerations = tuple[Toleration, ...]
+TOLERATIONS_HELP = "tolerations of this role's pods, added to tfk8s's own (GPU workers tolerate nvidia.com/gpu)"
+
+
+class PsSpec(_Model):
+    replicas: Optional[int] = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        description="parameter servers; may be left to cluster.ratio; 0: workers only (a team's program, e.g. "
+        "MultiWorkerMirroredStrategy)",
+    )
+    pool: Optional[DnsLabel] = Field(default=None, description="node pool the PS run in (required with PS)")
+    cpu: CpuQuantity = Field(
+        default="2", description="CPU request of each PS (no CPU limit: a limit throttles TensorFlow's threads)"
+    )
+    memory: Optional[MemoryQuantity] = Field(
+        default=None,
+        description="memory request and limit of each PS; derived from tfk8s's trainer's model when unset "
+        "(required with tfk8s:program)",
+    )
+    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
+    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
+
+
+class WorkerSpec(_Model):
+    replicas: int = Field(strict=True, ge=1, description="workers")
+    pool: DnsLabel = Field(description="node pool the workers run in")
+    gpus: int = Field(default=0, strict=True, ge=0, le=INT32_MAX, description="nvidia.com/gpu per worker (0: CPU only)")
+    cpu: CpuQuantity = Field(
+        default="1", description="CPU request of each worker (no CPU limit: a limit throttles TensorFlow's threads)"
+    )
+    memory: MemoryQuantity = Field(default="2Gi", description="memory request and limit of each worker")
+    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
+    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
+
+
+class CheckpointVolumeSpec(_Model):
+    size: Quantity = Field(description="storage the chief's checkpoint volume requests (e.g. 20Gi)")
+    storage_class: Optional[Annotated[str, Field(pattern=NODE_NAME_PATTERN)]] = Field(
+        default=None, description="StorageClass of the volume (default: the cluster's default class)"
+    )
+    keep: bool = Field(
+        default=True,
+        strict=True,
+        description="true: `pulumi destroy` keeps the claim, the trained model, (and a namespace tfk8s created, "
+        "which holds it), and the next `pulumi up` of the stack resumes from its last checkpoint; false: the "
+        "checkpoints are deleted with the experiment",
+    )
+
+
+class ChiefSpec(_Model):
+    cpu: CpuQuantity = Field(
+        default="1", description="CPU request of the chief (no CPU limit: a limit throttles TensorFlow's threads)"
+    )
+    memory: Optional[MemoryQuantity] = Field(
+        default=None,
+        description="memory request and limit of the chief (default: derived from the checkpoint it writes, at least "
+        "2Gi)",
+    )
+    restarts: int = Field(
+        default=6,
+        strict=True,
+        ge=0,
+        le=INT32_MAX,
+        description="times the chief is restarted (from its checkpoint) before the Job fails",
+    )
+    checkpoint_volume: Optional[CheckpointVolumeSpec] = Field(
+        default=None,
+        description="a PersistentVolumeClaim for the chief's checkpoints, so they outlive the chief's pod",
+    )
+    active_deadline_seconds: Optional[int] = Field(
+        default=None,
+        strict=True,
+        ge=1,
+        le=INT64_MAX,
+        description="seconds the chief's Job may run in all before it fails (and the experiment with it): "
+        "a hung chief otherwise runs forever (default: no deadline)",
+    )
+    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
+    fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)

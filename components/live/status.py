@@ -278,7 +278,7 @@ def _failed_jobs(jobs: list[Any], experiment: Experiment, pods: list[Any], first
                     pod = pod_named.get(pod_name)
                     task = (pod_task(pod, first_index) if pod is not None else None) or pod_name
                     key = "workers" if role_of.get(group) == "worker" else role_of.get(group, group)
-                    failed.append(f"{task} exited {code}, which {key}.failOn lists: not retried")
+                    failed.append(f"{task}'s exit code {code} is in {key}.failOn: no retry")
                     continue
                 tasks = ", ".join(tasks_of.get(group, [])) or group
                 failed.append(f"{tasks} failed ({condition.reason or condition.message})")

@@ -75,7 +75,7 @@ def test_a_worker_exiting_with_a_fail_on_code_ends_the_experiment_at_once_naming
     with applied(real_cluster, stack, tmp_path):
         status = wait_for_phase(stack, real_cluster, capsys, "Failed", FAIL_WITHIN_S)
         seen_failed = datetime.now(timezone.utc)
-        assert "worker-1 exited 3, which workers.failOn lists: not retried" in status["phaseDetail"], status
+        assert "worker-1's exit code 3 is in workers.failOn: no retry" in status["phaseDetail"], status
         failed = [p for p in real_cluster.pods(stack, "worker") if index_of(p) == 1]
         assert len(failed) == 1, f"worker-1 was retried: {[p.metadata.name for p in failed]}"
         exited_at = failed[0].status.container_statuses[0].state.terminated.finished_at

@@ -30,6 +30,7 @@ from components.access.kubeconfig import (
     new_api_client,
     read_kubeconfig,
 )
+from components.live.failures import failed_jobs
 from components.live.phase import (
     Phase,
     jobset_phase,
@@ -50,7 +51,6 @@ from components.live.tasks import (
     task_status,
 )
 from components.objects.api_errors import api_error_text, missing_permission, status_of
-from components.objects.failure_rules import POD_FAILURE_POLICY, failed_on_exit
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from trainer.log_lines import last_summary
@@ -114,7 +114,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     pods = newest_pods_by_task(all_pods, first_index)
     unread: list[str] = []
     nodes = _nodes(core, unread)
-    failed_by_workload = last_failed_create(core.list_namespaced_event(experiment.namespace).items)
+    events = core.list_namespaced_event(experiment.namespace).items
+    failed_by_workload = last_failed_create(events)
     jobs = client.BatchV1Api(api).list_namespaced_job(experiment.namespace, label_selector=selector).items
     job_parts = [_listed_job(job) for job in jobs]
     # Events name the workload that runs a group of tasks (a JobSet's Job: `tf-<group>-0`).
@@ -170,7 +171,7 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     elif phase.name == "Failed":
         why = [
             phase.detail,
-            _failed_jobs(jobs, experiment, all_pods, first_index),
+            failed_jobs(jobs, experiment, all_pods, first_index, events),
             failed_task(core, all_pods, first_index),
         ]
         phase = Phase(phase.name, "; ".join(filter(None, why)))
@@ -259,30 +260,6 @@ def pod_log(core: Any, pod: Any, lines: int = 50) -> str:
         return core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, tail_lines=lines)
     except ApiException:
         return ""
-
-
-def _failed_jobs(jobs: list[Any], experiment: Experiment, pods: list[Any], first_index: dict[str, int]) -> str:
-    """The task groups whose Job failed, with the tasks they run and the Job's reason; for an exit
-    code the role's `failOn` lists, the task and the code."""
-    tasks_of = {group.name: [task.name for task in group.tasks] for group in experiment.groups}
-    role_of = {group.name: group.task_type for group in experiment.groups}
-    pod_named = {pod.metadata.name: pod for pod in pods}
-    failed = []
-    for job in jobs:
-        for condition in job.status.conditions or ():
-            if condition.type == "Failed" and condition.status == "True":
-                group = (job.metadata.labels or {}).get(L.WORKLOAD, job.metadata.name)
-                exited = failed_on_exit(condition.message or "") if condition.reason == POD_FAILURE_POLICY else None
-                if exited is not None:
-                    pod_name, code = exited
-                    pod = pod_named.get(pod_name)
-                    task = (pod_task(pod, first_index) if pod is not None else None) or pod_name
-                    key = "workers" if role_of.get(group) == "worker" else role_of.get(group, group)
-                    failed.append(f"{task}'s exit code {code} is in {key}.failOn: no retry")
-                    continue
-                tasks = ", ".join(tasks_of.get(group, [])) or group
-                failed.append(f"{tasks} failed ({condition.reason or condition.message})")
-    return "; ".join(failed)
 
 
 STOPPED_EXIT_CODES = (128 + 15, 128 + 9)

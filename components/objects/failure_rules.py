@@ -24,8 +24,10 @@ A Pod failure policy needs `restartPolicy: Never`: every retried task is a new p
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Optional
 
+from components.objects.start_barrier import START_BARRIER, START_DEADLINE_EXIT
 from components.plan.experiment import Experiment
 from components.plan.workloads import TaskGroup
 
@@ -43,6 +45,7 @@ FAILED_ON_EXIT = "FailedOnExitCode"
 CHIEF_FAILS_EXPERIMENT = "ChiefFailed"
 WORKER_FAILS_EXPERIMENT = "WorkerFailed"
 PS_DISRUPTED = "PSDisrupted"
+START_DEADLINE_EXCEEDED = "StartDeadlineExceeded"
 
 _EXIT_MESSAGE = re.compile(
     r"^Container (?P<container>[^ ]+) for pod (?P<namespace>[^/ ]+)/(?P<pod>[^ ]+) failed with exit code "
@@ -62,14 +65,25 @@ def disruption_message_pattern(rule_index: int) -> str:
     return f"^Pod [^ ]+ has condition DisruptionTarget matching FailJob rule at index {rule_index}$"
 
 
-def failed_on_exit(message: str) -> Optional[tuple[str, int]]:
-    """The pod and exit code a `failOn` rule failed a Job for, from its condition's message."""
+@dataclass(frozen=True)
+class FailedExit:
+    """An exit a FailJob rule failed a Job for: `failOn` (the task's container) or the start deadline."""
+
+    container: str
+    pod: str
+    code: int
+
+
+def failed_on_exit(message: str) -> Optional[FailedExit]:
+    """The container, pod and exit code a FailJob rule on exit codes failed a Job for, from its
+    condition's message."""
     match = _EXIT_MESSAGE.match(message or "")
-    return (match["pod"], int(match["code"])) if match else None
+    return FailedExit(match["container"], match["pod"], int(match["code"])) if match else None
 
 
 def pod_failure_policy(experiment: Experiment, group: TaskGroup, container: str) -> Manifest:
-    """The `podFailurePolicy` of a group's Job: disruptions first, then the role's `failOn`."""
+    """The `podFailurePolicy` of a group's Job: disruptions first, then the start deadline, then the
+    role's `failOn`."""
     fail_on = experiment.config.cluster.role(group.task_type).fail_on
     disrupted = {
         # A PS's Job fails (the JobSet restarts the experiment, uncounted); another task is replaced.
@@ -77,6 +91,13 @@ def pod_failure_policy(experiment: Experiment, group: TaskGroup, container: str)
         "onPodConditions": [DISRUPTED],
     }
     rules: list[Manifest] = [disrupted]
+    if experiment.config.cluster.start_deadline is not None:
+        rules.append(
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": START_BARRIER, "operator": "In", "values": [START_DEADLINE_EXIT]},
+            }
+        )
     if fail_on:
         rules.append(
             {
@@ -93,6 +114,15 @@ def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container:
     first, so that a permanent failure wins over a PS restart when both are seen at once."""
     cluster = experiment.config.cluster
     rules: list[Manifest] = []
+    if cluster.start_deadline is not None:
+        rules.append(
+            {
+                "name": START_DEADLINE_EXCEEDED,
+                "action": "FailJobSet",
+                "onJobFailureReasons": [POD_FAILURE_POLICY],
+                "onJobFailureMessagePatterns": [exit_code_message_pattern(START_BARRIER)],
+            }
+        )
     if any(cluster.role(group.task_type).fail_on for group in experiment.groups):
         rules.append(
             {

@@ -14,6 +14,7 @@ from components.objects.program_container import (
     program_volumes,
     task_index_source,
 )
+from components.objects.start_barrier import start_barrier
 from components.plan import labels as L
 from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
 from components.plan.tf_config import TF_PORT
@@ -43,6 +44,7 @@ CHECKPOINT_VOLUME = "checkpoints"
 def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
     cluster = experiment.config.cluster
     restart_policy = _restart_policy(experiment, group)
+    main = _container(experiment, group)
     spec: Manifest = {
         **({"restartPolicy": restart_policy} if restart_policy else {}),
         "automountServiceAccountToken": False,
@@ -55,7 +57,7 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "affinity": _affinity(experiment, group),
-        "containers": [_container(experiment, group)],
+        "containers": [main],
         "volumes": [
             # Bounded: a task that fills it is evicted, not the server's disk.
             {"name": SCRATCH_VOLUME, "emptyDir": {"sizeLimit": experiment.scratch_size(group.task_type)}},
@@ -67,6 +69,9 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         spec["volumes"] += program_volumes(experiment)
     if experiment.cluster_as_file:
         spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": experiment.names.cluster_config_map}})
+    barrier = start_barrier(experiment, main, [m for m in main["volumeMounts"] if m["name"] == CLUSTER_VOLUME])
+    if barrier is not None:
+        spec["initContainers"] = [barrier]
     if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
         spec["volumes"].append(
             {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from trainer.settings import LARGEST_NUMBER as INT32_MAX
 from trainer.settings import TrainerSettings
 
+from .durations import Seconds
 from .egress import EgressRule
 from .model_base import StackModel as _Model
 from .namespace import NamespaceSpec
@@ -133,6 +134,12 @@ class ClusterSpec(_Model):
         description="times a lost PS restarts the whole experiment (from its last checkpoint) before it fails "
         "(workload jobset)",
     )
+    start_deadline: Optional[Seconds] = Field(
+        default=None,
+        description="how long every task may take to be running together (e.g. 10m): past it, tasks still not "
+        "running (Pending: unschedulable, an image that does not pull) end the experiment Failed, and status "
+        "names them and why; needs python3 in the image and workload jobset (default: no limit)",
+    )
     queue: Optional[DnsLabel] = Field(
         default=None,
         description="Kueue ClusterQueue that admits the whole experiment at once (workload jobset); "
@@ -215,6 +222,11 @@ class ClusterSpec(_Model):
                 raise ValueError(
                     f"{' and '.join(given)} need workload: jobset (Kueue admits and JobSet restarts "
                     "a JobSet); drop them or use workload: jobset"
+                )
+            if self.start_deadline is not None:
+                raise ValueError(
+                    "startDeadline needs workload: jobset (a StatefulSet's PS and workers serve until destroyed, "
+                    "they are never ended by it); drop it or use workload: jobset"
                 )
             failing = [f"{role}.failOn" for role, spec in (("ps", self.ps), ("workers", self.workers)) if spec.fail_on]
             if failing:

@@ -4,7 +4,11 @@ and which losses never count, as the Job and JobSet controllers read the objects
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -15,6 +19,7 @@ from components.objects.failure_rules import (
     failed_on_exit,
 )
 from components.objects.loading import load_experiment_values
+from components.objects.start_barrier import BARRIER_SCRIPT, START_DEADLINE_EXIT, TERMINATION_LOG
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.models import StackConfigError
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
@@ -114,9 +119,75 @@ def test_bad_fail_on_is_refused_naming_the_field(edit, expected):
 
 
 def test_the_task_and_code_are_read_from_the_job_controllers_message():
-    assert failed_on_exit(EXIT_MESSAGE) == ("tf-worker-0-1-x7kq2", 3)
+    exited = failed_on_exit(EXIT_MESSAGE)
+    assert exited is not None and (exited.container, exited.pod, exited.code) == ("tensorflow", "tf-worker-0-1-x7kq2", 3)
     assert failed_on_exit(DISRUPTION_MESSAGE) is None
     assert failed_on_exit("") is None
     assert re.match(exit_code_message_pattern("tensorflow"), EXIT_MESSAGE)
     assert not re.match(exit_code_message_pattern("other"), EXIT_MESSAGE)
     assert re.match(disruption_message_pattern(0), DISRUPTION_MESSAGE)
+
+
+# -- startDeadline ---------------------------------------------------------------------------
+
+
+def test_a_start_deadline_waits_in_an_init_container_and_ends_the_experiment_past_it():
+    run = run_program(*stack_values(lambda cluster: cluster.update(startDeadline="10m")))
+    jobs = jobs_by_role(run)
+    for role, spec in jobs.items():
+        pod = spec["template"]["spec"]
+        (barrier,) = pod["initContainers"]
+        (main,) = pod["containers"]
+        assert barrier["name"] == "start-barrier" and barrier["command"][:2] == ["python3", "-c"]
+        assert barrier["command"][-1] == "600", "10m in seconds"
+        assert (barrier["image"], barrier["envFrom"], barrier["securityContext"]) == (
+            main["image"], main["envFrom"], main["securityContext"])
+        rules = spec["podFailurePolicy"]["rules"]
+        # The disruption rule keeps index 0 (a PS's disruption pattern names it).
+        assert rules[0]["onPodConditions"] == [DISRUPTED], role
+        assert rules[1] == {"action": "FailJob", "onExitCodes": {
+            "containerName": "start-barrier", "operator": "In", "values": [75]}}
+    (jobset,) = run.of_kind("JobSet")
+    first = jobset.manifest["spec"]["failurePolicy"]["rules"][0]
+    assert first["name"] == "StartDeadlineExceeded" and first["action"] == "FailJobSet"
+    barrier_message = EXIT_MESSAGE.replace("Container tensorflow", "Container start-barrier").replace("code 3", "code 75")
+    assert re.match(first["onJobFailureMessagePatterns"][0], barrier_message)
+    assert not re.match(first["onJobFailureMessagePatterns"][0], EXIT_MESSAGE), "a failOn exit is not a late start"
+    # Without it, no init container and no rule: a task waits for its peers as TensorFlow does.
+    plain = jobs_by_role(run_program(*stack_values(lambda cluster: None)))
+    assert all("initContainers" not in spec["template"]["spec"] for spec in plain.values())
+
+
+@pytest.mark.parametrize("value, seconds", [(90, 90), ("90s", 90), ("10m", 600), ("1h", 3600)])
+def test_start_deadline_takes_seconds_or_a_unit(value, seconds):
+    experiment = load_experiment_values(*stack_values(lambda c: c.update(startDeadline=value)),
+                                        load_trainer_bundle(PROJECT_ROOT))
+    assert experiment.config.cluster.start_deadline == seconds
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda c: c.update(startDeadline="10 minutes"), "tfk8s:cluster.startDeadline: '10 minutes' is no duration"),
+    (lambda c: c.update(startDeadline=0), "tfk8s:cluster.startDeadline: Input should be greater than or equal to 1"),
+    (lambda c: c.update(startDeadline="2d"), "tfk8s:cluster.startDeadline: '2d' is no duration"),
+    (lambda c: c.update(startDeadline="48h"), "tfk8s:cluster.startDeadline: Input should be less than or equal to 86400"),
+    (lambda c: c.update(startDeadline="5m", workload="statefulset"), "startDeadline needs workload: jobset"),
+])
+def test_bad_start_deadlines_are_refused_naming_the_field(edit, expected):
+    with pytest.raises(StackConfigError) as error:
+        load_experiment_values(*stack_values(edit), load_trainer_bundle(PROJECT_ROOT))
+    assert expected in str(error.value)
+
+
+def test_the_barrier_passes_once_every_name_resolves_and_gives_up_naming_the_others(tmp_path):
+    log = tmp_path / "termination-log"
+    script = BARRIER_SCRIPT.replace(TERMINATION_LOG, str(log))
+    cluster = {"chief": ["localhost:2222"], "worker": ["localhost:2222", "worker-1.never.invalid:2222"]}
+    env = {**os.environ, "TFK8S_CLUSTER": json.dumps(cluster)}
+    env.pop("TFK8S_CLUSTER_FILE", None)
+    late = subprocess.run([sys.executable, "-c", script, "1"], env=env, capture_output=True, text=True, timeout=60)
+    assert late.returncode == START_DEADLINE_EXIT
+    assert log.read_text() == "not running within startDeadline (1 s): worker-1"
+    cluster["worker"].pop()
+    env["TFK8S_CLUSTER"] = json.dumps(cluster)
+    ready = subprocess.run([sys.executable, "-c", script, "30"], env=env, capture_output=True, text=True, timeout=60)
+    assert ready.returncode == 0, ready.stderr

@@ -662,9 +662,12 @@ def test_an_experiment_with_digest_images_gpu_workers_and_the_new_settings_passe
         image="registry.example.com/tensorflow@sha256:" + "0f" * 32,
         gpuImage="registry.example.com/tensorflow@sha256:" + "1e" * 32,
         priorityClass="research-low",
-        chief={"activeDeadlineSeconds": 86400, "tolerations": [{"key": "dedicated", "operator": "Exists"}]},
+        chief={"activeDeadlineSeconds": 86400, "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+               "failOn": [2]},
+        startDeadline="15m",
     )
     values["tfk8s:cluster"]["workers"]["tolerations"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
+    values["tfk8s:cluster"]["workers"]["failOn"] = ["64-78"]
     assert tripped(objects_of(run_program(name, values))) == {}
 
 

@@ -142,3 +142,22 @@ def test_done_two_of_three_workers_succeeds_with_the_third_still_running(real_cl
         assert reasons.get("SuccessCriteriaMet") == "SuccessPolicy", reasons
         straggler = [p for p in real_cluster.pods(stack, "worker") if index_of(p) == 2]
         assert all(p.status.phase != "Succeeded" for p in straggler), "worker-2 never finished: it was stopped"
+
+
+def test_a_run_that_cannot_start_ends_failed_past_its_start_deadline_naming_the_tasks(real_cluster, tmp_path, capsys):
+    """scene2-case1's shape with workers no node can hold (3 CPUs each, on 2-CPU servers): the chief
+    and PS run, wait for the workers for 20 s, and the experiment ends Failed, naming the workers and
+    the scheduler's reason."""
+
+    def edit(values: dict[str, Any]) -> None:
+        scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": UNTIL_STOPPED})(values)
+        values["tfk8s:cluster"]["startDeadline"] = "20s"
+        values["tfk8s:cluster"]["workers"]["cpu"] = "3"
+
+    stack = write_variant(real_cluster.stacks_dir, "scene2-case1", "real-start-deadline", edit)
+    with applied(real_cluster, stack, tmp_path):
+        status = wait_for_phase(stack, real_cluster, capsys, "Failed", FAIL_WITHIN_S)
+        detail = status["phaseDetail"]
+        assert "not running within startDeadline (20 s): worker-0, worker-1" in detail, detail
+        assert "worker-0: 0/2 nodes are available" in detail and "Insufficient cpu" in detail, detail
+        assert (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) == 0

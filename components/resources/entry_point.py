@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any, Collection, Iterator, Mapping, Optional
 
 import pulumi
-from pulumi.runtime import config as runtime_config
 
 from components.objects.loading import load_experiment_values
 from components.plan.experiment import Experiment
 from components.plan.trainer_bundle import load_trainer_bundle
+from components.resources import private_apis
 from components.resources.admission import refuse_never_admitted
 from components.resources.team_namespace import check_team_namespace
 from components.resources.tf_experiment import experiment_outputs, register_experiment
@@ -29,9 +29,8 @@ def engine_config() -> dict[str, Any]:
     pulumi.Config reads one known key at a time; tfk8s needs every key of its
     namespace to reject typos, so it reads the runtime's config map.
     """
-    merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values: dict[str, Any] = {}
-    for key, raw in merged.items():
+    for key, raw in private_apis.engine_config().items():
         # A namespace one slip from tfk8s's is passed on too, so that it is refused, not ignored.
         if not key.startswith(f"{CONFIG_NAMESPACE}:") and not is_near_namespace(key.split(":", 1)[0]):
             continue
@@ -44,9 +43,7 @@ def engine_config() -> dict[str, Any]:
 
 def engine_secret_keys() -> set[str]:
     """The `tfk8s:*` keys the engine holds as secrets (set with `pulumi config set --secret`)."""
-    secret = {*runtime_config.get_config_secret_keys_env()}
-    secret.update(key for key in runtime_config.CONFIG.get() if runtime_config.is_config_secret(key))
-    return {key for key in secret if key.startswith(f"{CONFIG_NAMESPACE}:")}
+    return {key for key in private_apis.engine_secret_keys() if key.startswith(f"{CONFIG_NAMESPACE}:")}
 
 
 def build(

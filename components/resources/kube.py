@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 import pulumi
-from pulumi_kubernetes import _utilities as provider_defaults
+
+from components.resources.private_apis import kubernetes_resource_defaults
 
 # (apiVersion, kind) -> the provider's resource token. A Node manifest is
 # applied as a server-side-apply patch: tfk8s labels nodes, it never owns them.
@@ -46,5 +47,5 @@ def create(
     name: str, manifest: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions] = None
 ) -> pulumi.CustomResource:
     """Register `manifest` with the Kubernetes provider as resource `name`."""
-    options = pulumi.ResourceOptions.merge(provider_defaults.get_resource_opts_defaults(), opts)
+    options = pulumi.ResourceOptions.merge(kubernetes_resource_defaults(), opts)
     return pulumi.CustomResource(resource_token(manifest), name, dict(manifest), options)

@@ -14,10 +14,9 @@ from typing import Any, Optional
 
 import pulumi
 import yaml
-from pulumi.runtime import settings
-from pulumi.runtime.mocks import MockMonitor
 
 from components.access.kubeconfig import KubeconfigError, kubeconfig_files, new_api_client, read_kubeconfig
+from components.resources.private_apis import running_under_mocks
 
 READ_TIMEOUT_S = 10
 
@@ -28,7 +27,7 @@ class ClusterUnreadable(Exception):
 
 def cluster_is_mocked() -> bool:
     """Under unit-test mocks there is no cluster to read."""
-    return isinstance(settings.get_monitor(), MockMonitor)
+    return running_under_mocks()
 
 
 def provider_api_client() -> Any:

@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 import yaml
 from pulumi import automation as auto
-from pulumi_kubernetes import _utilities as provider_defaults
 
 from components.resources.entry_point import main as tfk8s_program
+from components.resources.private_apis import kubernetes_sdk_version
 from components.spec.atomic_files import write_text_atomic
 from components.spec.secrets import encrypted_paths
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
@@ -120,7 +120,7 @@ def install_provider(home: Path) -> None:
     """
     if not PROVIDER.exists():
         raise EngineError(f"{PROVIDER} is missing: run `make toolchain` first")
-    version = provider_defaults.get_version()
+    version = kubernetes_sdk_version()
     plugin = home / "plugins" / f"resource-kubernetes-v{version}" / PROVIDER.name
     plugin.parent.mkdir(parents=True, exist_ok=True)
     if not plugin.is_symlink() or plugin.resolve() != PROVIDER.resolve():

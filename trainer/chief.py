@@ -19,7 +19,6 @@ sizes it for that).
 from __future__ import annotations
 
 import collections
-import functools
 import json
 import os
 import sys
@@ -39,6 +38,7 @@ from .log_lines import SUMMARY, event_line, progress_line
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
 from .settings import CHECKPOINTS_KEPT, TrainerSettings
+from .tf_private import before_cluster_updates
 
 
 @dataclass
@@ -104,20 +104,10 @@ def reconnect_once_serving(task: TaskConfig, say: Callable[[str], None]) -> None
     pod is gone until its Job replaces it, 10 s or more), and gRPC's DNS resolver backs off
     between failed lookups (1 s, then 1.6 times longer each time; no setting changes it), so the
     replacement was reached up to 5.6 s (mostly 2 to 3.6 s) after it served (real pods). Asked once the replacement
-    serves, the first lookup finds it: about a second. Wraps the eager context's own method (once,
-    whatever the number of chiefs this process runs), which the coordinator calls.
+    serves, the first lookup finds it: about a second. The coordinator calls the eager context's
+    own method, a private API (trainer/tf_private.py).
     """
-    from tensorflow.python.eager import context as eager_context
-
-    ctx = eager_context.context()
-    update = getattr(ctx.update_server_def, "__wrapped__", ctx.update_server_def)
-
-    @functools.wraps(update)
-    def update_once_serving(server_def: tf.train.ServerDef, *args: Any, **kwargs: Any) -> None:
-        wait_for_cluster(task, say)
-        return update(server_def, *args, **kwargs)
-
-    ctx.update_server_def = update_once_serving
+    before_cluster_updates(lambda: wait_for_cluster(task, say))
 
 
 def make_train_function(model: SparseModel) -> Callable:

@@ -24,10 +24,22 @@ class Phase:
         return f"{self.name} ({self.detail})" if self.detail else self.name
 
 
-def jobset_phase(jobset: Optional[Mapping[str, Any]], queued: bool, all_running: bool, max_restarts: int) -> Phase:
-    """`jobset`: the JobSet as the API server returns it (None: not created yet); `queued`: the
-    experiment names a Kueue queue; `all_running`: every task's pod runs."""
+def jobset_phase(
+    jobset: Optional[Mapping[str, Any]],
+    queued: bool,
+    all_running: bool,
+    max_restarts: int,
+    removed_after_s: Optional[int] = None,
+) -> Phase:
+    """`jobset`: the JobSet as the API server returns it (None: not created yet, or removed
+    `removed_after_s` after it ended, its ttlSecondsAfterFinished); `queued`: the experiment names a
+    Kueue queue; `all_running`: every task's pod runs."""
     if jobset is None:
+        if removed_after_s is not None:
+            return Phase(
+                "Pending",
+                f"no JobSet: not created yet, or removed {removed_after_s} s after it ended (ttlSecondsAfterFinished)",
+            )
         return Phase("Pending", "no JobSet yet")
     status = jobset.get("status") or {}
     terminal = status.get("terminalState")

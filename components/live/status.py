@@ -144,6 +144,7 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             experiment.config.cluster.queue is not None,
             all_running,
             experiment.config.cluster.restarts,
+            experiment.config.cluster.ttl_seconds_after_finished,
         )
     else:
         chief_jobs = [status for metadata, status in job_parts if group_of_workload[metadata.name] == "chief"]

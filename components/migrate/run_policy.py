@@ -80,10 +80,12 @@ def carry_run_policy(
         )
     instead = {
         "cleanPodPolicy": "JobSet ends the PS and workers when the experiment ends; `pulumi destroy` removes the rest",
-        "ttlSecondsAfterFinished": "the experiment's objects stay until `pulumi destroy`",
         "suspend": "`pulumi up` starts the experiment",
     }
-    for key in sorted(set(run) - {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy"}):
+    if run.get("ttlSecondsAfterFinished") is not None:
+        cluster["ttlSecondsAfterFinished"] = run["ttlSecondsAfterFinished"]
+    carried = {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy", "ttlSecondsAfterFinished"}
+    for key in sorted(set(run) - carried):
         notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))
     # TFJob ignores successPolicy when it has a chief, as tfk8s does, and `AllWorkers` is `done: workers`.
     carried = {"successPolicy"} if job.spec.get("successPolicy") == "AllWorkers" or "chief" in roles else set()

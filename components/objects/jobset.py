@@ -72,6 +72,11 @@ def jobset(experiment: Experiment) -> Manifest:
             # JobSet's webhook would default it at creation, and a later apply that leaves it out
             # would remove it again: an unchanged experiment must apply as no change at all.
             "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
+            **(
+                {"ttlSecondsAfterFinished": cluster.ttl_seconds_after_finished}
+                if cluster.ttl_seconds_after_finished is not None
+                else {}
+            ),
             "successPolicy": _success_policy(finisher),
             "failurePolicy": {
                 "maxRestarts": cluster.restarts,

@@ -134,6 +134,15 @@ class ClusterSpec(_Model):
         description="times a lost PS restarts the whole experiment (from its last checkpoint) before it fails "
         "(workload jobset)",
     )
+    ttl_seconds_after_finished: Optional[int] = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=INT32_MAX,
+        description="seconds after the experiment ended (Succeeded or Failed) when its JobSet, Jobs and pods are "
+        "deleted, their logs with them; the rest stays until `pulumi destroy`, kept checkpoints too (needs "
+        "workload jobset; default: kept until destroyed)",
+    )
     start_deadline: Optional[Seconds] = Field(
         default=None,
         description="how long every task may take to be running together (e.g. 10m): past it, tasks still not "
@@ -223,10 +232,19 @@ class ClusterSpec(_Model):
                     f"{' and '.join(given)} need workload: jobset (Kueue admits and JobSet restarts "
                     "a JobSet); drop them or use workload: jobset"
                 )
-            if self.start_deadline is not None:
+            ended = [
+                key
+                for key, value in (
+                    ("startDeadline", self.start_deadline),
+                    ("ttlSecondsAfterFinished", self.ttl_seconds_after_finished),
+                )
+                if value is not None
+            ]
+            if ended:
                 raise ValueError(
-                    "startDeadline needs workload: jobset (a StatefulSet's PS and workers serve until destroyed, "
-                    "they are never ended by it); drop it or use workload: jobset"
+                    f"{' and '.join(ended)} need{'s' if len(ended) == 1 else ''} workload: jobset (a StatefulSet's "
+                    "PS and workers serve until "
+                    "destroyed, they never end); drop them or use workload: jobset"
                 )
             failing = [f"{role}.failOn" for role, spec in (("ps", self.ps), ("workers", self.workers)) if spec.fail_on]
             if failing:

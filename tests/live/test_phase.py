@@ -49,6 +49,13 @@ def test_the_phase_follows_the_jobset(js, queued, all_running, expected):
     assert str(jobset_phase(js, queued, all_running, max_restarts=3)) == expected
 
 
+def test_without_its_jobset_an_experiment_with_a_ttl_may_have_ended():
+    phase = jobset_phase(None, False, False, max_restarts=3, removed_after_s=600)
+    assert str(phase) == (
+        "Pending (no JobSet: not created yet, or removed 600 s after it ended (ttlSecondsAfterFinished))"
+    )
+
+
 def test_the_statefulset_model_is_done_when_its_chief_is():
     assert statefulset_phase(True, False, False).name == "Succeeded"
     assert statefulset_phase(False, True, True).name == "Failed"

@@ -218,7 +218,6 @@ def test_what_cannot_be_carried_is_listed_one_line_each_and_the_rest_is_written(
         "spec.tfReplicaSpecs.Worker.template.spec.affinity: tfk8s places pods itself",
         "spec.tfReplicaSpecs.Worker.template.spec.nodeSelector: tfk8s places pods itself",
         "spec.runPolicy.cleanPodPolicy:",
-        "spec.runPolicy.ttlSecondsAfterFinished:",
         "spec.runPolicy.schedulingPolicy.minAvailable:",
         "spec.someFutureField: tfk8s does not know this field",
     ]
@@ -226,6 +225,7 @@ def test_what_cannot_be_carried_is_listed_one_line_each_and_the_rest_is_written(
         assert sum(line.startswith(f"not carried: {start}") for line in lines) == 1, (start, err)
     assert len(lines) == len(expected), err
     assert written(stacks_dir)["tfk8s:cluster"]["workers"]["replicas"] == 4
+    assert written(stacks_dir)["tfk8s:cluster"]["ttlSecondsAfterFinished"] == 600, "carried"
 
 
 def test_without_nodes_the_pool_has_a_placeholder_the_stack_refuses_until_filled(tmp_path, capsys, stacks_dir):

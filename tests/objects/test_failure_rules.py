@@ -128,6 +128,25 @@ def test_the_task_and_code_are_read_from_the_job_controllers_message():
     assert re.match(disruption_message_pattern(0), DISRUPTION_MESSAGE)
 
 
+# -- ttlSecondsAfterFinished -----------------------------------------------------------------
+
+
+def test_ttl_seconds_after_finished_is_the_jobsets_and_needs_one():
+    run = run_program(*stack_values(lambda cluster: cluster.update(ttlSecondsAfterFinished=600)))
+    (jobset,) = run.of_kind("JobSet")
+    assert jobset.manifest["spec"]["ttlSecondsAfterFinished"] == 600
+    (plain,) = run_program(*stack_values(lambda cluster: None)).of_kind("JobSet")
+    assert "ttlSecondsAfterFinished" not in plain.manifest["spec"], "kept until destroyed, as before"
+    with pytest.raises(StackConfigError) as error:
+        load_experiment_values(*stack_values(lambda c: c.update(ttlSecondsAfterFinished=60, workload="statefulset")),
+                               load_trainer_bundle(PROJECT_ROOT))
+    assert "ttlSecondsAfterFinished needs workload: jobset" in str(error.value)
+    with pytest.raises(StackConfigError) as error:
+        load_experiment_values(*stack_values(lambda c: c.update(ttlSecondsAfterFinished=-1)),
+                               load_trainer_bundle(PROJECT_ROOT))
+    assert "tfk8s:cluster.ttlSecondsAfterFinished: Input should be greater than or equal to 0" in str(error.value)
+
+
 # -- startDeadline ---------------------------------------------------------------------------
 
 

@@ -11,7 +11,10 @@ Two rules TFJob users ask for, in Kubernetes' own terms:
   with it, so its Job fails all the same, and the JobSet restarts the experiment from its last
   checkpoint without counting it against `cluster.restarts` (`RestartJobSetAndIgnoreMaxRestarts`).
 
-Both of a PS's rules fail its Job with reason `PodFailurePolicy`; the JobSet tells them apart by
+And a third, `startDeadline`: the start barrier's own exit (components/objects/start_barrier.py)
+fails its Job at once, and the JobSet's first rule the experiment.
+
+Every FailJob rule fails its Job with reason `PodFailurePolicy`; the JobSet tells them apart by
 the Job controller's message, which names the rule's index (Kubernetes' pod_failure_policy.go:
 `Container %s for pod %s/%s failed with exit code %v matching %v rule at index %d`, `Pod %s/%s has
 condition %v matching %v rule at index %d`), as JobSet's onJobFailureMessagePatterns is meant for.

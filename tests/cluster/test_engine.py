@@ -7,9 +7,11 @@ the API server, as a user would with kubectl.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,3 +318,41 @@ def test_a_queued_stack_kueue_could_never_admit_is_refused_at_preview_creating_n
     )
     assert set(preview.ops) == {"tfk8s-engine-queued"}, f"refused before any resource: {preview.ops}"
     assert not namespace_exists(local_cluster, "tf-engine-queued")
+
+
+def test_a_jobset_removed_after_its_ttl_is_no_drift_for_preview_up_or_destroy(local_cluster, tmp_path, capsys):
+    """ttlSecondsAfterFinished: the JobSet controller deletes an ended experiment's JobSet; the
+    stack's state still holds it. Deleted here as that controller does (this control plane's pods
+    never end), then the engine runs as a user would run it next."""
+    kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
+
+    def with_ttl(values: dict) -> None:
+        values["tfk8s:cluster"]["ttlSecondsAfterFinished"] = 600
+
+    stack = write_variant(local_cluster.stacks_dir, "scene1-case1", "engine-ttl", with_ttl)
+    experiment = load_experiment(stack)
+    try:
+        up = engine("up", stack, kubeconfig, state)
+        assert not up.failed, up.tail
+        jobsets = DynamicClient(local_cluster.api).resources.get(api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet")
+        assert jobsets.get(name=experiment.names.jobset, namespace=experiment.namespace).spec.ttlSecondsAfterFinished == 600
+        jobsets.delete(name=experiment.names.jobset, namespace=experiment.namespace,
+                       body={"propagationPolicy": "Foreground"})
+        deadline = time.monotonic() + POD_WAIT_S
+        while any(j.metadata.name == experiment.names.jobset
+                  for j in jobsets.get(namespace=experiment.namespace).items):
+            assert time.monotonic() < deadline, "the JobSet was not deleted"
+            time.sleep(0.5)
+
+        components_main(["status", stack, "--kubeconfig", str(kubeconfig), "--json"])
+        said = json.loads(capsys.readouterr().out)
+        assert (said["phase"], said["phaseDetail"]) == (
+            "Pending", "no JobSet: not created yet, or removed 600 s after it ended (ttlSecondsAfterFinished)")
+        for command in ("preview", "up"):
+            run = engine(command, stack, kubeconfig, state)
+            assert not run.failed, run.tail
+            assert run.changed() == {}, f"{command} after the JobSet's removal: {run.changed()}"
+        assert not jobsets.get(namespace=experiment.namespace).items, "an unchanged stack does not train again"
+    finally:
+        assert not engine("destroy", stack, kubeconfig, state).failed
+    assert not namespace_exists(local_cluster, experiment.namespace)

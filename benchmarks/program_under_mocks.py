@@ -42,7 +42,7 @@ def run_once(factor: int, collector_on: bool = False) -> dict:
     from tests.stack_variants import scaled_values
 
     if collector_on:
-        program.COLLECTOR_PAUSED = False
+        program.pause_garbage_collector = lambda: None
 
     stack, values = read_stack_values(SEED_STACK)
     if factor != 1:

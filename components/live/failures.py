@@ -3,6 +3,7 @@ the tasks a start deadline waited for and the scheduler's reason, else the Job's
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 from components.live.tasks import pod_task
@@ -12,6 +13,7 @@ from components.plan import labels as L
 from components.plan.experiment import Experiment
 
 FAILED_SCHEDULING = "FailedScheduling"
+TASK_NAME = re.compile(r"^(chief|ps|worker)-[0-9]+$")
 
 
 def failed_jobs(
@@ -45,7 +47,8 @@ def _past_start_deadline(exited: FailedExit, pod: Any, experiment: Experiment, e
     """What the task that gave up waited for (its termination message), and why each of those tasks
     was not running: the scheduler's last word on its pod, which JobSet has deleted since."""
     said = _barrier_message(pod) or f"not every task was running within startDeadline (pod {exited.pod})"
-    waited = said.rsplit(": ", 1)[1].split(", ") if ": " in said else []
+    listed = said.rsplit(": ", 1)[1].split(", ") if ": " in said else []
+    waited = [name for name in listed if TASK_NAME.match(name)]  # the last may be "worker-9 and 40 more"
     reasons = [f"{task}: {why}" for task in waited if (why := _scheduler_said(task, experiment, events))]
     return "; ".join([said, *reasons])
 

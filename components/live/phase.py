@@ -53,8 +53,9 @@ def jobset_phase(
     if all_running:
         return Phase("Running")
     if restarts:
-        # An evicted or preempted PS restarts the experiment without using up `cluster.restarts`.
-        counted = int(status.get("restartsCountTowardsMax", restarts) or 0)
+        # An evicted or preempted PS restarts the experiment without using up `cluster.restarts`
+        # (JobSet leaves the count out while it is 0).
+        counted = int(status.get("restartsCountTowardsMax") or 0)
         uncounted = f", and {restarts - counted} after a disruption, not counted" if restarts > counted else ""
         return Phase("Restarting", f"{counted} of {max_restarts}{uncounted}")
     return Phase("Admitted" if queued else "Pending")

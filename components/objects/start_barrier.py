@@ -9,6 +9,11 @@ tasks it waited for as its termination message; the Pod failure policy fails tha
 this exit of this container (components/objects/failure_rules.py), and the JobSet the experiment.
 `status` names the tasks and the scheduler's reason.
 
+A task's replacement (a lost worker's new pod) does not wait: the experiment started before, and
+a worker that has finished (done: workers) has left DNS for good. The Job controller counts a
+task's earlier failures in its pod's annotations (Jobs with backoffLimitPerIndex: the workers');
+the barrier reads them through the downward API.
+
 Without it, a task waits for its peers with no limit (TensorFlow's own behaviour). It needs
 python3 in the image, which a TensorFlow image has.
 """
@@ -26,8 +31,18 @@ START_BARRIER = "start-barrier"
 START_DEADLINE_EXIT = 75  # EX_TEMPFAIL: the cluster could not give the experiment its servers in time
 TERMINATION_LOG = "/dev/termination-log"
 POLL_S = 1.0
+# The task's earlier failures, counted and ignored (evictions), as the Job controller annotates a
+# replacement pod; a pod of no earlier failure has none (the kubelet then gives "").
+EARLIER_FAILURES = {
+    "TFK8S_EARLIER_FAILURES": "batch.kubernetes.io/job-index-failure-count",
+    "TFK8S_EARLIER_IGNORED_FAILURES": "batch.kubernetes.io/job-index-ignored-failure-count",
+}
+# A termination message holds 4 KiB: the first names, and how many more.
+NAMES_SHOWN = 100
 
 BARRIER_SCRIPT = f"""import json, os, socket, sys, time
+if any(os.environ.get(name) not in (None, "", "0") for name in {sorted(EARLIER_FAILURES)!r}):
+    sys.exit(0)  # a replacement: the experiment started before
 deadline_s = float(sys.argv[1])
 deadline = time.monotonic() + deadline_s
 path = os.environ.get({CLUSTER_FILE_ENV!r})
@@ -44,7 +59,9 @@ while True:
     if not waiting:
         sys.exit(0)
     if time.monotonic() > deadline:
-        said = f"not running within startDeadline ({{deadline_s:g}} s): {{', '.join(sorted(waiting))}}"
+        names = sorted(waiting, key=lambda task: (task.rsplit("-", 1)[0], int(task.rsplit("-", 1)[1])))
+        more = f" and {{len(names) - {NAMES_SHOWN}}} more" if len(names) > {NAMES_SHOWN} else ""
+        said = f"not running within startDeadline ({{deadline_s:g}} s): {{', '.join(names[:{NAMES_SHOWN}])}}{{more}}"
         print(said, file=sys.stderr, flush=True)
         with open({TERMINATION_LOG!r}, "w") as log:
             log.write(said)
@@ -63,6 +80,10 @@ def start_barrier(experiment: Experiment, main: Manifest, cluster_mounts: list[M
         "name": START_BARRIER,
         "image": main["image"],
         "command": ["python3", "-c", BARRIER_SCRIPT, str(deadline)],
+        "env": [
+            {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}}
+            for name, annotation in sorted(EARLIER_FAILURES.items())
+        ],
         "envFrom": main["envFrom"],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
         "securityContext": main["securityContext"],

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 from pathlib import Path
-from typing import Any, Collection, Iterator, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional
 
 import pulumi
 
@@ -80,26 +79,16 @@ def build(
 # cycle collector rescans that growing graph again and again, so each task
 # added costs more than the last, whatever the thresholds; reference counting
 # frees nearly all of the program's garbage anyway. So the collector is off
-# while the program builds: benchmarks/program_under_mocks.py prints the time
+# while the program runs: benchmarks/program_under_mocks.py prints the time
 # and peak memory this trades (2,000 workers: linear time, about a tenth more
-# memory). It is on again when main() returns: the engine may run the program
-# inline, in a process that goes on (the Automation API, a test session).
-COLLECTOR_PAUSED = True
+# memory). It stays off after main() returns: the SDK sends the registrations
+# after that, and the graph is there to rescan until the process ends. A
+# process that runs the program inline and goes on restores it itself.
 
 
-@contextlib.contextmanager
-def garbage_collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    if COLLECTOR_PAUSED:
-        gc.freeze()  # what the imports built is never scanned again either
-        gc.disable()
-    try:
-        yield
-    finally:
-        if COLLECTOR_PAUSED:
-            gc.unfreeze()
-            if was_enabled:
-                gc.enable()
+def pause_garbage_collector() -> None:
+    gc.freeze()  # what the imports built is never scanned again either
+    gc.disable()
 
 
 def stack_file_secrets(stack_file: Path) -> Optional[set[str]]:
@@ -114,11 +103,11 @@ def stack_file_secrets(stack_file: Path) -> Optional[set[str]]:
 
 def main(stack_file: Optional[Path] = None) -> None:
     """The program for `stack_file` (default: stacks/Pulumi.<stack>.yaml, where the CLI reads it)."""
+    pause_garbage_collector()
     stack = pulumi.get_stack()
     try:
-        with garbage_collector_paused():
-            known_encrypted = stack_file_secrets(stack_file or stack_path(stack))
-            build(stack, engine_config(), secret_keys=engine_secret_keys(), known_encrypted=known_encrypted)
+        known_encrypted = stack_file_secrets(stack_file or stack_path(stack))
+        build(stack, engine_config(), secret_keys=engine_secret_keys(), known_encrypted=known_encrypted)
     except StackConfigError as error:
         # RunError: the CLI shows the message alone, without a Python traceback.
         raise pulumi.RunError(str(error)) from None

@@ -31,7 +31,8 @@ def cross_checks(config: StackConfig) -> list[str]:
             errors.append(f"{ns}:nodePools[{index}].name: pool '{pool.name}' is defined twice")
         seen_names.add(pool.name)
 
-    for role, pool_name in (("ps", cluster.ps_pool), ("workers", cluster.workers.pool)):
+    named = (("ps", cluster.ps.pool), ("workers", cluster.workers.pool))  # no PS: the ps pool is the workers'
+    for role, pool_name in ((role, name) for role, name in named if name is not None):
         if pool_name not in pools:
             errors.append(f"{ns}:cluster.{role}.pool: unknown pool '{pool_name}'; defined pools: {', '.join(pools)}")
     if errors:
@@ -69,8 +70,9 @@ def cross_checks(config: StackConfig) -> list[str]:
 
     if config.program is None and cluster.ps_count == 0:
         errors.append(
-            f"{ns}:cluster.ps.replicas: 0 PS (workers only) cannot run tfk8s's trainer, which trains with "
-            "parameter servers; give PS (ps.replicas or ratio), or run your own program (tfk8s:program)"
+            f"{ns}:cluster.ps: no PS (ps.replicas: 0, or ps and ratio left out: workers only) cannot run tfk8s's "
+            "trainer, which trains with parameter servers; give PS (ps.replicas or ratio), or run your own "
+            "program (tfk8s:program)"
         )
         return errors
     if config.program is not None:

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 
 FAIL_ON_HELP = (
-    "exit codes of this role's program that end the experiment at once as Failed, naming the task and the "
-    "code, with no restart: codes and ranges, e.g. [2, 64-78]; other exits are retried as before (PS and "
+    "exit codes (1 to 255) of this role's program that end the experiment at once as Failed, naming the task "
+    "and the code, with no restart: codes and ranges, e.g. [2, 64-78]; other exits are retried as before (PS and "
     "workers: needs workload: jobset)"
 )
 EXIT_CODE_RANGE = re.compile(r"^([0-9]+)-([0-9]+)$")

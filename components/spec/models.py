@@ -145,7 +145,8 @@ class ClusterSpec(_Model):
     )
     start_deadline: Optional[Seconds] = Field(
         default=None,
-        description="how long every task may take to be running together (e.g. 10m): past it, tasks still not "
+        description="how long every task may take to be running together: seconds (1 to 86400), or 90s, "
+        "10m, 1h; past it, tasks still not "
         "running (Pending: unschedulable, an image that does not pull) end the experiment Failed, and status "
         "names them and why; needs python3 in the image and workload jobset (default: no limit)",
     )
@@ -156,8 +157,8 @@ class ClusterSpec(_Model):
         "whole experiment or none of it",
     )
     ps: PsSpec = Field(
-        description="the parameter servers (under colocated it may be left out: they share workers.pool, "
-        "and ratio gives their count; left out with no ratio: workers only)"
+        description="the parameter servers; may be left out after all: with no ratio there are none (workers "
+        "only), and under colocated with a ratio they share workers.pool"
     )
     workers: WorkerSpec = Field(description="the workers")
     chief: ChiefSpec = Field(default_factory=ChiefSpec, description="the chief: it builds the model and checkpoints")
@@ -262,8 +263,8 @@ class ClusterSpec(_Model):
             raise ValueError("ps.pool: required with PS (ps.replicas: 0 runs workers only)")
         if self.ps.replicas == 0 and self.placement == "isolated":
             raise ValueError(
-                "placement: isolated keeps the PS' servers apart from the workers', and ps.replicas: 0 runs "
-                "no PS; use colocated (or spread) for workers only"
+                "placement: isolated keeps the PS' servers apart from the workers', and there are no PS "
+                "(ps.replicas: 0, or ps and ratio left out: workers only); use colocated (or spread)"
             )
         if self.ps.replicas is not None and self.ratio is not None:
             implied = ps_count_for_ratio(self.ratio, self.workers.replicas)

@@ -25,10 +25,11 @@ def jobset(suspend=False, **status):
     (jobset(), True, False, "Admitted"),
     (jobset(), False, False, "Pending"),
     (jobset(), False, True, "Running"),
-    (jobset(restarts=2), False, False, "Restarting (2 of 3)"),
+    (jobset(restarts=2, restartsCountTowardsMax=2), False, False, "Restarting (2 of 3)"),
     (jobset(restarts=2), False, True, "Running"),
     (jobset(restarts=3, restartsCountTowardsMax=1), False, False,
      "Restarting (1 of 3, and 2 after a disruption, not counted)"),
+    (jobset(restarts=1), False, False, "Restarting (0 of 3, and 1 after a disruption, not counted)"),
     (jobset(terminalState="Completed"), False, False, "Succeeded"),
     (jobset(terminalState="Failed", conditions=[
         {"type": "Failed", "status": "True", "reason": "ReachedMaxRestarts", "message": "jobset failed due to reaching max number of restarts"},
@@ -42,6 +43,7 @@ def jobset(suspend=False, **status):
     "restarted, pods starting -> Restarting",
     "restarted, every pod running -> Running",
     "restarted after evictions -> only the counted restarts use up the limit",
+    "restarted after an eviction only (JobSet leaves a count of 0 out) -> none counted",
     "completed -> Succeeded",
     "failed at max restarts -> Failed with the reason",
 ])

@@ -159,6 +159,11 @@ def test_a_start_deadline_waits_in_an_init_container_and_ends_the_experiment_pas
         (main,) = pod["containers"]
         assert barrier["name"] == "start-barrier" and barrier["command"][:2] == ["python3", "-c"]
         assert barrier["command"][-1] == "600", "10m in seconds"
+        assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in barrier["env"]} == {
+            "TFK8S_EARLIER_FAILURES": "metadata.annotations['batch.kubernetes.io/job-index-failure-count']",
+            "TFK8S_EARLIER_IGNORED_FAILURES":
+                "metadata.annotations['batch.kubernetes.io/job-index-ignored-failure-count']",
+        }, "a replacement pod knows it is one"
         assert (barrier["image"], barrier["envFrom"], barrier["securityContext"]) == (
             main["image"], main["envFrom"], main["securityContext"])
         rules = spec["podFailurePolicy"]["rules"]
@@ -210,3 +215,14 @@ def test_the_barrier_passes_once_every_name_resolves_and_gives_up_naming_the_oth
     env["TFK8S_CLUSTER"] = json.dumps(cluster)
     ready = subprocess.run([sys.executable, "-c", script, "30"], env=env, capture_output=True, text=True, timeout=60)
     assert ready.returncode == 0, ready.stderr
+
+    # A replacement pod (the Job counted an earlier failure of its task) does not wait: the run started.
+    cluster["worker"].append("worker-1.never.invalid:2222")
+    env["TFK8S_CLUSTER"] = json.dumps(cluster)
+    for counted in ("TFK8S_EARLIER_FAILURES", "TFK8S_EARLIER_IGNORED_FAILURES"):
+        replaced = subprocess.run([sys.executable, "-c", script, "30"], env={**env, counted: "1"},
+                                  capture_output=True, text=True, timeout=60)
+        assert replaced.returncode == 0, replaced.stderr
+    first = subprocess.run([sys.executable, "-c", script, "1"], env={**env, "TFK8S_EARLIER_FAILURES": ""},
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == START_DEADLINE_EXIT, "no earlier failure: the first pod of its task waits"

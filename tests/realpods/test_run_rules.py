@@ -140,8 +140,6 @@ def test_done_two_of_three_workers_succeeds_with_the_third_still_running(real_cl
         assert job.status.succeeded == 2 and job.status.completed_indexes == "0,1", job.status
         reasons = {c.type: c.reason for c in job.status.conditions or ()}
         assert reasons.get("SuccessCriteriaMet") == "SuccessPolicy", reasons
-        straggler = [p for p in real_cluster.pods(stack, "worker") if index_of(p) == 2]
-        assert all(p.status.phase != "Succeeded" for p in straggler), "worker-2 never finished: it was stopped"
 
 
 def test_a_run_that_cannot_start_ends_failed_past_its_start_deadline_naming_the_tasks(real_cluster, tmp_path, capsys):

@@ -552,16 +552,3 @@ def test_without_a_volume_checkpoints_stay_on_scratch():
     env = {c.manifest["metadata"]["name"]: c.manifest["data"] for c in run.of_kind("ConfigMap")}["tfk8s-trainer-env"]
     assert json.loads(env["TFK8S_TRAINER"])["checkpointDir"] == "default"
 
-
-def test_the_program_leaves_the_garbage_collector_as_it_found_it():
-    """The engine may run the program inline, in a process that goes on (the Automation API, pytest)."""
-    import gc
-
-    assert gc.isenabled()
-    run_program(*read_stack_values("scene1-case1"))
-    assert gc.isenabled(), "the collector is paused while the program builds, not after"
-    assert gc.get_freeze_count() == 0
-    gc.disable()
-    run_program(*read_stack_values("scene1-case1"))
-    assert not gc.isenabled(), "a caller's own choice stays"
-    gc.enable()

@@ -233,7 +233,8 @@ BAD_INPUTS = {
     ),
     "without ps and without ratio, for tfk8s's trainer": (
         lambda v: cluster(v).pop("ps"),
-        r"tfk8s:cluster\.ps\.replicas: 0 PS \(workers only\) cannot run tfk8s's trainer",
+        r"tfk8s:cluster\.ps: no PS \(ps\.replicas: 0, or ps and ratio left out: workers only\) cannot run "
+        r"tfk8s's trainer",
     ),
     "ps without replicas or ratio": (
         lambda v: cluster(v)["ps"].pop("replicas"),
@@ -245,7 +246,7 @@ BAD_INPUTS = {
     ),
     "no PS and isolated": (
         lambda v: cluster(v).update(placement="isolated", ps={"replicas": 0}),
-        r"placement: isolated keeps the PS' servers apart from the workers', and ps\.replicas: 0 runs no PS",
+        r"placement: isolated keeps the PS' servers apart from the workers', and there are no PS",
     ),
     "isolated without ps": (
         lambda v: (cluster(v).pop("ps"), cluster(v).update(placement="isolated", ratio="1:10")),

@@ -9,6 +9,7 @@ cluster they describe).
 from __future__ import annotations
 
 import functools
+import gc
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,4 +204,12 @@ def run_engine(stack: auto.Stack, command: str, **options: Any) -> Any:
         raise ValueError(f"unknown engine command {command!r}: one of {', '.join(COMMANDS)}")
     if command != "destroy":
         options.setdefault("policy_packs", [str(POLICY_PACK)])
-    return getattr(stack, command)(**options)
+    # The inline program pauses this process's garbage collector for its run (entry_point.py);
+    # this process goes on, so it gets the collector back as it had it.
+    collecting = gc.isenabled()
+    try:
+        return getattr(stack, command)(**options)
+    finally:
+        gc.unfreeze()
+        if collecting:
+            gc.enable()

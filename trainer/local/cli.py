@@ -91,7 +91,12 @@ def resolve(
                     f"settings {', '.join(sorted(given))} do not apply"
                 )
     settings = TrainerSettings.from_config({**base, **settings_given(args)})
-    return settings, args.ps or ps, args.workers or workers, program
+    return (
+        settings,
+        args.ps if args.ps is not None else ps,
+        args.workers if args.workers is not None else workers,
+        program,
+    )
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -66,6 +66,12 @@ class LocalProgram:
 
     def check(self) -> None:
         """What cannot run here is said before anything starts."""
+        needed = self.program.workers_to_finish(self.workers)
+        if not self.program.has_chief and needed > self.workers:
+            raise LaunchError(
+                f"tfk8s:program.done: {needed} workers must exit 0, and {self.workers} run here; "
+                f"run at least {needed} (--workers)"
+            )
         for role in self.roles():
             if self.program.argv.get(role) is None:
                 raise LaunchError(

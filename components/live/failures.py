@@ -11,6 +11,7 @@ from components.objects.failure_rules import POD_FAILURE_POLICY, FailedExit, fai
 from components.objects.start_barrier import START_BARRIER
 from components.plan import labels as L
 from components.plan.experiment import Experiment
+from components.plan.workloads import pod_hostname
 
 FAILED_SCHEDULING = "FailedScheduling"
 TASK_NAME = re.compile(r"^(chief|ps|worker)-[0-9]+$")
@@ -62,17 +63,12 @@ def _barrier_message(pod: Any) -> Optional[str]:
 
 
 def _scheduler_said(task: str, experiment: Experiment, events: list[Any]) -> Optional[str]:
-    """The latest FailedScheduling message of a pod of `task` (JobSet names a Job's pods
-    `<jobset>-<group>-<job index>-<completion index>-<suffix>`)."""
-    role, _, index_text = task.rpartition("-")
-    index = int(index_text)
-    group = next(
-        (g for g in experiment.groups if g.task_type == role and g.first_index <= index < g.first_index + g.count),
-        None,
-    )
-    if group is None:
+    """The latest FailedScheduling message of a pod of `task` (a JobSet pod's name is its host name
+    and a suffix)."""
+    placed = next(((g, t.index) for g in experiment.groups for t in g.tasks if t.name == task), None)
+    if placed is None:
         return None
-    prefix = f"{experiment.names.jobset}-{group.name}-0-{index - group.first_index}-"
+    prefix = pod_hostname(*placed, "jobset", experiment.names) + "-"
     said = [
         event
         for event in events

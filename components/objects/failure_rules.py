@@ -50,18 +50,21 @@ WORKER_FAILS_EXPERIMENT = "WorkerFailed"
 PS_DISRUPTED = "PSDisrupted"
 START_DEADLINE_EXCEEDED = "StartDeadlineExceeded"
 
+
+def _exit_message(container: str, pod: str, code: str) -> str:
+    """The Job controller's message of a FailJob rule on exit codes, as a regular expression of the
+    given parts (read by Python's re and by JobSet's RE2 alike)."""
+    return f"^Container {container} for pod {pod} failed with exit code {code} matching FailJob rule at index [0-9]+$"
+
+
 _EXIT_MESSAGE = re.compile(
-    r"^Container (?P<container>[^ ]+) for pod (?P<namespace>[^/ ]+)/(?P<pod>[^ ]+) failed with exit code "
-    r"(?P<code>[0-9]+) matching FailJob rule at index [0-9]+$"
+    _exit_message("(?P<container>[^ ]+)", "(?P<namespace>[^/ ]+)/(?P<pod>[^ ]+)", "(?P<code>[0-9]+)")
 )
 
 
 def exit_code_message_pattern(container: str) -> str:
-    """RE2 (JobSet's) for the Job controller's message of a FailJob rule on exit codes."""
-    return (
-        f"^Container {re.escape(container)} for pod [^ ]+ failed with exit code [0-9]+ matching FailJob rule at "
-        "index [0-9]+$"
-    )
+    """RE2 (JobSet's) for the Job controller's message of a FailJob rule on exit codes of `container`."""
+    return _exit_message(re.escape(container), "[^ ]+", "[0-9]+")
 
 
 def disruption_message_pattern(rule_index: int) -> str:

@@ -14,8 +14,9 @@ FAIL_ON_HELP = (
     "workers: needs workload: jobset)"
 )
 EXIT_CODE_RANGE = re.compile(r"^([0-9]+)-([0-9]+)$")
+LARGEST_EXIT_CODE = 255
 # A container's exit code as a Pod failure policy matches it (0 is success, never a failure).
-ExitCode = Annotated[int, Field(strict=True, ge=1, le=255)]
+ExitCode = Annotated[int, Field(strict=True, ge=1, le=LARGEST_EXIT_CODE)]
 
 
 def _codes_and_ranges(items: Any) -> Any:
@@ -29,7 +30,7 @@ def _codes_and_ranges(items: Any) -> Any:
             codes.append(item)
             continue
         low, high = int(match[1]), int(match[2])
-        if not 1 <= low <= high <= 255:
+        if not 1 <= low <= high <= LARGEST_EXIT_CODE:
             raise ValueError(f"the range {item} must run upwards within 1-255 (0 is success, never a failure)")
         codes.extend(range(low, high + 1))
     return codes

@@ -1,4 +1,4 @@
-"""`python -m trainer`: run as the task TF_CONFIG names (chief, ps or worker)."""
+"""`python -m trainer`: run as the task TF_CONFIG names (chief, ps, worker or evaluator)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from .cluster import TF_CONFIG_ENV, ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
+from .cluster import EVALUATOR, TF_CONFIG_ENV, ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
 from .lifeline import die_with_launcher  # noqa: E402
 from .peers import set_grpc_options  # noqa: E402
 from .settings import SettingsError  # noqa: E402
@@ -32,6 +32,10 @@ def main() -> int:
     if task.task_type in ("ps", "worker"):
         serve(task)
         return 0
+    if task.task_type == EVALUATOR:
+        from .evaluator import main as evaluator_main
+
+        return evaluator_main(task, settings)
     from .chief import main as chief_main
 
     return chief_main(task, settings, finish)

@@ -14,6 +14,7 @@ from .shared_names import (  # noqa: F401 (the variables a task reads, looked up
     CLUSTER_ENV,
     CLUSTER_FILE_ENV,
     COMPLETION_INDEX_ENV,
+    EVALUATOR,
     FIRST_INDEX_ENV,
     POD_INDEX,
     TASK_INDEX_ENV,
@@ -21,7 +22,7 @@ from .shared_names import (  # noqa: F401 (the variables a task reads, looked up
 )
 
 TF_CONFIG_ENV = "TF_CONFIG"
-ROLES = ("chief", "ps", "worker")
+ROLES = ("chief", "ps", "worker")  # the training cluster's; the evaluator (EVALUATOR) is outside it
 
 
 class ClusterConfigError(ValueError):
@@ -111,9 +112,16 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
         task_type, task_index = parsed["task"]["type"], int(parsed["task"]["index"])
     except (ValueError, KeyError, TypeError) as error:
         raise ClusterConfigError(f"{TF_CONFIG_ENV} is malformed: {error}") from None
-    if task_type not in ROLES:
-        raise ClusterConfigError(f"task type '{task_type}' is not one of {', '.join(ROLES)}")
-    if not 0 <= task_index < len(cluster.get(task_type, [])):
+    if task_type not in (*ROLES, EVALUATOR):
+        raise ClusterConfigError(f"task type '{task_type}' is not one of {', '.join((*ROLES, EVALUATOR))}")
+    if task_type == EVALUATOR:
+        if task_index != 0:
+            raise ClusterConfigError(f"task {task_type}-{task_index}: an experiment has one evaluator, index 0")
+        if EVALUATOR in cluster:
+            raise ClusterConfigError(
+                f"the cluster lists an {EVALUATOR}: TensorFlow's side-car evaluator stays out of the training cluster"
+            )
+    elif not 0 <= task_index < len(cluster.get(task_type, [])):
         raise ClusterConfigError(f"task {task_type}-{task_index} is not in the cluster")
     if not cluster.get("ps") or not cluster.get("worker"):
         raise ClusterConfigError("the cluster needs at least one ps and one worker")

@@ -28,6 +28,10 @@ TASK_INDEX_FILE = "tfk8s-task-index"
 # container), so only the start time tells it from the one it replaced.
 TASK_PROCESS_FILE = "tfk8s-task-process"
 SYNTHETIC_RECORDS = 1 << 40  # effectively endless, still indexable record by record
+# The evaluator's held-out set: this many batches of `batchSize` examples (a few seconds of
+# evaluation, at most EVALUATION_EXAMPLES_MAX, whatever the batch size).
+EVALUATION_BATCHES = 100
+EVALUATION_EXAMPLES_MAX = 1 << 17
 SHUFFLE_BUFFER = 10_000
 LABEL_SALT = 0x5BD1E995
 FEATURE_IDS = "ids"
@@ -49,6 +53,19 @@ def synthetic_examples(record_ids: tf.Tensor, settings: TrainerSettings) -> tupl
     votes = tf.reduce_sum(signs, axis=1)
     labels = tf.cast(votes > 0, tf.float32)
     return ids, labels
+
+
+def evaluation_size(settings: TrainerSettings) -> int:
+    return min(EVALUATION_BATCHES * settings.batch_size, EVALUATION_EXAMPLES_MAX)
+
+
+def evaluation_examples(settings: TrainerSettings) -> tuple[tf.Tensor, tf.Tensor]:
+    """The evaluator's held-out examples, the same on every run: records -1, -2, ... of the synthetic
+    generator. Workers read records 0 and up, so no worker ever trains on one of these (their keys
+    in synthetic_examples are all below the seed, every training key at or above it). Synthetic
+    whatever `data` is: a TFRecord set written by write_tfrecords comes from the same generator."""
+    record_ids = -tf.range(1, evaluation_size(settings) + 1, dtype=tf.int64)
+    return synthetic_examples(record_ids, settings)
 
 
 def synthetic_dataset(settings: TrainerSettings, shards: int, shard: Union[int, tf.Tensor]) -> tf.data.Dataset:

@@ -5,9 +5,12 @@ Two kinds of line go to a task's stdout:
 - the chief's progress line every few steps, for people:
   `step     936  loss 0.3176      9506.1 examples/s` (a team's program may print it too: `top`
   reads it from any chief);
+- the evaluator's line for each checkpoint it evaluated, for people:
+  `eval step     936  eval_loss 0.3176`;
 - an event, for programs: one JSON object with an `event` key (every task's `devices`; the
   chief's `start`, `worker_joined`, `checkpoint`, `restored`, `finishing`, `results_lost`,
-  `cluster_serving`, `failed`, and last `summary`, the run's figures).
+  `cluster_serving`, `failed`, and last `summary`, the run's figures; the evaluator's
+  `evaluation`, with `step`, `eval_loss` and `checkpoint`).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 SUMMARY = "summary"
+EVALUATION = "evaluation"
 
 _PROGRESS_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+([-+]?(?:[\d.eE+-]+|inf|nan))\s+([\d.]+)\s+examples/s\s*$")
+_EVALUATION_LINE = re.compile(r"^eval step\s+(\d+)\s+eval_loss\s+([-+]?(?:[\d.eE+-]+|inf|nan))\s*$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,28 @@ def read_progress_line(line: str) -> Optional[ProgressLine]:
     if not match:
         return None
     return ProgressLine(int(match[1]), float(match[2]), float(match[3]))
+
+
+@dataclass(frozen=True)
+class EvaluationLine:
+    step: int
+    eval_loss: float
+
+
+def evaluation_line(step: int, eval_loss: float) -> str:
+    return f"eval step {step:>7}  eval_loss {eval_loss:.4f}"
+
+
+def read_evaluation_line(line: str) -> Optional[EvaluationLine]:
+    """An evaluation line's figures; None for any other line."""
+    match = _EVALUATION_LINE.match(line.strip())
+    if not match:
+        return None
+    return EvaluationLine(int(match[1]), float(match[2]))
+
+
+def evaluation_event(step: int, eval_loss: float, checkpoint: str) -> str:
+    return event_line(EVALUATION, step=step, eval_loss=round(eval_loss, 6), checkpoint=checkpoint)
 
 
 def event_line(event: str, **fields: Any) -> str:

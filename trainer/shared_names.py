@@ -12,7 +12,9 @@ TF_PORT_NAME = "tf-grpc"
 
 # What every object of an experiment is labelled with (components/plan/labels.py).
 INSTANCE = "app.kubernetes.io/instance"  # the stack
-COMPONENT = "app.kubernetes.io/component"  # chief, ps or worker
+COMPONENT = "app.kubernetes.io/component"  # chief, ps, worker or evaluator
+# TensorFlow's side-car evaluator's task type: one task (index 0) outside the cluster it evaluates.
+EVALUATOR = "evaluator"
 PRODUCTION = "tfk8s.io/production"  # on the namespace and the pods: the pack advises production rules
 # A GPU pool's product: GPU Feature Discovery's label, or tfk8s's own on the nodes it names.
 GPU_PRODUCT = "nvidia.com/gpu.product"

@@ -106,4 +106,5 @@ def _shape(imported: ImportedStack) -> str:
     cluster, program = imported.values["tfk8s:cluster"], imported.values["tfk8s:program"]
     roles = ["chief"] if "chief" in cluster else []
     roles += [f"{cluster['ps']['replicas']} PS", f"{cluster['workers']['replicas']} workers"]
+    roles += ["an evaluator"] if "evaluator" in cluster else []
     return f"{', '.join(roles)}, done: {program['done']}"

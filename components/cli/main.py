@@ -281,6 +281,7 @@ def experiment_export(experiment: Experiment) -> dict:
         "placement": cluster.placement,
         "ps": cluster.ps_count,
         "workers": cluster.workers.replicas,
+        "evaluator": cluster.evaluator_count,
         "trainer": experiment.config.trainer.to_config(),
         **({"program": _program_export(experiment, experiment.program)} if experiment.program is not None else {}),
     }
@@ -296,7 +297,7 @@ def _exported_env(experiment: Experiment, name: str, value: EnvValue) -> object:
 def _program_export(experiment: Experiment, program: ProgramSpec) -> dict:
     """The program as trainer.local runs it: each role's command and args, env, the source's path."""
     argv = {}
-    for role in ("chief", "ps", "worker"):
+    for role in ("chief", "ps", "worker", "evaluator"):
         command, args = program.command_of(role)
         argv[role] = None if command is None else [*command, *(args or ())]
     return {

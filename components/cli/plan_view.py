@@ -23,7 +23,8 @@ def plan_table(config: StackConfig, plan: Plan, source: Optional[ProgramSource] 
         f"{plan.count('chief')} chief · "
         + (f"{plan.count('ps')} PS ({ps_memory} each) · " if plan.count("ps") else "no PS · ")
         + f"{plan.count('worker')} workers"
-        + (f" ({cluster.workers.gpus} GPU each)" if cluster.workers.gpus else ""),
+        + (f" ({cluster.workers.gpus} GPU each)" if cluster.workers.gpus else "")
+        + (" · an evaluator" if plan.count("evaluator") else ""),
         _program_line(config, source),
         "",
     ]

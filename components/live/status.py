@@ -53,6 +53,7 @@ from components.live.tasks import (
 from components.objects.api_errors import api_error_text, missing_permission, status_of
 from components.plan import labels as L
 from components.plan.experiment import Experiment
+from components.plan.planner import EVALUATOR
 from trainer.log_lines import last_summary
 
 if TYPE_CHECKING:
@@ -137,7 +138,9 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         for placement in experiment.plan.placements
     ]
     tasks, servers = against_shares(experiment, tasks)
-    all_running = all(t.phase == "Running" for t in tasks)
+    # The evaluator does not decide whether the experiment runs (it may have finished, or be replaced).
+    evaluators = {p.task.name for p in experiment.plan.placements if p.task.type == EVALUATOR}
+    all_running = all(t.phase == "Running" for t in tasks if t.task not in evaluators)
     if experiment.workload == "jobset":
         phase = jobset_phase(
             read_jobset(api, experiment),

@@ -42,6 +42,7 @@ from components.live.usage import (
     TaskUsage,
     TopView,
     chief_progress,
+    last_evaluation,
     pod_metrics_usage,
     pod_usage,
     top_text,
@@ -220,6 +221,7 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
     reporter = status.pods.get("chief-0") or status.pods.get("worker-0")
     steps_asked = experiment.config.trainer.steps if experiment.program is None else None
     progress = chief_progress(pod_log(core, reporter, lines=CHIEF_LOG_LINES), steps_asked)
+    evaluation = last_evaluation(pod_log(core, status.pods.get("evaluator-0"), lines=CHIEF_LOG_LINES))
     return TopView(
         experiment.stack,
         experiment.namespace,
@@ -231,6 +233,7 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
         usage.source,
         usage.unreadable,
         usage.metrics_api_absent,
+        evaluation,
     )
 
 

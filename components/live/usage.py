@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from components.live.table import aligned
 from components.spec.quantities import QUANTITY_FACTORS
-from trainer.log_lines import SUMMARY, read_event, read_progress_line
+from trainer.log_lines import EVALUATION, SUMMARY, read_event, read_progress_line
 
 # The busiest PS's CPU over the mean past which it does most of the PS work: with 2 PS, 1.5 is
 # three times the other's; level PS read near 1.
@@ -110,6 +110,24 @@ def chief_progress(log: str, steps_asked: Optional[int]) -> Optional[Progress]:
     return Progress(steps=steps_asked) if steps_asked is not None else None
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """The evaluator's latest figure: the step of the checkpoint it evaluated and its loss."""
+
+    step: int
+    eval_loss: float
+
+
+def last_evaluation(log: str) -> Optional[Evaluation]:
+    """The last `evaluation` event in an evaluator's log (tfk8s's trainer's, or a program's that
+    prints the same line: docs/programs.md)."""
+    for line in reversed(log.splitlines()):
+        event = read_event(line)
+        if event is not None and event["event"] == EVALUATION:
+            return Evaluation(int(event["step"]), float(event["eval_loss"]))
+    return None
+
+
 def imbalance(values: Sequence[Optional[float]]) -> Optional[float]:
     """The busiest over the mean; None while any value is unknown or all are zero."""
     known = _all_known(values)
@@ -142,6 +160,8 @@ class TopView:
     metrics_unreadable: Optional[str] = None
     # Why the kubelet summary was read instead of the metrics API.
     metrics_api_absent: Optional[str] = None
+    # The evaluator's latest evaluation, where the experiment has one and it reported.
+    evaluation: Optional[Evaluation] = None
 
     @property
     def ended(self) -> bool:
@@ -208,6 +228,11 @@ def top_text(view: TopView) -> str:
     lines = [
         f"stack {view.stack} · namespace {view.namespace} · phase: {phase}",
         progress_line,
+        *(
+            [f"evaluation: step {view.evaluation.step} · eval_loss {view.evaluation.eval_loss:.4f}"]
+            if view.evaluation is not None
+            else []
+        ),
         _source_line(view),
         "PS imbalance (busiest PS's CPU over the mean): "
         + (

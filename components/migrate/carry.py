@@ -93,6 +93,13 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     chief = roles.get("chief")
     if chief is not None:
         cluster["chief"] = _sizes(chief)
+    evaluator = roles.get("evaluator")
+    if evaluator is not None:
+        cluster["evaluator"] = {"replicas": 1, **_sizes(evaluator)}
+        comments[("tfk8s:cluster", "evaluator")] = (
+            "TensorFlow's side-car evaluator: restarted alone whatever its exit, never deciding the outcome,\n"
+            "stopped when the experiment ends. It reads the checkpoints where your program writes them."
+        )
     carry_run_policy(job, roles, cluster, comments, notes)
     _pod_wide(roles, cluster, notes)
     program = _program(roles, notes)
@@ -212,7 +219,7 @@ def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
         program["volumes"] = claims
     program["done"] = "chief" if "chief" in roles else "workers"
     own: dict[str, Any] = {}
-    for role in ("chief", "ps"):
+    for role in ("chief", "ps", "evaluator"):
         if role not in roles:
             continue
         view = roles[role]

@@ -53,6 +53,15 @@ def carry_run_policy(
                 f"{worker_policy}: tfk8s restarts a failed worker alone (its Job retries it, whatever the exit code)",
             )
         )
+    evaluator = roles.get("evaluator")
+    if evaluator is not None and evaluator.replica.restart_policy not in (None, *RESTARTING):
+        notes.append(
+            Note(
+                f"{evaluator.replica.path}.restartPolicy",
+                f"{evaluator.replica.restart_policy}: tfk8s restarts a failed evaluator alone, whatever its exit code; "
+                "it never fails the experiment",
+            )
+        )
     deadline = run.get("activeDeadlineSeconds")
     if deadline is not None:
         if "chief" in cluster:

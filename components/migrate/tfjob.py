@@ -16,7 +16,7 @@ from .manifest_shapes import CONTAINER, POD, RUN_POLICY, ShapeError, check_shape
 
 TFJOB_API = "kubeflow.org/v1"
 # TFJob's replica types, as its controller compares them (case-insensitively), to tfk8s's roles.
-ROLE_OF_REPLICA_TYPE = {"chief": "chief", "master": "chief", "ps": "ps", "worker": "worker"}
+ROLE_OF_REPLICA_TYPE = {"chief": "chief", "master": "chief", "ps": "ps", "worker": "worker", "evaluator": "evaluator"}
 # The container TFJob's controller configures: its default container name.
 TF_CONTAINER = "tensorflow"
 # What other kinds a user may hand over by mistake, by the name they know them by.
@@ -137,7 +137,7 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
             raise NotImportable(
                 f"{where}: {path} and {job.replicas[role].path} are both given: a TFJob has one Chief or Master"
             )
-        if role == "chief" and count != 1:
+        if role in ("chief", "evaluator") and count != 1:
             raise NotImportable(f"{where}: {path}.replicas is {count}; a TFJob's {replica_type} has 1 replica")
         if str(replica_type).lower() == "master":
             job.notes.append(
@@ -234,9 +234,7 @@ def _metadata_notes(metadata: dict[str, Any]) -> list[Note]:
     return notes
 
 
-_UNCARRIED_REPLICA_TYPES = {
-    "evaluator": "tfk8s runs no evaluator task; evaluate in the chief, or as a job of its own reading the checkpoints",
-}
+_UNCARRIED_REPLICA_TYPES: dict[str, str] = {}
 
 
 def _tf_container(pod: dict[str, Any], where: str) -> int:

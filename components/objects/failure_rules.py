@@ -32,7 +32,9 @@ from typing import Any, Optional
 
 from components.objects.start_barrier import START_BARRIER, START_DEADLINE_EXIT
 from components.plan.experiment import Experiment
+from components.plan.planner import EVALUATOR
 from components.plan.workloads import TaskGroup
+from components.spec.roles import EvaluatorSpec
 
 Manifest = dict[str, Any]
 
@@ -89,15 +91,16 @@ def failed_on_exit(message: str) -> Optional[FailedExit]:
 
 def pod_failure_policy(experiment: Experiment, group: TaskGroup, container: str) -> Manifest:
     """The `podFailurePolicy` of a group's Job: disruptions first, then the start deadline, then the
-    role's `failOn`."""
-    fail_on = experiment.config.cluster.role(group.task_type).fail_on
+    role's `failOn`. The evaluator's Job never fails (components/objects/jobset.py): replaced, whatever
+    its exit, after no start barrier."""
+    fail_on = _fail_on(experiment, group)
     disrupted = {
         # A PS's Job fails (the JobSet restarts the experiment, uncounted); another task is replaced.
         "action": "FailJob" if group.task_type == "ps" else "Ignore",
         "onPodConditions": [DISRUPTED],
     }
     rules: list[Manifest] = [disrupted]
-    if experiment.config.cluster.start_deadline is not None:
+    if experiment.config.cluster.start_deadline is not None and group.task_type != EVALUATOR:
         rules.append(
             {
                 "action": "FailJob",
@@ -112,6 +115,12 @@ def pod_failure_policy(experiment: Experiment, group: TaskGroup, container: str)
             }
         )
     return {"podFailurePolicy": {"rules": rules}}
+
+
+def _fail_on(experiment: Experiment, group: TaskGroup) -> tuple[int, ...]:
+    """The exit codes that fail the experiment at once; none of the evaluator's ever do."""
+    role = experiment.config.cluster.role(group.task_type)
+    return () if isinstance(role, EvaluatorSpec) else role.fail_on
 
 
 def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container: str) -> list[Manifest]:
@@ -129,7 +138,7 @@ def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container:
                 "onJobFailureMessagePatterns": [exit_code_message_pattern(START_BARRIER)],
             }
         )
-    if any(cluster.role(group.task_type).fail_on for group in experiment.groups):
+    if any(_fail_on(experiment, group) for group in experiment.groups):
         rules.append(
             {
                 "name": FAILED_ON_EXIT,

@@ -3,7 +3,7 @@
 JobSet (sigs.k8s.io/jobset) runs the task groups (components/plan/workloads.py) as
 one unit, one group per role: a replicatedJob whose single Indexed Job runs the
 role's tasks, with the same pods and resources as the StatefulSet model. So the
-JobSet has three replicated Jobs (Kueue admits at most 8 pod sets) and keeps its
+JobSet has three replicated Jobs, four with an evaluator (Kueue admits at most 8 pod sets) and keeps its
 size at any number of servers; the scheduler gives each server its share of a
 role's tasks (components/objects/pods.py).
 
@@ -17,6 +17,10 @@ role's tasks (components/objects/pods.py).
   (`chief.restarts`), and once that is used up the experiment fails. An exit
   code in a role's `failOn` fails the experiment at once; an evicted or
   preempted task never counts against a limit (components/objects/failure_rules.py).
+- the evaluator (a fourth replicatedJob, `cluster.evaluator`) never decides the
+  outcome: its Job is never in the success policy and never fails (JobSet has no
+  rule that ignores a failed Job: RestartJob is alpha), so it is replaced however
+  it exits, and deleted with the others when the experiment ends.
 - network: every pod has a DNS name under the JobSet's headless Service,
   published before the pod is ready, which TF_CONFIG lists.
 - Kueue admits the JobSet as one Workload: all of its pods, or none.
@@ -31,6 +35,7 @@ from components.objects.manifests import chief_deadline, metadata
 from components.objects.pods import CONTAINER_NAME, Manifest, pod_template
 from components.plan import labels as L
 from components.plan.experiment import Experiment
+from components.plan.planner import EVALUATOR
 from components.plan.workloads import TaskGroup
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -160,6 +165,9 @@ def _retry_limits(experiment: Experiment, group: TaskGroup) -> Manifest:
     """
     if group.task_type == "chief":
         return {"backoffLimit": experiment.config.cluster.chief.restarts}
+    if group.task_type == EVALUATOR:
+        # Never BackoffLimitExceeded: a failed evaluator Job would restart the whole experiment.
+        return {"backoffLimit": WORKER_BACKOFF_LIMIT, "backoffLimitPerIndex": WORKER_BACKOFF_LIMIT}
     if group.task_type == "ps":
         return {"backoffLimit": 0}  # a lost PS fails its Job, and the JobSet restarts the experiment
     if not experiment.plan.count("chief"):

@@ -17,6 +17,7 @@ from components.objects.program_container import (
 from components.objects.start_barrier import start_barrier
 from components.plan import labels as L
 from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
+from components.plan.planner import EVALUATOR
 from components.plan.tf_config import TF_PORT
 from components.plan.workloads import TaskGroup
 from components.spec.pools import NodePoolSpec
@@ -69,13 +70,22 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         spec["volumes"] += program_volumes(experiment)
     if experiment.cluster_as_file:
         spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": experiment.names.cluster_config_map}})
-    barrier = start_barrier(experiment, main, [m for m in main["volumeMounts"] if m["name"] == CLUSTER_VOLUME])
+    evaluates = group.task_type == EVALUATOR
+    # The evaluator waits for no one: it never decides whether the experiment started.
+    barrier = (
+        None
+        if evaluates
+        else start_barrier(experiment, main, [m for m in main["volumeMounts"] if m["name"] == CLUSTER_VOLUME])
+    )
     if barrier is not None:
         spec["initContainers"] = [barrier]
-    if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
+    if _reads_checkpoint_volume(experiment, group):
+        # The evaluator's mount is read-only; the chief alone writes.
+        claim: Manifest = {"claimName": experiment.names.checkpoint_claim}
         spec["volumes"].append(
-            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
+            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": claim | ({"readOnly": True} if evaluates else {})}
         )
+    if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
         # The volume's files belong to the pod's group, so the unprivileged chief can write them;
         # re-owned only when the volume's root is not the group's yet, not file by file at every
         # start of a chief whose volume holds many checkpoints.
@@ -133,7 +143,6 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
         # and its index variable expand to the shared cluster and this pod's index.
         "env": _task_env(experiment, group) if program is None else program_task_env(experiment, group),
         "envFrom": [{"configMapRef": {"name": experiment.names.trainer_env_config_map}}],
-        "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT}],
         "resources": _resources(experiment, group.task_type),
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -155,12 +164,23 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
             container["workingDir"] = PROGRAM_MOUNT
     if experiment.cluster_as_file:
         container["volumeMounts"].append({"name": CLUSTER_VOLUME, "mountPath": CLUSTER_MOUNT})
-    if group.task_type != "chief":
+    if group.task_type != EVALUATOR:
+        # The evaluator serves nothing: it is not in the training cluster.
+        container["ports"] = [{"name": TF_PORT_NAME, "containerPort": TF_PORT}]
+    if group.task_type in ("ps", "worker"):
         # The gRPC server answering is what "ready" means for PS and workers.
         container["readinessProbe"] = {"tcpSocket": {"port": TF_PORT_NAME}}
-    elif experiment.config.cluster.chief.checkpoint_volume is not None:
-        container["volumeMounts"].append({"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT})
+    if _reads_checkpoint_volume(experiment, group):
+        container["volumeMounts"].append(
+            {"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT}
+            | ({"readOnly": True} if group.task_type == EVALUATOR else {})
+        )
     return container
+
+
+def _reads_checkpoint_volume(experiment: Experiment, group: TaskGroup) -> bool:
+    """The chief writes its checkpoint volume; the evaluator reads it."""
+    return group.task_type in ("chief", EVALUATOR) and experiment.config.cluster.chief.checkpoint_volume is not None
 
 
 def _trainer_command() -> Manifest:
@@ -191,6 +211,9 @@ def _resources(experiment: Experiment, task_type: str) -> Manifest:
         cpu, memory = cluster.ps.cpu, experiment.ps_memory
     elif task_type == "worker":
         cpu, memory = cluster.workers.cpu, cluster.workers.memory
+    elif task_type == EVALUATOR:
+        assert cluster.evaluator is not None
+        cpu, memory = cluster.evaluator.cpu, experiment.evaluator_memory
     else:
         cpu, memory = cluster.chief.cpu, experiment.chief_memory
     requests = {"cpu": cpu, "memory": memory}
@@ -264,11 +287,18 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
             node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
                 {"weight": 100, "preference": {"matchFields": on_server}}
             ]
-    return {"nodeAffinity": node_affinity}
+    affinity: Manifest = {"nodeAffinity": node_affinity}
+    if group.task_type == EVALUATOR and _reads_checkpoint_volume(experiment, group):
+        # A ReadWriteOnce claim is mounted on one server at a time: the chief's.
+        chief = {"matchLabels": L.spread_selector(experiment.stack, "chief")}
+        affinity["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": chief, "topologyKey": L.HOSTNAME}]
+        }
+    return affinity
 
 
 def _topology_spread(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
-    if group.task_type == "chief":
+    if group.task_type in ("chief", EVALUATOR):
         return []
     selector = {"matchLabels": L.spread_selector(experiment.stack, group.task_type)}
     if experiment.plan.strategy == "spread":

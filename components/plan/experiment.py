@@ -31,6 +31,7 @@ from components.spec.sizing import (
     SCRATCH_BASE_BYTES,
     chief_memory_request,
     chief_scratch_bytes,
+    evaluator_memory_request,
     mebibytes,
     ps_memory_request,
 )
@@ -134,6 +135,10 @@ class Experiment:
     def chief_memory(self) -> str:
         return chief_memory_request(self.config)
 
+    @property
+    def evaluator_memory(self) -> str:
+        return evaluator_memory_request(self.config)
+
     def scratch_size(self, task_type: str) -> str:
         """The size limit of a task's scratch volume (and the chief's ephemeral-storage request)."""
         if task_type != "chief":
@@ -169,7 +174,7 @@ class Experiment:
     def _pool_roles(self) -> dict[str, str]:
         task_types: dict[str, set[str]] = {}
         for placement in self.plan.placements:
-            if placement.task.type != "chief":
+            if placement.task.type in ("ps", "worker"):
                 task_types.setdefault(placement.pool, set()).add(placement.task.type)
         return {pool: node_role(types) for pool, types in task_types.items()}
 

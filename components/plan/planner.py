@@ -11,6 +11,8 @@ Rules (seed scene 1 and scene 2):
   server). Contiguous blocks let one workload run a role's tasks on a server
   (components/plan/workloads.py).
 - The chief (coordinator) is never pinned; it stays in the PS pool.
+- The evaluator, outside the training cluster, is never pinned either: the
+  scheduler places it in its pool (components/spec/models.py `evaluator_pool`).
 - `spread` pins nothing; the scheduler spreads pods over the pool.
 
 How exactly the cluster follows the blocks is the plan's `pinning` (`none` for
@@ -33,8 +35,10 @@ from typing import Iterable, Literal, Optional, Sequence
 from components.spec.models import StackConfig
 from components.spec.placement_rules import placement_problems
 
-TaskType = Literal["chief", "ps", "worker"]
+TaskType = Literal["chief", "ps", "worker", "evaluator"]
+# The training cluster's roles, TF_CONFIG's `cluster`; the evaluator is not in it (TensorFlow's guide).
 TASK_TYPES: tuple[TaskType, ...] = ("chief", "ps", "worker")
+EVALUATOR: TaskType = "evaluator"  # trainer/shared_names.py's EVALUATOR
 Pinning = Literal["none", "task", "count"]
 
 
@@ -172,8 +176,10 @@ def plan_placement(
     strict: bool = True,
     pinning: Pinning = "task",
     chief: bool = True,
+    evaluator_pool: Optional[str] = None,
 ) -> Plan:
-    """Place one chief (unless there is none: TF1 between-graph), `ps_count` PS and `worker_count` workers.
+    """Place one chief (unless there is none: TF1 between-graph), `ps_count` PS and `worker_count` workers,
+    and an evaluator in `evaluator_pool` when given.
 
     The stack's cross checks have already reported any placement rule the pools
     break (components/spec/placement_rules.py); the planner asks the same rules
@@ -200,6 +206,8 @@ def plan_placement(
     placements += [
         TaskPlacement(Task("worker", i), worker_pool.name, server) for i, server in enumerate(worker_servers)
     ]
+    if evaluator_pool is not None:
+        placements.append(TaskPlacement(Task(EVALUATOR, 0), evaluator_pool, None))
     return Plan(strategy, strict, tuple(placements), pinning if shares else "none", shares)
 
 
@@ -262,4 +270,5 @@ def plan_stack(config: StackConfig) -> Plan:
         pinning="count" if cluster.workload == "jobset" else "task",
         # A TF1 between-graph program has no chief task: its worker 0 is the chief.
         chief=config.program is None or config.program.has_chief,
+        evaluator_pool=cluster.evaluator_pool if cluster.evaluator_count else None,
     )

@@ -34,7 +34,7 @@ import json
 from typing import Mapping, Sequence
 
 from components.plan.object_names import ObjectNames
-from components.plan.planner import TASK_TYPES
+from components.plan.planner import EVALUATOR, TASK_TYPES
 from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from components.spec.models import Workload
 from trainer.cluster import CLUSTER_ENV, TASK_INDEX_ENV  # the variables the trainer reads
@@ -105,8 +105,8 @@ class TFConfigRenderer:
     def render(self, task_type: str, index_variable: str = TASK_INDEX_ENV, program: bool = False) -> str:
         """A pod's TF_CONFIG, for the kubelet to expand: the shared cluster, the role, the index
         variable. A program's also says `environment: cloud`, as TFJob's does (TensorFlow's
-        estimators read it)."""
-        if not self._cluster.get(task_type):
+        estimators read it). The evaluator's cluster is the training cluster, without itself."""
+        if task_type != EVALUATOR and not self._cluster.get(task_type):
             raise ValueError(f"the cluster has no {task_type} tasks")
         task = f'{{"type":{json.dumps(task_type)},"index":$({index_variable})}}'
         return self._tf_config(f"$({CLUSTER_ENV})", task, program)

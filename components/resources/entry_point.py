@@ -68,8 +68,8 @@ def build(
         # With a provider of the program's own, which cluster it talks to is the program's business.
         refuse_never_admitted(experiment)
         check_team_namespace(experiment)
-    _, cluster = register_experiment(experiment, opts)
-    for name, value in experiment_outputs(experiment, cluster).items():
+    node_pools, cluster = register_experiment(experiment, opts)
+    for name, value in experiment_outputs(experiment, cluster, node_pools).items():
         pulumi.export(name, value)
     return experiment
 

@@ -4,18 +4,25 @@
 
     TFExperiment("ranking-a", TFExperimentArgs(
         node_pools=[{"name": "servers", "nodes": ["srv-00", "srv-01"]}],
-        cluster={"placement": "colocated", "ps": {"replicas": 2, "pool": "servers"},
+        cluster={"placement": "colocated", "ps": {"replicas": 2, "pool": "servers", "memory": "4Gi"},
                  "workers": {"replicas": 20, "pool": "servers"}},
-        trainer={"partition": "auto"},
+        program={"source": "ranking", "command": ["python", "train.py"]},
     ), opts=pulumi.ResourceOptions(providers=[cluster_provider]))
 
-The arguments are a stack file's `tfk8s:nodePools`, `tfk8s:cluster` and
-`tfk8s:trainer`, as mappings or as the typed models (NodePoolSpec,
-ClusterSpec, TrainerSettings), validated by the same schema: a bad value
-raises StackConfigError naming the experiment and the field before anything
-is registered. The name plays the stack's part (namespace `tf-<name>`, labels).
-Its NodePools and TFCluster are its children, so a provider, transforms or
-aliases given in `opts` reach every resource.
+The arguments are a stack file's `tfk8s:nodePools`, `tfk8s:cluster`,
+`tfk8s:trainer` and `tfk8s:program`, as mappings or as the typed models
+(NodePoolSpec, ClusterSpec, TrainerSettings, ProgramSpec), validated by the
+same schema: a bad value raises StackConfigError naming the experiment and the
+field before anything is registered. A program's `source` folder is read from
+`project_root`: the Pulumi project's folder (the working directory the CLI
+runs the program in) unless given. The name plays the stack's part (namespace
+`tf-<name>`, labels). Its NodePools and TFCluster are its children, so a
+provider, transforms or aliases given in `opts` reach every resource.
+
+Its Outputs: `namespace`, `jobset` (the JobSet's name; None under the
+StatefulSet model), `addresses` (TF_CONFIG's cluster: each role's task
+addresses) and `pool_nodes` (the nodes each pool labelled), registered with
+`register_outputs` and exported by the stack program too.
 
 The project's own program (components/resources/entry_point.py) registers the same
 NodePools and TFCluster at the top level, as it always has, so the resources
@@ -25,6 +32,7 @@ of existing stacks keep their URNs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import pulumi
@@ -39,6 +47,7 @@ from components.resources.node_pool import NodePool, NodePoolArgs
 from components.resources.tf_cluster import TFCluster, TFClusterArgs
 from components.spec.models import CONFIG_NAMESPACE, ClusterSpec
 from components.spec.pools import NodePoolSpec
+from components.spec.program import ProgramSpec
 from components.spec.stack_files import PROJECT_ROOT
 from trainer.settings import TrainerSettings
 
@@ -48,14 +57,23 @@ class TFExperimentArgs:
     node_pools: Sequence[Union[NodePoolSpec, Mapping[str, Any]]]
     cluster: Union[ClusterSpec, Mapping[str, Any]]
     trainer: Union[TrainerSettings, Mapping[str, Any]] = field(default_factory=dict)
+    # The team's own program instead of tfk8s's trainer (docs/programs.md).
+    program: Optional[Union[ProgramSpec, Mapping[str, Any]]] = None
+    # Where `program.source` is read (default: the working directory, the Pulumi project's folder).
+    project_root: Optional[Path] = None
 
     def stack_values(self) -> dict[str, Any]:
-        """The arguments as a stack file's `tfk8s:*` values."""
-        return {
+        """The arguments as a stack file's `tfk8s:*` values (a program's stack has no `tfk8s:trainer`
+        unless one is given, as a stack file)."""
+        values = {
             f"{CONFIG_NAMESPACE}:nodePools": [_as_values(pool) for pool in self.node_pools],
             f"{CONFIG_NAMESPACE}:cluster": _as_values(self.cluster),
-            f"{CONFIG_NAMESPACE}:trainer": _as_values(self.trainer),
         }
+        if self.program is None or self.trainer:
+            values[f"{CONFIG_NAMESPACE}:trainer"] = _as_values(self.trainer)
+        if self.program is not None:
+            values[f"{CONFIG_NAMESPACE}:program"] = _as_values(self.program)
+        return values
 
 
 def _as_values(value: Any) -> Any:
@@ -84,8 +102,11 @@ def register_experiment(
     return node_pools, cluster
 
 
-def experiment_outputs(experiment: Experiment, cluster: TFCluster) -> dict[str, Any]:
-    """What a user looks up after `pulumi up`: where tasks run, what runs them, where the chief logs."""
+def experiment_outputs(
+    experiment: Experiment, cluster: TFCluster, node_pools: Mapping[str, NodePool]
+) -> dict[str, Any]:
+    """What a user looks up after `pulumi up`: where tasks run, what runs them, where the chief logs,
+    the addresses TF_CONFIG gives, and the nodes each pool labelled."""
 
     plan = experiment.plan
     if experiment.workload == "jobset":
@@ -104,20 +125,35 @@ def experiment_outputs(experiment: Experiment, cluster: TFCluster) -> dict[str, 
         "workloads": workloads,
         # `kubectl -n <namespace> logs -l <chiefSelector>`: the chief's progress and summary.
         "chiefSelector": selector_text(experiment.stack, ("chief",)),
+        "jobset": experiment.names.jobset if experiment.workload == "jobset" else None,
+        # TF_CONFIG's cluster: each role's task addresses, in index order.
+        "addresses": {role: list(addresses) for role, addresses in experiment.tf_config.cluster.items()},
+        "poolNodes": {name: sorted(pool.patches) for name, pool in node_pools.items()},
     }
 
 
 class TFExperiment(pulumi.ComponentResource):
     experiment: Experiment
     namespace: pulumi.Output[str]
+    jobset: pulumi.Output[Optional[str]]
+    addresses: pulumi.Output[dict[str, list[str]]]
+    pool_nodes: pulumi.Output[dict[str, list[str]]]
     outputs: dict[str, Any]
 
     def __init__(self, name: str, args: TFExperimentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         # Validated before the component registers: a bad argument leaves nothing behind.
-        experiment = load_experiment_values(name, args.stack_values(), load_trainer_bundle(PROJECT_ROOT))
+        experiment = load_experiment_values(
+            name,
+            args.stack_values(),
+            load_trainer_bundle(PROJECT_ROOT),
+            project_root=args.project_root if args.project_root is not None else Path.cwd(),
+        )
         super().__init__("tfk8s:experiment:TFExperiment", name, None, opts)
         self.experiment = experiment
-        _, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self))
+        node_pools, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self))
+        self.outputs = experiment_outputs(experiment, cluster, node_pools)
         self.namespace = cluster.namespace
-        self.outputs = experiment_outputs(experiment, cluster)
+        self.jobset = pulumi.Output.from_input(self.outputs["jobset"])
+        self.addresses = pulumi.Output.from_input(self.outputs["addresses"])
+        self.pool_nodes = pulumi.Output.from_input(self.outputs["poolNodes"])
         self.register_outputs(self.outputs)

@@ -31,7 +31,11 @@ def cross_checks(config: StackConfig) -> list[str]:
             errors.append(f"{ns}:nodePools[{index}].name: pool '{pool.name}' is defined twice")
         seen_names.add(pool.name)
 
-    named = (("ps", cluster.ps.pool), ("workers", cluster.workers.pool))  # no PS: the ps pool is the workers'
+    named = (  # no PS: the ps pool is the workers'
+        ("ps", cluster.ps.pool),
+        ("workers", cluster.workers.pool),
+        ("evaluator", cluster.evaluator.pool if cluster.evaluator is not None else None),
+    )
     for role, pool_name in ((role, name) for role, name in named if name is not None):
         if pool_name not in pools:
             errors.append(f"{ns}:cluster.{role}.pool: unknown pool '{pool_name}'; defined pools: {', '.join(pools)}")
@@ -75,6 +79,7 @@ def cross_checks(config: StackConfig) -> list[str]:
             "program (tfk8s:program)"
         )
         return errors
+    errors.extend(evaluator_checks(config))
     if config.program is not None:
         errors.extend(_program_checks(config))
     elif cluster.ps.memory is not None:
@@ -123,6 +128,43 @@ def cross_checks(config: StackConfig) -> list[str]:
                 f"{ns}:cluster.workers.gpus: {gpus} GPUs per worker do not fit on a node of "
                 f"pool '{worker_pool.name}' ({worker_pool.gpu.per_node} per node)"
             )
+    return errors
+
+
+def evaluator_checks(config: StackConfig) -> list[str]:
+    """The evaluator reads what the chief writes: it must be able to (its pools are known by now)."""
+    cluster, ns = config.cluster, CONFIG_NAMESPACE
+    evaluator = cluster.evaluator
+    if evaluator is None or evaluator.replicas == 0:
+        return []
+    errors = []
+    used = sorted({cluster.ps_pool, cluster.workers.pool})
+    if evaluator.pool is not None and evaluator.pool not in used:
+        errors.append(
+            f"{ns}:cluster.evaluator.pool: pool '{evaluator.pool}' runs neither PS nor workers, and the evaluator "
+            f"runs beside them; use {' or '.join(repr(pool) for pool in used)}, or leave it out (the workers')"
+        )
+    volume = cluster.chief.checkpoint_volume
+    if volume is not None and evaluator.pool is not None and evaluator.pool != cluster.ps_pool:
+        errors.append(
+            f"{ns}:cluster.evaluator.pool: '{evaluator.pool}', but the evaluator reads chief.checkpointVolume, a "
+            f"ReadWriteOnce claim that only pods on the chief's server can mount, and the chief runs in pool "
+            f"'{cluster.ps_pool}'; leave evaluator.pool out (or set it to '{cluster.ps_pool}')"
+        )
+    if config.program is not None:
+        return errors  # a team's program knows where its checkpoints are
+    if config.trainer.checkpoint_every == 0:
+        errors.append(
+            f"{ns}:cluster.evaluator: the evaluator evaluates the chief's checkpoints, and "
+            f"{ns}:trainer.checkpointEvery: 0 writes none; give checkpointEvery steps, or drop the evaluator"
+        )
+    if volume is None and "://" not in config.trainer.checkpoint_dir:
+        errors.append(
+            f"{ns}:cluster.evaluator: the chief writes its checkpoints to "
+            f"'{config.trainer.checkpoint_dir}' in its own pod, which the evaluator cannot read; set "
+            f"{ns}:cluster.chief.checkpointVolume (mounted read-only into the evaluator) or a remote "
+            f"{ns}:trainer.checkpointDir (gs://, hdfs://, s3://)"
+        )
     return errors
 
 

@@ -25,7 +25,7 @@ from .quantities import (
     NodeName,
 )
 from .ratio import parse_ratio, ps_count_for_ratio
-from .roles import ChiefSpec, PsSpec, WorkerSpec
+from .roles import ChiefSpec, EvaluatorSpec, PsSpec, WorkerSpec
 
 CONFIG_NAMESPACE = "tfk8s"
 # The largest experiment tfk8s is tested with: scene1-case4 fifty times over (1,000 servers,
@@ -162,6 +162,12 @@ class ClusterSpec(_Model):
     )
     workers: WorkerSpec = Field(description="the workers")
     chief: ChiefSpec = Field(default_factory=ChiefSpec, description="the chief: it builds the model and checkpoints")
+    evaluator: Optional[EvaluatorSpec] = Field(
+        default=None,
+        description="TensorFlow's side-car evaluator: one task, outside the training cluster, that evaluates each "
+        "checkpoint the chief writes (chief.checkpointVolume, mounted read-only, or a remote checkpointDir); "
+        "placed like a worker, restarted alone, never deciding the outcome (workload jobset; default: none)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -219,10 +225,28 @@ class ClusterSpec(_Model):
             return self.image
         return self.gpu_image or gpu_build(self.image)
 
-    def role(self, task_type: str) -> "ChiefSpec | PsSpec | WorkerSpec":
+    def role(self, task_type: str) -> "ChiefSpec | PsSpec | WorkerSpec | EvaluatorSpec":
         """The settings of a task type's role (a `worker` task's are `workers`)."""
-        roles: dict[str, ChiefSpec | PsSpec | WorkerSpec] = {"chief": self.chief, "ps": self.ps, "worker": self.workers}
+        roles: dict[str, ChiefSpec | PsSpec | WorkerSpec | EvaluatorSpec] = {
+            "chief": self.chief,
+            "ps": self.ps,
+            "worker": self.workers,
+        }
+        if self.evaluator is not None:
+            roles["evaluator"] = self.evaluator
         return roles[task_type]
+
+    @property
+    def evaluator_count(self) -> int:
+        return self.evaluator.replicas if self.evaluator is not None else 0
+
+    @property
+    def evaluator_pool(self) -> str:
+        """Where the evaluator runs: its pool, else the chief's when it reads the chief's volume (a
+        ReadWriteOnce claim is mounted on one server), else the workers'."""
+        if self.evaluator is not None and self.evaluator.pool is not None:
+            return self.evaluator.pool
+        return self.ps_pool if self.chief.checkpoint_volume is not None else self.workers.pool
 
     @model_validator(mode="after")
     def _jobset_only_settings(self) -> "ClusterSpec":
@@ -238,6 +262,7 @@ class ClusterSpec(_Model):
                 for key, value in (
                     ("startDeadline", self.start_deadline),
                     ("ttlSecondsAfterFinished", self.ttl_seconds_after_finished),
+                    ("evaluator", self.evaluator_count or None),
                 )
                 if value is not None
             ]

@@ -32,7 +32,7 @@ DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 PROGRAM_MOUNT = "/program"
 OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
 
-Role = Literal["chief", "ps", "worker"]
+Role = Literal["chief", "ps", "worker", "evaluator"]
 
 
 class WorkersDone(_Model):
@@ -130,7 +130,9 @@ class ProgramSpec(_Model):
         "succeeds when every worker has exited 0; {workers: N}: the same, once N workers have",
     )
     roles: dict[Role, RoleCommand] = Field(
-        default_factory=dict, description="per role (chief, ps, worker): command and args instead of the program's"
+        default_factory=dict,
+        description="per role (chief, ps, worker, evaluator): command and args instead of the program's (the "
+        "evaluator's default: the workers')",
     )
 
     @property
@@ -218,8 +220,11 @@ class ProgramSpec(_Model):
         return found
 
     def command_of(self, role: str) -> tuple[Optional[tuple[str, ...]], Optional[tuple[str, ...]]]:
-        """A role's command and args: its own where given, else the program's."""
+        """A role's command and args: its own where given, else the program's (the evaluator's, else
+        the workers', as TFJob users write one program whose evaluator runs the worker's command)."""
         own = next((command for name, command in self.roles.items() if name == role), None)
+        if role == "evaluator" and own is None:
+            return self.command_of("worker")
         command = own.command if own is not None and own.command is not None else self.command
         args = own.args if own is not None and own.args is not None else self.args
         return command, args

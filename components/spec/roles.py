@@ -1,5 +1,5 @@
-"""The roles of a stack file's cluster: the PS, the workers and the chief (its checkpoint volume),
-with the tolerations and exit-code rules every role takes."""
+"""The roles of a stack file's cluster: the PS, the workers, the chief (its checkpoint volume) and
+the evaluator, with the tolerations and exit-code rules every role takes."""
 
 from __future__ import annotations
 
@@ -127,3 +127,25 @@ class ChiefSpec(_Model):
     )
     tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)
     fail_on: FailOn = Field(default=(), description=FAIL_ON_HELP)
+
+
+class EvaluatorSpec(_Model):
+    """TensorFlow's side-car evaluator: one task outside the training cluster that follows the chief's
+    checkpoints. It never decides the experiment's outcome: restarted alone whatever its exit, never
+    counted toward `done`, stopped when the experiment ends."""
+
+    replicas: int = Field(default=1, strict=True, ge=0, le=1, description="1: run the evaluator; 0: none")
+    pool: Optional[DnsLabel] = Field(
+        default=None,
+        description="node pool it runs in (default: workers.pool); with chief.checkpointVolume it runs on the "
+        "chief's server, where the volume is",
+    )
+    cpu: CpuQuantity = Field(
+        default="1", description="CPU request of the evaluator (no CPU limit: a limit throttles TensorFlow's threads)"
+    )
+    memory: Optional[MemoryQuantity] = Field(
+        default=None,
+        description="memory request and limit of the evaluator (default: tfk8s's trainer's as the chief's, since it "
+        "loads each whole checkpoint; 2Gi for a team's program)",
+    )
+    tolerations: Tolerations = Field(default=(), description=TOLERATIONS_HELP)

@@ -91,3 +91,12 @@ def ps_memory_quantity(settings: TrainerSettings, ps_count: int) -> str:
 def chief_memory_request(config: StackConfig) -> str:
     """The chief's memory request: `cluster.chief.memory`, else derived from a checkpoint's size."""
     return config.cluster.chief.memory or mebibytes(chief_memory_bytes(config.trainer))
+
+
+def evaluator_memory_request(config: StackConfig) -> str:
+    """The evaluator's memory request: `cluster.evaluator.memory`, else what the chief's would be
+    (tfk8s's trainer's evaluator loads each whole checkpoint, as the chief writes it), else 2Gi."""
+    evaluator = config.cluster.evaluator
+    if evaluator is not None and evaluator.memory is not None:
+        return evaluator.memory
+    return mebibytes(chief_memory_bytes(config.trainer)) if config.program is None else "2Gi"

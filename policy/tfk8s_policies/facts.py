@@ -12,6 +12,7 @@ TFK8S_GPU_PRODUCT = "tfk8s.io/gpu-product"  # tfk8s's own, on the nodes it label
 GPU_PRODUCT_LABELS = (GPU_PRODUCT, TFK8S_GPU_PRODUCT)
 INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
+EVALUATOR = "evaluator"  # TensorFlow's side-car evaluator: task evaluator-0, outside the cluster
 SETTINGS_ENV = "TFK8S_TRAINER"
 # What a task of tfk8s's own trainer runs (components/objects/pods.py); a team's program runs its own.
 TRAINER_COMMAND = ["python", "-m", "trainer"]

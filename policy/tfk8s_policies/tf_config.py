@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import TF_PORT
+from .facts import EVALUATOR, TF_PORT
 from .pods import previewed_jobsets_named_back
 from .reading import (
     PodIdentity,
@@ -98,6 +98,15 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
             if task in seen:
                 report(f"{where}: {pod_name} and {seen[task]} are both task {task[0]}-{task[1]}", workload.resource.urn)
             seen[task] = pod_name
+            if task[0] == EVALUATOR:
+                # TensorFlow's side-car evaluator is outside the cluster it evaluates, and there is one.
+                if task[1] != 0 or EVALUATOR in cluster:
+                    report(
+                        f"{where}: {pod_name} is task {task[0]}-{task[1]}: TensorFlow runs one evaluator, "
+                        f"{EVALUATOR}-0, and no cluster lists it",
+                        workload.resource.urn,
+                    )
+                continue
             if not 0 <= task[1] < len(as_list(get(cluster, task[0]))):
                 report(f"{where}: task {task[0]}-{task[1]} of {pod_name} is outside the cluster", workload.resource.urn)
         pods = ExperimentPods([(pod, task) for _, pod, task in tasks])

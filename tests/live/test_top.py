@@ -9,8 +9,10 @@ import pytest
 
 from components.cli.main import main
 from components.live.top import watch
-from trainer.log_lines import event_line, progress_line
-from components.live.usage import Progress, TaskUsage, TopView, chief_progress, imbalance, pod_usage, top_text
+from trainer.log_lines import evaluation_event, evaluation_line, event_line, progress_line
+from components.live.usage import (
+    Evaluation, Progress, TaskUsage, TopView, chief_progress, imbalance, last_evaluation, pod_usage, top_text,
+)
 
 # A node's Summary API document as a kubelet serves it (trimmed to what top reads, plus neighbours).
 SUMMARY = {
@@ -187,3 +189,22 @@ def test_watch_prints_to_standard_output_as_it_is_when_called(capsys):
     session, a later test's `top` wrote to an earlier test's closed capture."""
     assert watch(lambda: _view(phase="Succeeded"), None, True) == 0
     assert json.loads(capsys.readouterr().out)["phase"] == "Succeeded"
+
+
+def test_the_evaluators_last_evaluation_is_shown_with_its_task():
+    log = "\n".join([
+        "evaluator-0: waiting for the first checkpoint in /checkpoints",
+        evaluation_event(100, 0.6812, "/checkpoints/ckpt-100"),
+        evaluation_line(100, 0.6812),
+        evaluation_event(200, 0.5120, "/checkpoints/ckpt-200"),
+        evaluation_line(200, 0.5120),
+    ]) + "\n"
+    evaluation = last_evaluation(log)
+    assert evaluation == Evaluation(200, 0.512)
+    assert last_evaluation("evaluator-0: waiting for the first checkpoint\n") is None
+    view = _view(tasks=[*_view().tasks, TaskUsage("evaluator-0", "srv-00", 0.5, 900 * 2**20)], evaluation=evaluation)
+    text = top_text(view)
+    assert "evaluation: step 200 · eval_loss 0.5120" in text
+    assert ["evaluator-0", "srv-00", "0.50", "900", "MiB"] in [line.split() for line in text.splitlines()]
+    assert "evaluation" not in top_text(_view()), "no evaluator, no line"
+    assert list(view.to_json()) == list(_view().to_json()), "top --json keeps its public shape"

@@ -212,7 +212,6 @@ def test_what_cannot_be_carried_is_listed_one_line_each_and_the_rest_is_written(
     assert code == 0, err
     lines = err.splitlines()
     expected = [
-        "spec.tfReplicaSpecs.Evaluator:",
         "spec.tfReplicaSpecs.Worker.template.spec.containers[1]: a sidecar",
         "spec.tfReplicaSpecs.Worker.template.spec.initContainers:",
         "spec.tfReplicaSpecs.Worker.template.spec.affinity: tfk8s places pods itself",
@@ -226,6 +225,28 @@ def test_what_cannot_be_carried_is_listed_one_line_each_and_the_rest_is_written(
     assert len(lines) == len(expected), err
     assert written(stacks_dir)["tfk8s:cluster"]["workers"]["replicas"] == 4
     assert written(stacks_dir)["tfk8s:cluster"]["ttlSecondsAfterFinished"] == 600, "carried"
+
+
+def test_an_evaluator_carries_over_with_its_own_command_and_runs_as_its_own_job(tmp_path, capsys, stacks_dir):
+    evaluator = replica(1, restart="Never", args=["--evaluate"], resources={"requests": {"cpu": "3", "memory": "5Gi"}})
+    job = tfjob(Chief=replica(1), PS=replica(2), Worker=replica(4), Evaluator=evaluator)
+    code, out, err = run_import(tmp_path, capsys, job, "--nodes", "srv-00,srv-01")
+    assert code == 0, err
+    assert "chief, 2 PS, 4 workers, an evaluator, done: chief" in out
+    assert err.splitlines() == [
+        "not carried: spec.tfReplicaSpecs.Evaluator.restartPolicy: Never: tfk8s restarts a failed evaluator alone, "
+        "whatever its exit code; it never fails the experiment"
+    ]
+    config = written(stacks_dir)
+    assert config["tfk8s:cluster"]["evaluator"] == {"replicas": 1, "cpu": "3", "memory": "5Gi"}
+    assert config["tfk8s:program"]["roles"] == {"evaluator": {"args": ["--evaluate"]}}
+    run = run_program("imported", config)
+    (evaluator_pod,) = [pod for pod in pods_of(run) if pod.task == "evaluator-0"]
+    assert evaluator_pod.container["args"][-1] == "--evaluate"
+    twice = tfjob(Chief=replica(1), PS=replica(2), Worker=replica(4), Evaluator=replica(2))
+    code, _, err = run_import(tmp_path, capsys, twice, "--nodes", "srv-00", stack="twice")
+    assert code != 0 and "spec.tfReplicaSpecs.Evaluator.replicas is 2; a TFJob's Evaluator has 1 replica" in err
+    assert not (stacks_dir / "Pulumi.twice.yaml").exists()
 
 
 def test_without_nodes_the_pool_has_a_placeholder_the_stack_refuses_until_filled(tmp_path, capsys, stacks_dir):

@@ -63,6 +63,28 @@ def test_the_example_stacks_as_statefulsets_pass_every_policy(stack):
     assert tripped(objects_of(statefulset_run(stack)), POLICIES) == {}
 
 
+def test_an_experiment_with_an_evaluator_passes_every_policy():
+    """The evaluator's pod is a TF pod like the others (seccomp, read-only root, no token), though
+    it serves no port: nothing in the pack asks it to."""
+    name, values = read_stack_values("scene1-case2-durable")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"]["evaluator"] = {"replicas": 1}
+    run = run_program(name, values)
+    (jobset,) = [obj for obj in objects_of(run) if obj.kind == "JobSet"]
+    assert "evaluator" in [job["name"] for job in jobset.props["spec"]["replicatedJobs"]]
+    assert tripped(objects_of(run), POLICIES) == {}
+    objects = objects_of(run)
+    (jobset,) = [obj for obj in objects if obj.kind == "JobSet"]
+    (evaluator,) = [job for job in jobset.props["spec"]["replicatedJobs"] if job["name"] == "evaluator"]
+    evaluator["template"]["spec"]["completions"] = evaluator["template"]["spec"]["parallelism"] = 2
+    assert tripped(objects) == {
+        "tfk8s-tf-config-consistent": [
+            "experiment scene1-case2-durable in tf-scene1-case2-durable: JobSet tf/evaluator is task evaluator-1: "
+            "TensorFlow runs one evaluator, evaluator-0, and no cluster lists it"
+        ]
+    }
+
+
 def test_every_policy_has_a_description_severity_and_remediation():
     for policy in POLICIES.values():
         assert policy.description and policy.severity and policy.remediation_steps

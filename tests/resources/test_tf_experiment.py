@@ -41,7 +41,10 @@ def test_without_options_the_default_provider_is_used():
 
 def test_outputs_name_the_workloads_and_the_chiefs_log_selector():
     outputs = program_run("scene1-case2").outputs
-    assert set(outputs) >= {"namespace", "placement", "tasks", "psMemory", "workloads", "chiefSelector"}
+    assert set(outputs) >= {"namespace", "placement", "tasks", "psMemory", "workloads", "chiefSelector", "jobset",
+                            "addresses", "poolNodes"}
+    assert outputs["jobset"] == "tf" and len(outputs["addresses"]["worker"]) == 50
+    assert outputs["poolNodes"] == {"servers": [f"srv-0{i}" for i in range(5)]}
     assert outputs["workloads"] == ["jobset/tf"]
     assert outputs["chiefSelector"] == (
         "app.kubernetes.io/instance=scene1-case2,app.kubernetes.io/part-of=tfk8s,app.kubernetes.io/component in (chief)"
@@ -111,3 +114,34 @@ def test_bad_arguments_name_the_experiment_and_the_field_and_register_nothing(tm
         run_program("dev", {}, monitor=monitor, program=program)
     assert "stack 'ranking'" in str(error.value) and "tfk8s:cluster.workers.pool" in str(error.value)
     assert monitor.registrations == []
+
+
+def test_a_teams_program_runs_from_the_component_and_its_outputs_name_the_cluster(tmp_path):
+    """`program=` takes what `tfk8s:program` takes, its source read from the project's folder; the
+    component's Outputs are the namespace, the JobSet, TF_CONFIG's addresses and the labelled nodes."""
+    (tmp_path / "ranking").mkdir()
+    (tmp_path / "ranking" / "train.py").write_text("print('training')\n")
+    program = tmp_path / "__main__.py"
+    program.write_text(
+        "import pulumi\n"
+        "from components.tf_experiment import TFExperiment, TFExperimentArgs\n"
+        "experiment = TFExperiment('ranking', TFExperimentArgs(\n"
+        "    node_pools=[{'name': 'servers', 'nodes': ['srv-00', 'srv-01']}],\n"
+        "    cluster={'placement': 'colocated', 'ps': {'replicas': 2, 'pool': 'servers', 'memory': '4Gi'},\n"
+        "             'workers': {'replicas': 4, 'pool': 'servers'}},\n"
+        "    program={'source': 'ranking', 'command': ['python', 'train.py']},\n"
+        f"    project_root=__import__('pathlib').Path({str(tmp_path)!r})))\n"
+        "pulumi.export('jobset', experiment.jobset)\n"
+        "pulumi.export('addresses', experiment.addresses)\n"
+        "pulumi.export('poolNodes', experiment.pool_nodes)\n"
+    )
+    run = run_program("dev", {}, program=program)
+    shipped = [m for m in (r.manifest for r in run.of_kind("ConfigMap")) if "train.py" in (m.get("data") or {})]
+    assert len(shipped) == 1 and shipped[0]["data"]["train.py"] == "print('training')\n"
+    assert not [r for r in run.of_kind("ConfigMap") if r.manifest["metadata"]["name"] == "tfk8s-trainer"]
+    assert run.outputs["jobset"] == "tf"
+    assert run.outputs["addresses"]["ps"] == [
+        f"tf-ps-0-{i}.tf.tf-ranking.svc:2222" for i in range(2)
+    ]
+    assert len(run.outputs["addresses"]["worker"]) == 4 and len(run.outputs["addresses"]["chief"]) == 1
+    assert run.outputs["poolNodes"] == {"servers": ["srv-00", "srv-01"]}

@@ -78,7 +78,7 @@ def test_a_topology_change_rolls_every_pod_the_chief_included():
 def test_the_pods_get_only_the_modules_they_import(tmp_path):
     bundle = load_trainer_bundle(PROJECT_ROOT)
     assert sorted(bundle.files) == [
-        "__init__.py", "__main__.py", "checkpoints.py", "chief.py", "cluster.py", "data.py", "devices.py",
+        "__init__.py", "__main__.py", "checkpoints.py", "chief.py", "cluster.py", "data.py", "devices.py", "evaluator.py",
         "failures.py", "ids.py", "kubelet_expansion.py", "lifeline.py", "log_lines.py", "model.py", "optimizers.py", "peers.py",
         "settings.py", "shared_names.py", "termination.py", "tf_private.py",
     ]

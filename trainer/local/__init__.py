@@ -11,7 +11,9 @@ finished call to the end of training). Every process it starts runs in its own p
 on success, failure, Ctrl-C or SIGTERM. SIGUSR1 has the chief finish where it
 stands (checkpoint, summary, exit 0), as it does in a pod. Workers that die are
 restarted, as Kubernetes would; `--kill TASK@STEP` kills a task on purpose (a
-fault drill). A stack that runs the team's own program runs its command per
+fault drill). `--evaluator 1` (or a stack's `cluster.evaluator`) runs TensorFlow's
+side-car evaluator beside them, on the chief's checkpoints (trainer/local/evaluator.py).
+A stack that runs the team's own program runs its command per
 role instead (trainer/local/program.py), with the environment its pods get, and
 ends with the program's own exit codes.
 """

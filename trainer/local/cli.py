@@ -65,17 +65,26 @@ def _parse_ints(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
 
 
-def resolve(
-    args: argparse.Namespace, out: TextIO = sys.stderr
-) -> tuple[TrainerSettings, int, int, Optional[ProgramExport]]:
-    """The settings, PS and workers to run, and the stack's own program where it has one."""
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What to run: the settings, PS, workers, the evaluator (0 or 1), and the stack's own program if any."""
+
+    settings: TrainerSettings
+    ps: int
+    workers: int
+    evaluator: int = 0
+    program: Optional[ProgramExport] = None
+
+
+def resolve(args: argparse.Namespace, out: TextIO = sys.stderr) -> Run:
+    """The run the flags and the stack ask for (the flags win)."""
     base: dict[str, Any] = {}
-    ps, workers = 2, 2
+    ps, workers, evaluator = 2, 2, 0
     program = None
     if args.stack:
         experiment = read_stack(args.stack)
         scale = scale_to_machine(experiment.ps, experiment.workers)
-        base, ps, workers = experiment.trainer, scale.ps, scale.workers
+        base, ps, workers, evaluator = experiment.trainer, scale.ps, scale.workers, experiment.evaluator
         print(
             f"stack {experiment.stack} on this machine: {'; '.join(scale.notes) or 'as sized'}; placement "
             f"{experiment.placement} is not reproduced (every task runs here)",
@@ -91,10 +100,11 @@ def resolve(
                     f"settings {', '.join(sorted(given))} do not apply"
                 )
     settings = TrainerSettings.from_config({**base, **settings_given(args)})
-    return (
+    return Run(
         settings,
         args.ps if args.ps is not None else ps,
         args.workers if args.workers is not None else workers,
+        args.evaluator if args.evaluator is not None else evaluator,
         program,
     )
 
@@ -105,6 +115,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     )
     parser.add_argument("--ps", type=int, help="parameter servers (default 2, or from --stack)")
     parser.add_argument("--workers", type=int, help="workers (default 2, or from --stack)")
+    parser.add_argument(
+        "--evaluator",
+        type=int,
+        choices=(0, 1),
+        help="1: run TensorFlow's side-car evaluator on the chief's checkpoints (default 0, or from --stack)",
+    )
     parser.add_argument("--stack", help="take trainer settings and the PS:worker ratio from this stack")
     parser.add_argument("--workdir", help="checkpoints, metrics and logs (kept; default: a temporary folder, removed)")
     parser.add_argument("--progress-every", type=int, default=50, help="steps between progress lines")
@@ -122,9 +138,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        settings, ps, workers, program = resolve(args)
+        run = resolve(args)
     except Exception as error:  # SettingsError, LaunchError, YAML errors: one clear line
         print(f"trainer.local: {error}", file=sys.stderr)
+        return 2
+    settings, ps, workers, program = run.settings, run.ps, run.workers, run.program
+    if run.evaluator and program is None and not settings.checkpoint_every:
+        print("trainer.local: the evaluator evaluates the chief's checkpoints: checkpointEvery is 0", file=sys.stderr)
         return 2
     if workers < 1 or ps < (0 if program is not None else 1):
         # A team's program may run workers only; tfk8s's trainer is a parameter-server trainer.
@@ -136,7 +156,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     cluster: LocalCluster | LocalProgram
     if program is not None:
-        cluster = LocalProgram(program, ps, workers, workdir)
+        cluster = LocalProgram(program, ps, workers, workdir, evaluator=run.evaluator)
     else:
         cluster = LocalCluster(
             settings,
@@ -146,6 +166,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             progress_every=args.progress_every,
             restart_workers=not args.no_restart,
             drills=FaultDrills(dict(args.kill)),
+            evaluator=run.evaluator,
         )
 
     def on_term(signum: int, frame: Optional[FrameType]) -> NoReturn:

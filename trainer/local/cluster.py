@@ -2,6 +2,8 @@
 
 It restarts workers that die (as Kubernetes restarts a pod), restarts a chief
 a fault drill killed (as its Job would), and stops every process it started.
+With an evaluator, it runs beside them, outside the training cluster, on the
+chief's checkpoints (trainer/local/evaluator.py).
 """
 
 from __future__ import annotations
@@ -23,19 +25,13 @@ from ..ports import free_ports
 from ..settings import SETTINGS_ENV, TrainerSettings
 from .drills import FaultDrills
 from .errors import LaunchError, PortClash
+from .evaluator import EVALUATOR_TASK, LocalEvaluator
 from .procstat import cpu_delta, cpu_seconds
 from .stacks import PROJECT_ROOT
 from .tasks import TRAINER_COMMAND, Task, last_lines, stop_all
 
 if TYPE_CHECKING:
-    from typing import Protocol
-
-    class TextOut(Protocol):
-        """Where the launcher's lines go: a text stream, or what writes and flushes text (trainer.report's bar)."""
-
-        def write(self, text: str, /) -> int: ...
-
-        def flush(self) -> None: ...
+    from .tasks import TextOut
 
 
 STARTUP_TIMEOUT = 90.0
@@ -59,7 +55,9 @@ class LocalCluster:
     progress_every: int = 50
     restart_workers: bool = True
     drills: FaultDrills = field(default_factory=FaultDrills)
+    evaluator: int = 0  # 1: TensorFlow's side-car evaluator beside the cluster
     tasks: dict[str, Task] = field(default_factory=dict)
+    local_evaluator: Optional[LocalEvaluator] = None
     chief: Optional[subprocess.Popen] = None
     chief_log: Any = None
     chief_killed: bool = False  # by a fault drill: restarted, as its Job would
@@ -112,11 +110,19 @@ class LocalCluster:
         raise AssertionError("unreachable")
 
     def run(self, out: TextOut = sys.stdout) -> dict[str, Any]:
+        if self.evaluator and not self.settings.checkpoint_every:
+            raise LaunchError("an evaluator evaluates the chief's checkpoints: checkpointEvery must not be 0")
         (self.workdir / "tmp").mkdir(parents=True, exist_ok=True)
         cluster = self.start_servers(out)
+        checkpoint_dir = str(self.workdir / "checkpoints")
+        if self.evaluator:
+            # The chief's settings and checkpoint folder; a TF_CONFIG whose cluster does not hold it.
+            env = {**self.task_env(cluster, "evaluator", 0), "TFK8S_CHECKPOINT_DIR": checkpoint_dir}
+            self.local_evaluator = LocalEvaluator(Task(EVALUATOR_TASK, env, self.workdir / EVALUATOR_TASK), out)
+            self.local_evaluator.start()
 
         chief_env = self.task_env(cluster, "chief", 0)
-        chief_env["TFK8S_CHECKPOINT_DIR"] = str(self.workdir / "checkpoints")
+        chief_env["TFK8S_CHECKPOINT_DIR"] = checkpoint_dir
         chief_env["TFK8S_METRICS_FILE"] = str(self.workdir / "metrics.jsonl")
         chief_env["TFK8S_PROGRESS_EVERY"] = str(self.progress_every)
         chief_dir = self.workdir / "chief-0"
@@ -154,6 +160,10 @@ class LocalCluster:
         summary["ps_imbalance"] = round(max(cpu) / mean, 3) if mean > 0 else None
         summary["worker_restarts"] = sum(t.restarts for t in self.tasks.values())
         summary["chief_restarts"] = chief_restarts
+        if self.local_evaluator is not None:
+            # It exits by itself once it has evaluated the final step; a chief that finished early has not reached it.
+            early = summary["steps"] if summary["steps"] < self.settings.steps else None
+            summary["evaluator"] = self.local_evaluator.finish(until_evaluated=early)
         return summary
 
     def _follow_chief(self, out: TextOut) -> tuple[Optional[dict[str, Any]], Optional[str]]:
@@ -286,6 +296,8 @@ class LocalCluster:
     def stop(self) -> None:
         """Stop every process started, by process group: TERM, then KILL."""
         self._stopping = True
+        if self.local_evaluator is not None:
+            self.local_evaluator.stop()
         with self._lock:
             stop_all(list(self.tasks.values()), self.chief)
             if self.chief_log is not None:

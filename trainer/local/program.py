@@ -6,7 +6,9 @@ TASK_INDEX, PS_REPLICAS, WORKER_REPLICAS and the program's own env; `$(NAME)` in
 is expanded as the kubelet does. `python` is the trainer's environment's (TensorFlow). As in a
 cluster: a failed worker is started again, a failed PS or chief ends the run, and the run
 succeeds when the chief exits 0 (done: chief), every worker has (done: workers) or N workers have
-(done: {workers: N}; the others are stopped). Every
+(done: {workers: N}; the others are stopped). An evaluator (JOB_NAME=evaluator, TF_CONFIG task
+`evaluator` with a cluster without it) runs roles.evaluator's command, else the workers'; it never
+decides the outcome and is stopped at the end (trainer/local/evaluator.py). Every
 process runs in its own process group and is stopped at the end, on failure and on Ctrl-C.
 """
 
@@ -24,6 +26,7 @@ from ..kubelet_expansion import expand
 from ..lifeline import LAUNCHER_PID_ENV
 from ..ports import free_ports
 from .errors import LaunchError
+from .evaluator import EVALUATOR_TASK, LocalEvaluator
 from .tasks import Task, last_lines, stop_all
 
 WORKER_RESTARTS = 5
@@ -50,6 +53,10 @@ class ProgramExport:
     def workers_to_finish(self, replicas: int) -> int:
         return int(self.done["workers"]) if isinstance(self.done, dict) else replicas
 
+    def evaluator_argv(self) -> Optional[list[str]]:
+        """roles.evaluator's command and args; the workers' where the export has none for it."""
+        return self.argv["evaluator"] if "evaluator" in self.argv else self.argv["worker"]
+
 
 @dataclass
 class LocalProgram:
@@ -57,7 +64,9 @@ class LocalProgram:
     ps: int
     workers: int
     workdir: Path
+    evaluator: int = 0  # 1: an evaluator task beside the cluster
     tasks: dict[str, Task] = field(default_factory=dict)
+    local_evaluator: Optional[LocalEvaluator] = None
 
     def roles(self) -> dict[str, int]:
         chief = {"chief": 1} if self.program.has_chief else {}
@@ -72,8 +81,8 @@ class LocalProgram:
                 f"tfk8s:program.done: {needed} workers must exit 0, and {self.workers} run here; "
                 f"run at least {needed} (--workers)"
             )
-        for role in self.roles():
-            if self.program.argv.get(role) is None:
+        for role in [*self.roles(), *(["evaluator"] if self.evaluator else [])]:
+            if (self.program.evaluator_argv() if role == "evaluator" else self.program.argv.get(role)) is None:
                 raise LaunchError(
                     f"tfk8s:program gives {role} no command: the image's entrypoint cannot run as a local "
                     "process; give command (or roles.<role>.command)"
@@ -130,13 +139,22 @@ class LocalProgram:
                 task = Task(name, env, self.workdir / name, command=argv, cwd=cwd, tie_to_launcher=True)
                 self.tasks[name] = task
                 task.start()
+        if self.evaluator:
+            self.local_evaluator = LocalEvaluator(self._evaluator_task(cluster), out, prints_events=False)
+            self.local_evaluator.start()
         print(
-            f"started {', '.join(self.tasks)} on loopback; done when "
+            f"started {', '.join([*self.tasks, *([EVALUATOR_TASK] if self.evaluator else [])])} on loopback; done when "
             f"{'the chief exits 0' if self.program.has_chief else self._workers_done_text()}",
             file=out,
             flush=True,
         )
         return self._follow(out)
+
+    def _evaluator_task(self, cluster: dict[str, list[str]]) -> Task:
+        env = self.task_env(cluster, "evaluator", 0)
+        argv = tuple(expand(word, env)[0] for word in self.program.evaluator_argv() or ())
+        cwd = Path(self.program.source) if self.program.source else self.workdir / EVALUATOR_TASK
+        return Task(EVALUATOR_TASK, env, self.workdir / EVALUATOR_TASK, command=argv, cwd=cwd, tie_to_launcher=True)
 
     def _workers_done_text(self) -> str:
         needed = self.program.workers_to_finish(self.workers)
@@ -168,14 +186,19 @@ class LocalProgram:
             finished = sorted(name for name in done if name.startswith(finisher))
             needed = 1 if self.program.has_chief else self.program.workers_to_finish(self.workers)
             if len(finished) >= needed:
-                return {
+                summary = {
                     "phase": "Succeeded",
                     "done": self.program.done,
                     "seconds": round(time.monotonic() - started, 1),
                     "worker_restarts": restarts,
                     "log": last_lines(self.tasks[finished[0]].output_since_start()),
                 }
+                if self.local_evaluator is not None:
+                    summary["evaluator"] = self.local_evaluator.finish()
+                return summary
             time.sleep(POLL_S)
 
     def stop(self) -> None:
+        if self.local_evaluator is not None:
+            self.local_evaluator.stop()
         stop_all(list(self.tasks.values()))

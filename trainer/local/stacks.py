@@ -31,6 +31,20 @@ class StackExperiment:
     workers: int
     trainer: dict[str, Any]
     program: Optional[dict[str, Any]] = None  # the team's own program (trainer/local/program.py)
+    evaluator: int = 0  # 1: TensorFlow's side-car evaluator (tfk8s:cluster.evaluator.replicas)
+
+    @classmethod
+    def from_export(cls, data: dict[str, Any]) -> "StackExperiment":
+        """From `python -m components export`'s object; what this launcher does not run is left out.
+
+        `evaluator` is its replicas, 0 or 1, or the evaluator's own object (its `replicas`), or None.
+        """
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        evaluator = known.get("evaluator")
+        if isinstance(evaluator, dict):
+            evaluator = evaluator.get("replicas", 1)
+        known["evaluator"] = int(evaluator or 0)
+        return cls(**known)
 
 
 def read_stack(stack: str) -> StackExperiment:
@@ -40,7 +54,7 @@ def read_stack(stack: str) -> StackExperiment:
     environment cannot hold TensorFlow; asking it keeps one schema.
     """
     if stack.endswith(".json") and Path(stack).is_file():
-        return StackExperiment(**json.loads(Path(stack).read_text(encoding="utf-8")))
+        return StackExperiment.from_export(json.loads(Path(stack).read_text(encoding="utf-8")))
     if not PROGRAM_PYTHON.exists():
         raise LaunchError(
             f"validating stack '{stack}' needs the program's environment {PROGRAM_PYTHON}: run `make setup`"
@@ -54,7 +68,7 @@ def read_stack(stack: str) -> StackExperiment:
     )
     if result.returncode != 0:
         raise LaunchError(result.stderr.strip() or f"python -m components export {stack} failed")
-    return StackExperiment(**json.loads(result.stdout))
+    return StackExperiment.from_export(json.loads(result.stdout))
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,20 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..lifeline import die_with_parent
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class TextOut(Protocol):
+        """Where the launcher's lines go: a text stream, or what writes and flushes text (trainer.report's bar)."""
+
+        def write(self, text: str, /) -> int: ...
+
+        def flush(self) -> None: ...
+
 
 STOP_GRACE = 5.0
 

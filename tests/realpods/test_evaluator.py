@@ -1,0 +1,126 @@
+"""`tfk8s:cluster.evaluator` in real pods: TensorFlow's side-car evaluator follows the chief's
+checkpoints on its volume, is replaced alone when lost, and ends with the experiment.
+
+What a user checks: the evaluator reports evaluations (tfk8s's trainer's, and a team's TF2
+program's), `top` shows the latest, a deleted evaluator is replaced while the experiment's
+restart count stays 0, and the experiment succeeds with the evaluator gone with it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kubernetes import client
+
+from components.cli.main import main as components_main
+from components.objects.loading import load_experiment
+from tests.realpods.conftest import UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.realpods.test_programs import FAIL_WITHIN_S, program_stack, status_of, wait_for_phase
+from tests.stack_variants import write_variant
+from trainer.log_lines import EVALUATION
+
+EVALUATOR_TEAM_SOURCE = "tests/team_programs/tf2-ps-evaluator"
+# An evaluator's pod is small: the real servers also hold the chief, 2 PS and 2 workers.
+EVALUATOR = {"replicas": 1, "cpu": "300m", "memory": "1Gi"}
+EVALUATES_WITHIN_S = 240.0
+REPLACED_WITHIN_S = 60.0
+ENDS_WITHIN_S = 30.0
+
+
+def _evaluator_pods(cluster: RealCluster, stack: str) -> list[client.V1Pod]:
+    return [p for p in cluster.pods(stack, "evaluator") if p.metadata.deletion_timestamp is None]
+
+
+def _evaluations(cluster: RealCluster, stack: str, namespace: str) -> list[dict]:
+    found = []
+    for pod in _evaluator_pods(cluster, stack):
+        if pod.status.phase in ("Running", "Succeeded"):
+            found += [event for _, event in cluster.log(namespace, pod.metadata.name).events(EVALUATION)]
+    return found
+
+
+def _wait_for_evaluations(cluster: RealCluster, stack: str, namespace: str, other_than: str = "") -> list[dict]:
+    deadline = time.monotonic() + EVALUATES_WITHIN_S
+    while True:
+        pods = [p.metadata.name for p in _evaluator_pods(cluster, stack)]
+        evaluations = _evaluations(cluster, stack, namespace) if other_than not in pods else []
+        if evaluations:
+            return evaluations
+        assert time.monotonic() < deadline, f"no evaluation within {EVALUATES_WITHIN_S:.0f} s (pods: {pods})"
+        time.sleep(1.0)
+
+
+def _wait_until_the_evaluator_is_gone(cluster: RealCluster, stack: str) -> None:
+    deadline = time.monotonic() + ENDS_WITHIN_S
+    while _evaluator_pods(cluster, stack):
+        assert time.monotonic() < deadline, "the evaluator outlived the experiment"
+        time.sleep(0.5)
+
+
+def test_the_trainers_evaluator_follows_the_checkpoints_and_is_replaced_alone(
+    real_cluster, local_volume, tmp_path, capsys
+):
+    def edit(values):
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 100})(values)
+        values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
+        values["tfk8s:cluster"]["evaluator"] = dict(EVALUATOR)
+
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-evaluator", edit)
+    with real_cluster.running(stack, tmp_path) as namespace:
+        first = _wait_for_evaluations(real_cluster, stack, namespace)
+        assert first[0]["step"] >= 100 and first[0]["step"] % 100 == 0, first[0]
+        assert all(0.0 < e["eval_loss"] < 10.0 for e in first), first
+        (pod,) = _evaluator_pods(real_cluster, stack)
+        (chief,) = [p for p in real_cluster.pods(stack, "chief") if p.status.phase == "Running"]
+        assert pod.spec.node_name == chief.spec.node_name, "the chief's ReadWriteOnce volume is on its server"
+
+        components_main(["top", stack, "--kubeconfig", str(real_cluster.kubeconfig)])
+        shown = capsys.readouterr().out
+        assert "evaluation: step " in shown and "eval_loss" in shown, shown
+        assert any(line.split()[:1] == ["evaluator-0"] for line in shown.splitlines()), shown
+
+        # Lost, it is replaced alone: the experiment is not restarted, and training goes on.
+        client.CoreV1Api(real_cluster.api).delete_namespaced_pod(pod.metadata.name, namespace)
+        again = _wait_for_evaluations(real_cluster, stack, namespace, other_than=pod.metadata.name)
+        assert again, "the replacement evaluated"
+        assert (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) == 0
+        assert [p.metadata.name for p in real_cluster.pods(stack, "chief") if p.status.phase == "Running"] == [
+            chief.metadata.name
+        ], "the chief trained on"
+
+        real_cluster.finish(stack)
+        summary, _ = real_cluster.chief_summary(stack)
+        assert summary["steps"] >= 100
+        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
+        _wait_until_the_evaluator_is_gone(real_cluster, stack)
+
+
+def test_a_teams_tf2_program_with_an_evaluator_succeeds_and_the_evaluator_evaluated(
+    real_cluster, local_volume, tmp_path, capsys
+):
+    program = {
+        "source": EVALUATOR_TEAM_SOURCE,
+        "command": ["python", "train.py"],
+        "args": ["--steps", "400", "--checkpoint-every", "100", "--checkpoint-dir", "/checkpoints"],
+    }
+
+    def edit(cluster):
+        cluster["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
+        cluster["evaluator"] = dict(EVALUATOR)
+
+    stack = program_stack(real_cluster, "real-tf2-evaluator", program, edit)
+    namespace = load_experiment(stack).namespace
+    with real_cluster.running(stack, tmp_path):
+        seen: list[str] = []
+        deadline = time.monotonic() + FAIL_WITHIN_S
+        while (status := status_of(stack, real_cluster, capsys))["phase"] != "Succeeded":
+            assert status["phase"] != "Failed", status["phaseDetail"]
+            assert time.monotonic() < deadline, f"not Succeeded within {FAIL_WITHIN_S:.0f} s: {status['phase']}"
+            for pod in _evaluator_pods(real_cluster, stack):
+                if pod.status.phase in ("Running", "Succeeded"):
+                    lines = real_cluster.log(namespace, pod.metadata.name).lines
+                    seen += [text for _, text in lines if text.startswith("evaluator: step ") and text not in seen]
+            time.sleep(1.0)
+        assert seen, "the evaluator reported no evaluation while the experiment ran"
+        assert all("eval_loss" in line for line in seen), seen
+        _wait_until_the_evaluator_is_gone(real_cluster, stack)

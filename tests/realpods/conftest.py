@@ -14,6 +14,7 @@ import contextlib
 import copy
 import gc
 import os
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -296,3 +297,42 @@ def real_cluster(tmp_path_factory) -> RealCluster:
         lifecycle.down(REAL_CLUSTER)
         after = host_snapshot()
         assert after == before, "the real nodes left the host changed"
+
+
+@pytest.fixture
+def local_volume(real_cluster):
+    """A StorageClass and a local PersistentVolume on srv-00, as an administrator would provide."""
+    storage = client.StorageV1Api(real_cluster.api)
+    folder = Path(real_cluster.kubeconfig).parent / "volumes" / "checkpoints"
+    shutil.rmtree(folder, ignore_errors=True)  # an earlier test's checkpoints would be resumed from
+    folder.mkdir(parents=True)
+    storage.create_storage_class(
+        {
+            "metadata": {"name": "tfk8s-local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "reclaimPolicy": "Retain",
+        }
+    )
+    real_cluster.core.create_persistent_volume(
+        {
+            "metadata": {"name": "checkpoints-srv-00"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "tfk8s-local",
+                "local": {"path": str(folder)},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [REAL_SERVERS[0]]}]}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    yield "tfk8s-local"
+    real_cluster.core.delete_persistent_volume("checkpoints-srv-00")
+    storage.delete_storage_class("tfk8s-local")

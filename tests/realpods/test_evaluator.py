@@ -21,7 +21,7 @@ from trainer.log_lines import EVALUATION
 
 EVALUATOR_TEAM_SOURCE = "tests/team_programs/tf2-ps-evaluator"
 # An evaluator's pod is small: the real servers also hold the chief, 2 PS and 2 workers.
-EVALUATOR = {"replicas": 1, "cpu": "300m", "memory": "1Gi"}
+EVALUATOR = {"replicas": 1, "cpu": "100m", "memory": "1Gi"}
 EVALUATES_WITHIN_S = 240.0
 REPLACED_WITHIN_S = 60.0
 ENDS_WITHIN_S = 30.0
@@ -46,8 +46,31 @@ def _wait_for_evaluations(cluster: RealCluster, stack: str, namespace: str, othe
         evaluations = _evaluations(cluster, stack, namespace) if other_than not in pods else []
         if evaluations:
             return evaluations
-        assert time.monotonic() < deadline, f"no evaluation within {EVALUATES_WITHIN_S:.0f} s (pods: {pods})"
+        assert time.monotonic() < deadline, (
+            f"no evaluation within {EVALUATES_WITHIN_S:.0f} s: {_evaluator_state(cluster, stack, namespace)}"
+        )
         time.sleep(1.0)
+
+
+def _evaluator_state(cluster: RealCluster, stack: str, namespace: str) -> str:
+    """Each evaluator pod's phase, its last lines, and what it and the chief see of the checkpoint
+    folder, for a failure's message."""
+    said = []
+    for pod in _evaluator_pods(cluster, stack) + cluster.pods(stack, "chief"):
+        running = pod.status.phase == "Running"
+        lines = [text for _, text in cluster.log(namespace, pod.metadata.name).lines[-4:]] if running else []
+        seen = _run_in(cluster, pod, "ls -ln /checkpoints; grep checkpoints /proc/mounts") if running else ""
+        said.append(f"{pod.metadata.name} on {pod.spec.node_name} {pod.status.phase}: {lines}; sees: {seen}")
+    return "\n".join(said) or "no evaluator pod"
+
+
+def _run_in(cluster: RealCluster, pod: client.V1Pod, script: str) -> str:
+    from kubernetes.stream import stream
+
+    return stream(
+        cluster.core.connect_get_namespaced_pod_exec, pod.metadata.name, pod.metadata.namespace,
+        command=["sh", "-c", script], stderr=True, stdout=True, stdin=False, tty=False,
+    )
 
 
 def _wait_until_the_evaluator_is_gone(cluster: RealCluster, stack: str) -> None:

@@ -10,9 +10,7 @@ rejoins, training resumes from the checkpoint).
 from __future__ import annotations
 
 import json
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -227,45 +225,6 @@ def test_lost_workers_are_back_within_seconds_each_time(real_cluster, tmp_path):
             assert back.resume_s <= RESUMES_WITHIN_S, f"{back.task}: {stages}"
             assert back.first_steps_s <= back.trainer_stopped_s + back.back_off_s + back.start_s + RESUMES_WITHIN_S
         assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0, "a lost worker restarts nothing else"
-
-
-@pytest.fixture
-def local_volume(real_cluster):
-    """A StorageClass and a local PersistentVolume on srv-00, as an administrator would provide."""
-    storage = client.StorageV1Api(real_cluster.api)
-    folder = Path(real_cluster.kubeconfig).parent / "volumes" / "checkpoints"
-    shutil.rmtree(folder, ignore_errors=True)  # an earlier test's checkpoints would be resumed from
-    folder.mkdir(parents=True)
-    storage.create_storage_class(
-        {
-            "metadata": {"name": "tfk8s-local"},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "WaitForFirstConsumer",
-            "reclaimPolicy": "Retain",
-        }
-    )
-    real_cluster.core.create_persistent_volume(
-        {
-            "metadata": {"name": "checkpoints-srv-00"},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "tfk8s-local",
-                "local": {"path": str(folder)},
-                "nodeAffinity": {
-                    "required": {
-                        "nodeSelectorTerms": [
-                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [REAL_SERVERS[0]]}]}
-                        ]
-                    }
-                },
-            },
-        }
-    )
-    yield "tfk8s-local"
-    real_cluster.core.delete_persistent_volume("checkpoints-srv-00")
-    storage.delete_storage_class("tfk8s-local")
 
 
 def test_a_replaced_chief_pod_resumes_from_its_checkpoint_volume(real_cluster, local_volume, tmp_path):

@@ -20,7 +20,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test lint test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean
+	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -167,6 +167,10 @@ diff: $(STAMP)
 
 status: $(STAMP)
 	$(VENV)/bin/python -m components status $(STACK) --kubeconfig .cluster/kubeconfig
+
+# The wheel a platform team installs in its own Pulumi project (docs/library.md): dist/tfk8s-*.whl.
+dist: $(STAMP)
+	$(VENV)/bin/python -m build --wheel --outdir dist .
 
 clean:
 	rm -rf $(VENV) $(TRAINER_VENV) $(POLICY_VENV) .pytest_cache .hypothesis out

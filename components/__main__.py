@@ -6,7 +6,7 @@ import signal
 import sys
 
 # The standard library alone: loaded before a Ctrl-C could need its code.
-from components.cli.exit_codes import BAD_INPUT, INTERRUPTED
+from .cli.exit_codes import BAD_INPUT, INTERRUPTED
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -14,7 +14,7 @@ def run(argv: list[str] | None = None) -> int:
     The one place that catches them, around the import too."""
     try:
         # Imported here: Ctrl-C while the Kubernetes and Pulumi modules load is an interruption too.
-        from components.cli.main import main
+        from .cli.main import main
 
         code = main(argv)
         sys.stdout.flush()

@@ -1,5 +1,5 @@
 """Kept for programs written against it: TFExperiment lives in components/resources/tf_experiment.py."""
 
-from components.resources.tf_experiment import TFExperiment, TFExperimentArgs
+from .resources.tf_experiment import TFExperiment, TFExperimentArgs
 
 __all__ = ["TFExperiment", "TFExperimentArgs"]

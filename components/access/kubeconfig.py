@@ -25,8 +25,8 @@ from typing import Any, Iterator, Optional
 
 import yaml
 
-from components.spec.strict_yaml import described, yaml_problem
-from components.spec.user_files import UnreadableFile, read_user_text
+from ..spec.strict_yaml import described, yaml_problem
+from ..spec.user_files import UnreadableFile, read_user_text
 
 KUBECONFIG_LISTS = ("clusters", "contexts", "users")
 DEFAULT_KUBECONFIG = "~/.kube/config"

@@ -14,11 +14,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
-from components.objects.experiment_objects import experiment_objects
-from components.plan import labels as L
-from components.plan.experiment import Experiment
-from components.plan.planner import Plan, compress_names
-from components.spec.models import CONFIG_NAMESPACE
+from ..objects.experiment_objects import experiment_objects
+from ..plan import labels as L
+from ..plan.experiment import Experiment
+from ..plan.planner import Plan, compress_names
+from ..spec.models import CONFIG_NAMESPACE
 
 STACK_PLACEHOLDER = "<stack>"
 REPLICATED_JOB = "replicatedJob"  # a task group of the JobSet, in the diff's list of objects

@@ -13,16 +13,16 @@ import re
 import sys
 from pathlib import Path
 
-from components.cli.exit_codes import BAD_INPUT, NO, OK
-from components.cli.paths import shown
-from components.migrate.carry import ImportedStack, ImportOptions, carry
-from components.migrate.stack_yaml import stack_yaml
-from components.migrate.tfjob import NotImportable, TFJob, read_tfjob
-from components.spec.atomic_files import write_text_atomic
-from components.spec.loading import load_stack_config
-from components.spec.models import StackConfigError
-from components.spec.stack_files import STACKS_DIR
-from components.spec.user_files import UnreadableFile, decode_user_text, read_user_text
+from ..migrate.carry import ImportedStack, ImportOptions, carry
+from ..migrate.stack_yaml import stack_yaml
+from ..migrate.tfjob import NotImportable, TFJob, read_tfjob
+from ..spec.atomic_files import write_text_atomic
+from ..spec.loading import load_stack_config
+from ..spec.models import StackConfigError
+from ..spec.stack_files import STACKS_DIR
+from ..spec.user_files import UnreadableFile, decode_user_text, read_user_text
+from .exit_codes import BAD_INPUT, NO, OK
+from .paths import shown
 
 # Pulumi's rule for a stack's name (tfk8s's own, a label value, is checked with the stack).
 PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")

@@ -21,18 +21,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.cli.exit_codes import BAD_INPUT, exit_codes_help
-from components.cli.import_tfjob import STACK_NAME_RULE, import_tfjob
-from components.cli.plan_view import plan_table
-from components.cli.render_command import render_command
-from components.migrate.carry import DEFAULT_POOL, ImportOptions
-from components.objects.loading import load_experiment
-from components.spec.models import StackConfigError
-from components.spec.stack_files import PROJECT_ROOT, stack_names
+from ..migrate.carry import DEFAULT_POOL, ImportOptions
+from ..objects.loading import load_experiment
+from ..spec.models import StackConfigError
+from ..spec.stack_files import PROJECT_ROOT, stack_names
+from .exit_codes import BAD_INPUT, exit_codes_help
+from .import_tfjob import STACK_NAME_RULE, import_tfjob
+from .plan_view import plan_table
+from .render_command import render_command
 
 if TYPE_CHECKING:
-    from components.plan.experiment import Experiment
-    from components.spec.program import EnvValue, ProgramSpec
+    from ..plan.experiment import Experiment
+    from ..spec.program import EnvValue, ProgramSpec
 
 DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
 
@@ -237,11 +237,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # These need the Kubernetes client; the commands above do not.
     if args.command == "top":
-        from components.live.top import cluster_top
+        from ..live.top import cluster_top
 
         return cluster_top(experiment, args.kubeconfig, args.context, args.watch, args.json)
 
-    from components.live.status import cluster_status
+    from ..live.status import cluster_status
 
     return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
 
@@ -261,7 +261,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def _diff(a: str, b: str, as_json: bool) -> int:
-    from components.cli.diff import diff_experiments, diff_text
+    from .diff import diff_experiments, diff_text
 
     try:
         first, second = load_experiment(a), load_experiment(b)

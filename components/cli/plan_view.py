@@ -5,10 +5,10 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
-from components.plan.planner import Plan, ServerShare, compress_names
-from components.plan.program_source import ProgramSource
-from components.spec.models import StackConfig
-from components.spec.sizing import ps_memory_request
+from ..plan.planner import Plan, ServerShare, compress_names
+from ..plan.program_source import ProgramSource
+from ..spec.models import StackConfig
+from ..spec.sizing import ps_memory_request
 
 
 def plan_table(config: StackConfig, plan: Plan, source: Optional[ProgramSource] = None) -> str:

@@ -11,14 +11,14 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
-from components.cli.exit_codes import BAD_INPUT, OK
-from components.cli.paths import shown
-from components.objects.node_labels import LABEL_SCRIPT, UNLABEL_SCRIPT, label_commands
-from components.objects.render import render, write_stream
-from components.objects.render_folder import UNCHECKED, ForeignFile, RenderError, WouldOverwrite
-from components.objects.render_record import RECORD_NAME
-from components.plan.experiment import Experiment
-from components.spec.secrets import SECRET_PLACEHOLDER
+from ..objects.node_labels import LABEL_SCRIPT, UNLABEL_SCRIPT, label_commands
+from ..objects.render import render, write_stream
+from ..objects.render_folder import UNCHECKED, ForeignFile, RenderError, WouldOverwrite
+from ..objects.render_record import RECORD_NAME
+from ..plan.experiment import Experiment
+from ..spec.secrets import SECRET_PLACEHOLDER
+from .exit_codes import BAD_INPUT, OK
+from .paths import shown
 
 STDOUT = "-"
 FORCE_MEANS = (

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from components.live.tasks import pod_task
-from components.objects.failure_rules import POD_FAILURE_POLICY, FailedExit, failed_on_exit
-from components.objects.start_barrier import START_BARRIER
-from components.plan import labels as L
-from components.plan.experiment import Experiment
-from components.plan.workloads import pod_hostname
+from ..objects.failure_rules import POD_FAILURE_POLICY, FailedExit, failed_on_exit
+from ..objects.start_barrier import START_BARRIER
+from ..plan import labels as L
+from ..plan.experiment import Experiment
+from ..plan.workloads import pod_hostname
+from .tasks import pod_task
 
 FAILED_SCHEDULING = "FailedScheduling"
 TASK_NAME = re.compile(r"^(chief|ps|worker)-[0-9]+$")

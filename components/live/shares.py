@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from components.live.table import aligned
-from components.plan.experiment import Experiment
-from components.plan.planner import compress_names
+from ..plan.experiment import Experiment
+from ..plan.planner import compress_names
+from .table import aligned
 
 ROLES = ("ps", "worker")
 

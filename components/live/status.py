@@ -21,7 +21,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
-from components.access.kubeconfig import (
+from ..access.kubeconfig import (
     Kubeconfig,
     KubeconfigError,
     credentials_failure,
@@ -30,8 +30,13 @@ from components.access.kubeconfig import (
     new_api_client,
     read_kubeconfig,
 )
-from components.live.failures import failed_jobs
-from components.live.phase import (
+from ..objects.api_errors import api_error_text, missing_permission, status_of
+from ..plan import labels as L
+from ..plan.experiment import Experiment
+from ..plan.planner import EVALUATOR
+from ..spec.trainer_contract import last_summary
+from .failures import failed_jobs
+from .phase import (
     Phase,
     jobset_phase,
     last_error,
@@ -39,7 +44,7 @@ from components.live.phase import (
     statefulset_phase,
     summary_text,
 )
-from components.live.tasks import (
+from .tasks import (
     ExperimentStatus,
     TaskStatus,
     against_shares,
@@ -50,11 +55,6 @@ from components.live.tasks import (
     status_table,
     task_status,
 )
-from components.objects.api_errors import api_error_text, missing_permission, status_of
-from components.plan import labels as L
-from components.plan.experiment import Experiment
-from components.plan.planner import EVALUATOR
-from trainer.log_lines import last_summary
 
 if TYPE_CHECKING:
     from kubernetes.client import V1Job, V1JobStatus, V1ObjectMeta

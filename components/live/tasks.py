@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from components.live.phase import Phase
-from components.live.shares import ServerStatus, crowded_tasks, server_statuses, servers_json, servers_table
-from components.live.table import aligned
-from components.plan import labels as L
-from components.plan.experiment import Experiment
-from components.plan.planner import TaskPlacement
+from ..plan import labels as L
+from ..plan.experiment import Experiment
+from ..plan.planner import TaskPlacement
+from .phase import Phase
+from .shares import ServerStatus, crowded_tasks, server_statuses, servers_json, servers_table
+from .table import aligned
 
 HEALTHY_PHASES = ("Running", "Succeeded")
 

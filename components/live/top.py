@@ -33,8 +33,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, TextIO, cast
 
-from components.live.status import group_served, pod_log, read_status, with_cluster
-from components.live.usage import (
+from ..objects.api_errors import api_error_text, missing_permission, status_of
+from ..plan.experiment import Experiment
+from .status import group_served, pod_log, read_status, with_cluster
+from .usage import (
     KUBELET_SUMMARY,
     METRICS_API,
     PodKey,
@@ -47,8 +49,6 @@ from components.live.usage import (
     pod_usage,
     top_text,
 )
-from components.objects.api_errors import api_error_text, missing_permission, status_of
-from components.plan.experiment import Experiment
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 SUMMARY_TIMEOUT_S = 10.0

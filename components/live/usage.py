@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from components.live.table import aligned
-from components.spec.quantities import QUANTITY_FACTORS
-from trainer.log_lines import EVALUATION, SUMMARY, read_event, read_progress_line
+from ..spec.quantities import QUANTITY_FACTORS
+from ..spec.trainer_contract import EVALUATION, SUMMARY, read_event, read_progress_line
+from .table import aligned
 
 # The busiest PS's CPU over the mean past which it does most of the PS work: with 2 PS, 1.5 is
 # three times the other's; level PS read near 1.

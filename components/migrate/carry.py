@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from components.spec.models import is_pinned
-from components.spec.program import PROGRAM_VARIABLES
-from trainer.kubelet_expansion import escaped
-
+from ..spec.models import is_pinned
+from ..spec.program import PROGRAM_VARIABLES
+from ..spec.trainer_contract import escaped
 from .containers import RoleView, read_role
 from .run_policy import carry_run_policy
 from .tfjob import Note, NotImportable, TFJob

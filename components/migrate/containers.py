@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from components.plan.tf_config import TF_PORT
-from components.spec.program import OWN_MOUNTS, PROGRAM_VARIABLES, RESERVED_PREFIX, TF_CONFIG
-
+from ..plan.tf_config import TF_PORT
+from ..spec.program import OWN_MOUNTS, PROGRAM_VARIABLES, RESERVED_PREFIX, TF_CONFIG
 from .tfjob import Note, NotImportable, Replica
 
 GPU_RESOURCE = "nvidia.com/gpu"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from components.spec.strict_yaml import described
+from ..spec.strict_yaml import described
 
 # A field's shape: "text", "mapping", "list of text", a nested schema (a mapping whose fields are
 # checked in turn) or a one-item list holding the schema of each item of a list of mappings.

@@ -9,9 +9,8 @@ from typing import Any, Optional
 
 import yaml
 
-from components.objects.jobset import QUEUE_LABEL
-from components.spec.strict_yaml import described, load_all_yaml, yaml_problem
-
+from ..objects.jobset import QUEUE_LABEL
+from ..spec.strict_yaml import described, load_all_yaml, yaml_problem
 from .manifest_shapes import CONTAINER, POD, RUN_POLICY, ShapeError, check_shape
 
 TFJOB_API = "kubeflow.org/v1"

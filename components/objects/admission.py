@@ -13,10 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Optional
 
-from components.plan.experiment import Experiment
-from components.spec.quantities import QUANTITY_PATTERN, quantity_value
-from components.spec.sizing import mebibytes
-
+from ..plan.experiment import Experiment
+from ..spec.quantities import QUANTITY_PATTERN, quantity_value
+from ..spec.sizing import mebibytes
 from .jobset import jobset
 
 Manifest = dict[str, Any]

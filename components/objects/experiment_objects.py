@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from components.objects import jobset, manifests
-from components.objects.manifests import Manifest
-from components.plan.experiment import Experiment
-from components.plan.object_names import JOBSET
-from components.plan.planner import TASK_TYPES
-from components.plan.workloads import TaskGroup
-from components.spec.pools import NodePoolSpec
+from ..plan.experiment import Experiment
+from ..plan.object_names import JOBSET
+from ..plan.planner import TASK_TYPES
+from ..plan.workloads import TaskGroup
+from ..spec.pools import NodePoolSpec
+from . import jobset, manifests
+from .manifests import Manifest
 
 
 @dataclass(frozen=True)

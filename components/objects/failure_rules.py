@@ -30,11 +30,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from components.objects.start_barrier import START_BARRIER, START_DEADLINE_EXIT
-from components.plan.experiment import Experiment
-from components.plan.planner import EVALUATOR
-from components.plan.workloads import TaskGroup
-from components.spec.roles import EvaluatorSpec
+from ..plan.experiment import Experiment
+from ..plan.planner import EVALUATOR
+from ..plan.workloads import TaskGroup
+from ..spec.roles import EvaluatorSpec
+from .start_barrier import START_BARRIER, START_DEADLINE_EXIT
 
 Manifest = dict[str, Any]
 

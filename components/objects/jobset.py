@@ -30,13 +30,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.objects.failure_rules import jobset_failure_rules, pod_failure_policy
-from components.objects.manifests import chief_deadline, metadata
-from components.objects.pods import CONTAINER_NAME, Manifest, pod_template
-from components.plan import labels as L
-from components.plan.experiment import Experiment
-from components.plan.planner import EVALUATOR
-from components.plan.workloads import TaskGroup
+from ..plan import labels as L
+from ..plan.experiment import Experiment
+from ..plan.planner import EVALUATOR
+from ..plan.workloads import TaskGroup
+from .failure_rules import jobset_failure_rules, pod_failure_policy
+from .manifests import chief_deadline, metadata
+from .pods import CONTAINER_NAME, Manifest, pod_template
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_API = "kueue.x-k8s.io/v1beta1"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Collection, Mapping, Optional
 
-from components.plan.experiment import Experiment, tf_config_size_errors
-from components.plan.object_names import shared_name_error
-from components.plan.program_source import ProgramSourceError, load_program_source
-from components.plan.trainer_bundle import TrainerBundle, load_trainer_bundle
-from components.spec.loading import load_stack_config
-from components.spec.models import StackConfigError
-from components.spec.secrets import split_secrets
-from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+from ..plan.experiment import Experiment, tf_config_size_errors
+from ..plan.object_names import shared_name_error
+from ..plan.program_source import ProgramSourceError, load_program_source
+from ..plan.trainer_bundle import TrainerBundle, load_trainer_bundle
+from ..spec.loading import load_stack_config
+from ..spec.models import StackConfigError
+from ..spec.secrets import split_secrets
+from ..spec.stack_files import PROJECT_ROOT, read_stack_values
 
 
 def load_experiment_values(

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.objects.failure_rules import pod_failure_policy
-from components.objects.pods import (
+from ..plan import labels as L
+from ..plan.experiment import Experiment
+from ..plan.tf_config import TF_PORT
+from ..plan.workloads import TaskGroup, pod_hostname, pod_subdomain
+from ..spec.pools import NodePoolSpec
+from ..spec.secrets import SECRET_PLACEHOLDER
+from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV, SETTINGS_ENV
+from .failure_rules import pod_failure_policy
+from .pods import (
     CLUSTER_FILE,
     CLUSTER_MOUNT,
     CODE_ROOT,
@@ -21,15 +28,7 @@ from components.objects.pods import (
     Manifest,
     pod_template,
 )
-from components.objects.program_container import program_config_map_data, shared_program_env
-from components.plan import labels as L
-from components.plan.experiment import Experiment
-from components.plan.tf_config import TF_PORT
-from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
-from components.spec.pools import NodePoolSpec
-from components.spec.secrets import SECRET_PLACEHOLDER
-from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV
-from trainer.settings import SETTINGS_ENV
+from .program_container import program_config_map_data, shared_program_env
 
 SKIP_AWAIT = "pulumi.com/skipAwait"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import shlex
 
-from components.objects.experiment_objects import experiment_objects
-from components.objects.manifests import Manifest
-from components.plan.experiment import Experiment
+from ..plan.experiment import Experiment
+from .experiment_objects import experiment_objects
+from .manifests import Manifest
 
 LABEL_SCRIPT = "label-nodes.sh"
 UNLABEL_SCRIPT = "unlabel-nodes.sh"

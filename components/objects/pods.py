@@ -7,23 +7,29 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from components.objects.program_container import (
+from ..plan import labels as L
+from ..plan.experiment import CHECKPOINT_MOUNT, Experiment
+from ..plan.planner import EVALUATOR
+from ..plan.tf_config import TF_PORT
+from ..plan.workloads import TaskGroup
+from ..spec.pools import NodePoolSpec
+from ..spec.program import PROGRAM_MOUNT
+from ..spec.trainer_contract import (  # noqa: F401 (looked up here)
+    FIRST_INDEX_ENV,
+    TASK_INDEX_ENV,
+    TASK_TYPE_ENV,
+    TF_PORT_NAME,
+    TRAINER_COMMAND,
+    TRAINER_PACKAGE,
+)
+from .program_container import (
     program_command,
     program_mounts,
     program_task_env,
     program_volumes,
     task_index_source,
 )
-from components.objects.start_barrier import start_barrier
-from components.plan import labels as L
-from components.plan.experiment import CHECKPOINT_MOUNT, Experiment
-from components.plan.planner import EVALUATOR
-from components.plan.tf_config import TF_PORT
-from components.plan.workloads import TaskGroup
-from components.spec.pools import NodePoolSpec
-from components.spec.program import PROGRAM_MOUNT
-from trainer.cluster import FIRST_INDEX_ENV, TASK_INDEX_ENV, TASK_TYPE_ENV
-from trainer.shared_names import TF_PORT_NAME, TRAINER_COMMAND, TRAINER_PACKAGE  # noqa: F401 (looked up here)
+from .start_barrier import start_barrier
 
 Manifest = dict[str, Any]
 

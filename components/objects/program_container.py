@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.plan import labels as L
-from components.plan.experiment import Experiment
-from components.plan.workloads import TaskGroup
-from components.spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
-from trainer.cluster import CLUSTER_ENV
+from ..plan import labels as L
+from ..plan.experiment import Experiment
+from ..plan.workloads import TaskGroup
+from ..spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
+from ..spec.trainer_contract import CLUSTER_ENV
 
 Manifest = dict[str, Any]
 

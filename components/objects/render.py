@@ -24,12 +24,12 @@ from typing import Iterator, TextIO
 
 import yaml
 
-from components.objects.experiment_objects import experiment_objects
-from components.objects.manifests import Manifest
-from components.objects.node_labels import is_node, label_scripts
-from components.objects.render_folder import place_rendering
-from components.objects.render_record import read_record
-from components.plan.experiment import Experiment
+from ..plan.experiment import Experiment
+from .experiment_objects import experiment_objects
+from .manifests import Manifest
+from .node_labels import is_node, label_scripts
+from .render_folder import place_rendering
+from .render_record import read_record
 
 # libyaml's emitter and parser when PyYAML has them (its wheels do): a
 # 2,000-worker experiment's objects carry 10 MB of TF_CONFIG text.

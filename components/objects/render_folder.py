@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from components.objects.render_record import (
+from ..spec.atomic_files import current_umask, write_text_atomic
+from .render_record import (
     RECORD_NAME,
     RecordNotAFile,
     RenderRecord,
@@ -43,7 +44,6 @@ from components.objects.render_record import (
     sha256_of,
     sha256_of_plain_file,
 )
-from components.spec.atomic_files import current_umask, write_text_atomic
 
 
 class RenderError(ValueError):

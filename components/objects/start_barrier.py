@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from components.plan.experiment import Experiment
-from trainer.cluster import CLUSTER_ENV, CLUSTER_FILE_ENV
+from ..plan.experiment import Experiment
+from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV
 
 Manifest = dict[str, Any]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from components.plan.experiment import Experiment
-from components.spec.models import CONFIG_NAMESPACE
+from ..plan.experiment import Experiment
+from ..spec.models import CONFIG_NAMESPACE
 
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
 

@@ -12,22 +12,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional
 
-from components.plan.labels import node_role, server_label_values
-from components.plan.object_names import ObjectNames
-from components.plan.planner import Plan, plan_stack
-from components.plan.program_source import ProgramSource
-from components.plan.tf_config import (
-    MAX_CONFIG_MAP_BYTES,
-    MAX_ENV_STRING,
-    TFConfigRenderer,
-    cluster_spec,
-)
-from components.plan.trainer_bundle import TrainerBundle
-from components.plan.workloads import TaskGroup, max_group_name, pool_servers, task_groups
-from components.spec.models import CONFIG_NAMESPACE, StackConfig, Workload
-from components.spec.pools import NodePoolSpec
-from components.spec.program import ProgramSpec
-from components.spec.sizing import (
+from ..spec.models import CONFIG_NAMESPACE, StackConfig, Workload
+from ..spec.pools import NodePoolSpec
+from ..spec.program import ProgramSpec
+from ..spec.sizing import (
     SCRATCH_BASE_BYTES,
     chief_memory_request,
     chief_scratch_bytes,
@@ -35,7 +23,19 @@ from components.spec.sizing import (
     mebibytes,
     ps_memory_request,
 )
-from trainer.settings import TrainerSettings
+from ..spec.trainer_contract import TrainerSettings
+from .labels import node_role, server_label_values
+from .object_names import ObjectNames
+from .planner import Plan, plan_stack
+from .program_source import ProgramSource
+from .tf_config import (
+    MAX_CONFIG_MAP_BYTES,
+    MAX_ENV_STRING,
+    TFConfigRenderer,
+    cluster_spec,
+)
+from .trainer_bundle import TrainerBundle
+from .workloads import TaskGroup, max_group_name, pool_servers, task_groups
 
 # Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
 CHECKPOINT_MOUNT = "/checkpoints"

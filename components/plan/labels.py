@@ -6,10 +6,8 @@ exactly, so they come from these helpers and nowhere else.
 
 from __future__ import annotations
 
-from components.plan.workloads import TaskGroup
-
 # The keys the pods and the policy pack read as well are defined once, with them.
-from trainer.shared_names import (  # noqa: F401 (this module is where components/ looks them up)
+from ..spec.trainer_contract import (  # noqa: F401 (this module is where components/ looks them up)
     COMPLETION_INDEX,
     COMPONENT,
     GPU_PRODUCT,
@@ -19,6 +17,7 @@ from trainer.shared_names import (  # noqa: F401 (this module is where component
     PRODUCTION,
     TFK8S_GPU_PRODUCT,
 )
+from .workloads import TaskGroup
 
 APP_NAME = "tensorflow"
 PART_OF = "tfk8s"

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from components.spec.models import CONFIG_NAMESPACE, StackConfig
-from components.spec.quantities import DNS_LABEL_PATTERN
+from ..spec.models import CONFIG_NAMESPACE, StackConfig
+from ..spec.quantities import DNS_LABEL_PATTERN
 
 # The fixed names, as a namespace of tfk8s's own has them.
 JOBSET = "tf"  # its name starts every JobSet pod's host name

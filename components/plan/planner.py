@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Literal, Optional, Sequence
 
-from components.spec.models import StackConfig
-from components.spec.placement_rules import placement_problems
+from ..spec.models import StackConfig
+from ..spec.placement_rules import placement_problems
 
 TaskType = Literal["chief", "ps", "worker", "evaluator"]
 # The training cluster's roles, TF_CONFIG's `cluster`; the evaluator is not in it (TensorFlow's guide).

@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.plan.source_credentials import credential_by_content, credential_by_name
-from components.plan.source_ignore import TFK8SIGNORE, IgnoreRules
-from components.plan.tf_config import MAX_CONFIG_MAP_BYTES
+from .source_credentials import credential_by_content, credential_by_name
+from .source_ignore import TFK8SIGNORE, IgnoreRules
+from .tf_config import MAX_CONFIG_MAP_BYTES
 
 FIELD = "tfk8s:program.source"
 

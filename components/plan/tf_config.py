@@ -33,12 +33,15 @@ from __future__ import annotations
 import json
 from typing import Mapping, Sequence
 
-from components.plan.object_names import ObjectNames
-from components.plan.planner import EVALUATOR, TASK_TYPES
-from components.plan.workloads import TaskGroup, pod_hostname, pod_subdomain
-from components.spec.models import Workload
-from trainer.cluster import CLUSTER_ENV, TASK_INDEX_ENV  # the variables the trainer reads
-from trainer.shared_names import TF_PORT  # noqa: F401 (where components/ looks it up)
+from ..spec.models import Workload
+from ..spec.trainer_contract import (  # the variables the trainer reads
+    CLUSTER_ENV,
+    TASK_INDEX_ENV,
+    TF_PORT,  # noqa: F401 (where components/ looks it up)
+)
+from .object_names import ObjectNames
+from .planner import EVALUATOR, TASK_TYPES
+from .workloads import TaskGroup, pod_hostname, pod_subdomain
 
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
 MAX_ENV_STRING = 131_072

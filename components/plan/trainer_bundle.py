@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.shared_names import TRAINER_PACKAGE
+from ..spec.trainer_contract import TRAINER_PACKAGE
 
 # What `python -m trainer` runs first; the bundle is what it imports from there.
 POD_ENTRY_POINTS = ("__init__.py", "__main__.py")

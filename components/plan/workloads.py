@@ -35,9 +35,9 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from components.plan.object_names import JOBSET, ObjectNames
-from components.plan.planner import Plan, Task, TaskPlacement, TaskType
-from components.spec.models import StackConfig, Workload
+from ..spec.models import StackConfig, Workload
+from .object_names import JOBSET, ObjectNames
+from .planner import Plan, Task, TaskPlacement, TaskType
 
 # A StatefulSet's name ends up in its pods' `controller-revision-hash` label
 # (`<name>-<10 characters>`, at most 63): longer names cannot create pods.

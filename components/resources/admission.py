@@ -9,15 +9,15 @@ from typing import Any, Optional, cast
 
 import pulumi
 
-from components.objects.admission import never_admitted
-from components.plan.experiment import Experiment
-from components.resources.provider_cluster import (
+from ..objects.admission import never_admitted
+from ..plan.experiment import Experiment
+from ..spec.models import StackConfigError
+from .provider_cluster import (
     READ_TIMEOUT_S,
     ClusterUnreadable,
     cluster_is_mocked,
     provider_api_client,
 )
-from components.spec.models import StackConfigError
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta1"
 

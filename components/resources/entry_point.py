@@ -9,17 +9,17 @@ from typing import Any, Collection, Mapping, Optional
 
 import pulumi
 
-from components.objects.loading import load_experiment_values
-from components.plan.experiment import Experiment
-from components.plan.trainer_bundle import load_trainer_bundle
-from components.resources import private_apis
-from components.resources.admission import refuse_never_admitted
-from components.resources.team_namespace import check_team_namespace
-from components.resources.tf_experiment import experiment_outputs, register_experiment
-from components.spec.loading import is_near_namespace
-from components.spec.models import CONFIG_NAMESPACE, StackConfigError
-from components.spec.secrets import encrypted_paths
-from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
+from ..objects.loading import load_experiment_values
+from ..plan.experiment import Experiment
+from ..plan.trainer_bundle import load_trainer_bundle
+from ..spec.loading import is_near_namespace
+from ..spec.models import CONFIG_NAMESPACE, StackConfigError
+from ..spec.secrets import encrypted_paths
+from ..spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
+from . import private_apis
+from .admission import refuse_never_admitted
+from .team_namespace import check_team_namespace
+from .tf_experiment import experiment_outputs, register_experiment
 
 
 def engine_config() -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional
 
 import pulumi
 
-from components.resources.private_apis import kubernetes_resource_defaults
+from .private_apis import kubernetes_resource_defaults
 
 # (apiVersion, kind) -> the provider's resource token. A Node manifest is
 # applied as a server-side-apply patch: tfk8s labels nodes, it never owns them.

@@ -12,10 +12,10 @@ from typing import Optional
 
 import pulumi
 
-from components.objects.experiment_objects import node_pool_objects
-from components.plan.experiment import Experiment
-from components.resources import kube
-from components.spec.pools import NodePoolSpec
+from ..objects.experiment_objects import node_pool_objects
+from ..plan.experiment import Experiment
+from ..spec.pools import NodePoolSpec
+from . import kube
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Any, Optional
 import pulumi
 import yaml
 
-from components.access.kubeconfig import KubeconfigError, kubeconfig_files, new_api_client, read_kubeconfig
-from components.resources.private_apis import running_under_mocks
+from ..access.kubeconfig import KubeconfigError, kubeconfig_files, new_api_client, read_kubeconfig
+from .private_apis import running_under_mocks
 
 READ_TIMEOUT_S = 10
 

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import pulumi
 
-from components.objects.api_errors import api_error_text
-from components.objects.team_namespace import Forbidden, Unreadable, team_namespace_findings
-from components.plan.experiment import Experiment
-from components.resources.provider_cluster import (
+from ..objects.api_errors import api_error_text
+from ..objects.team_namespace import Forbidden, Unreadable, team_namespace_findings
+from ..plan.experiment import Experiment
+from ..spec.models import StackConfigError
+from .provider_cluster import (
     READ_TIMEOUT_S,
     ClusterUnreadable,
     cluster_is_mocked,
     provider_api_client,
 )
-from components.spec.models import StackConfigError
 
 if TYPE_CHECKING:
     from kubernetes.client import V1Namespace, V1PersistentVolumeClaim, V1Secret

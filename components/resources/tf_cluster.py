@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, TypedDict
 
 import pulumi
 
-from components.objects.experiment_objects import (
+from ..objects.experiment_objects import (
     KubeObject,
     kept_on_destroy_note,
     namespace_object,
@@ -21,8 +21,8 @@ from components.objects.experiment_objects import (
     shared_objects,
     workload_objects,
 )
-from components.plan.experiment import Experiment
-from components.resources import kube
+from ..plan.experiment import Experiment
+from . import kube
 
 
 class _Replacement(TypedDict, total=False):

@@ -38,18 +38,18 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pulumi
 from pydantic import BaseModel
 
-from components.objects.experiment_objects import labelled_pools
-from components.objects.loading import load_experiment_values
-from components.plan.experiment import Experiment
-from components.plan.labels import selector_text
-from components.plan.trainer_bundle import load_trainer_bundle
-from components.resources.node_pool import NodePool, NodePoolArgs
-from components.resources.tf_cluster import TFCluster, TFClusterArgs
-from components.spec.models import CONFIG_NAMESPACE, ClusterSpec
-from components.spec.pools import NodePoolSpec
-from components.spec.program import ProgramSpec
-from components.spec.stack_files import PROJECT_ROOT
-from trainer.settings import TrainerSettings
+from ..objects.experiment_objects import labelled_pools
+from ..objects.loading import load_experiment_values
+from ..plan.experiment import Experiment
+from ..plan.labels import selector_text
+from ..plan.trainer_bundle import load_trainer_bundle
+from ..spec.models import CONFIG_NAMESPACE, ClusterSpec
+from ..spec.pools import NodePoolSpec
+from ..spec.program import ProgramSpec
+from ..spec.stack_files import PROJECT_ROOT
+from ..spec.trainer_contract import TrainerSettings
+from .node_pool import NodePool, NodePoolArgs
+from .tf_cluster import TFCluster, TFClusterArgs
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,11 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from trainer.settings import SettingsError, TrainerSettings
-
 from .cross_checks import cross_checks, task_count_problems
 from .models import CONFIG_NAMESPACE, StackConfig, StackConfigError
 from .program import DNS_SUBDOMAIN, SECRET_KEY
 from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
+from .trainer_contract import SettingsError, TrainerSettings
 
 # --------------------------------------------------------------------------
 # Loading

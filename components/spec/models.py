@@ -10,10 +10,6 @@ from typing import Any, Literal, Mapping, Optional
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-# Kubernetes' int32 fields (restarts, GPU counts) hold what a trainer setting does: one definition.
-from trainer.settings import LARGEST_NUMBER as INT32_MAX
-from trainer.settings import TrainerSettings
-
 from .durations import Seconds
 from .egress import EgressRule
 from .model_base import StackModel as _Model
@@ -26,6 +22,10 @@ from .quantities import (
 )
 from .ratio import parse_ratio, ps_count_for_ratio
 from .roles import ChiefSpec, EvaluatorSpec, PsSpec, WorkerSpec
+
+# Kubernetes' int32 fields (restarts, GPU counts) hold what a trainer setting does: one definition.
+from .trainer_contract import LARGEST_NUMBER as INT32_MAX
+from .trainer_contract import TrainerSettings
 
 CONFIG_NAMESPACE = "tfk8s"
 # The largest experiment tfk8s is tested with: scene1-case4 fifty times over (1,000 servers,

@@ -6,10 +6,9 @@ from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
-from trainer.settings import LARGEST_NUMBER as INT32_MAX
-
 from .model_base import StackModel as _Model
 from .quantities import LABEL_VALUE_PATTERN, DnsLabel, NodeName
+from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
 # Who labels a GPU pool's nodes with their GPU product: tfk8s (its own label, on the nodes
 # it names) or NVIDIA GPU Feature Discovery (nvidia.com/gpu.product, which GFD owns).

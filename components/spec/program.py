@@ -15,9 +15,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from trainer.kubelet_expansion import references
-
 from .model_base import StackModel as _Model
+from .trainer_contract import references
 
 # The variables every task of a program gets, in this order (later ones may refer to earlier).
 PROGRAM_VARIABLES = ("JOB_NAME", "TASK_INDEX", "PS_REPLICAS", "WORKER_REPLICAS", "PS_HOSTS", "WORKER_HOSTS")

@@ -20,12 +20,11 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from trainer.settings import TrainerSettings, to_camel
-
 from .atomic_files import write_text_atomic
 from .models import CONFIG_NAMESPACE, StackConfig
 from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
 from .stack_files import PROJECT_ROOT
+from .trainer_contract import TrainerSettings, to_camel
 
 REFERENCE_FILE = "docs/stack-reference.md"
 # Fields of the models that no stack file writes.

@@ -7,11 +7,10 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from trainer.settings import LARGEST_NUMBER as INT32_MAX
-
 from .exit_codes import FAIL_ON_HELP, FailOn
 from .model_base import StackModel as _Model
 from .quantities import INT64_MAX, NODE_NAME_PATTERN, CpuQuantity, DnsLabel, MemoryQuantity, Quantity
+from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
 TolerationOperator = Literal["Exists", "Equal"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import math
 
-from trainer.settings import CHECKPOINTS_KEPT, TrainerSettings
-
 from .models import StackConfig
+from .trainer_contract import CHECKPOINTS_KEPT, TrainerSettings
 
 BYTES_PER_FLOAT = 4
 MIB = 1024 * 1024

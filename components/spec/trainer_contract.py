@@ -1,0 +1,54 @@
+"""What components/ reads from the trainer: the names a task's pod and its objects agree on
+(shared_names, cluster), the trainer's settings (settings), the kubelet's $(VAR) rules
+(kubelet_expansion) and the chief's log lines (log_lines).
+
+The trainer is a package beside components/: in a checkout both are top-level (`python -m
+components`, `from components.tf_experiment import ...`); in the wheel (`make dist`,
+docs/library.md) they are tfk8s.components and tfk8s.trainer, so that the wheel claims no
+top-level name but `tfk8s`. This module alone tells the two apart; the rest of components/
+imports its own modules relatively and the trainer's from here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING or __package__ == "components.spec":
+    from trainer import cluster, kubelet_expansion, log_lines, settings, shared_names
+else:
+    from ...trainer import cluster, kubelet_expansion, log_lines, settings, shared_names
+
+CLUSTER_ENV = cluster.CLUSTER_ENV
+CLUSTER_FILE_ENV = cluster.CLUSTER_FILE_ENV
+FIRST_INDEX_ENV = cluster.FIRST_INDEX_ENV
+TASK_INDEX_ENV = cluster.TASK_INDEX_ENV
+TASK_TYPE_ENV = cluster.TASK_TYPE_ENV
+
+escaped = kubelet_expansion.escaped
+references = kubelet_expansion.references
+
+EVALUATION = log_lines.EVALUATION
+SUMMARY = log_lines.SUMMARY
+last_summary = log_lines.last_summary
+read_event = log_lines.read_event
+read_progress_line = log_lines.read_progress_line
+
+CHECKPOINTS_KEPT = settings.CHECKPOINTS_KEPT
+LARGEST_NUMBER = settings.LARGEST_NUMBER
+SETTINGS_ENV = settings.SETTINGS_ENV
+SettingsError = settings.SettingsError
+TrainerSettings = settings.TrainerSettings
+to_camel = settings.to_camel
+
+COMPLETION_INDEX = shared_names.COMPLETION_INDEX
+COMPONENT = shared_names.COMPONENT
+GPU_PRODUCT = shared_names.GPU_PRODUCT
+GPU_RESOURCE = shared_names.GPU_RESOURCE
+INSTANCE = shared_names.INSTANCE
+POD_INDEX = shared_names.POD_INDEX
+PRODUCTION = shared_names.PRODUCTION
+TFK8S_GPU_PRODUCT = shared_names.TFK8S_GPU_PRODUCT
+TF_PORT = shared_names.TF_PORT
+TF_PORT_NAME = shared_names.TF_PORT_NAME
+TRAINER_COMMAND = shared_names.TRAINER_COMMAND
+TRAINER_PACKAGE = shared_names.TRAINER_PACKAGE

@@ -16,6 +16,7 @@ from ..objects.experiment_objects import node_pool_objects
 from ..plan.experiment import Experiment
 from ..spec.pools import NodePoolSpec
 from . import kube
+from .tokens import NODE_POOL, answering_to_earlier_token
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class NodePool(pulumi.ComponentResource):
     patches: dict[str, pulumi.CustomResource]  # node name -> its label patch
 
     def __init__(self, name: str, args: NodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        super().__init__("tfk8s:node_pool:NodePool", name, None, opts)
+        super().__init__(NODE_POOL, name, None, answering_to_earlier_token(NODE_POOL, opts))
         child = pulumi.ResourceOptions(parent=self)
         self.patches = {
             patch.suffix: kube.create(f"{name}-{patch.suffix}", patch.manifest, child)

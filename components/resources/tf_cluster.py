@@ -23,6 +23,7 @@ from ..objects.experiment_objects import (
 )
 from ..plan.experiment import Experiment
 from . import kube
+from .tokens import TF_CLUSTER, answering_to_earlier_token
 
 
 class _Replacement(TypedDict, total=False):
@@ -45,7 +46,7 @@ class TFCluster(pulumi.ComponentResource):
     namespace: pulumi.Output[str]  # known once the Namespace is registered
 
     def __init__(self, name: str, args: TFClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        super().__init__("tfk8s:tf_cluster:TFCluster", name, None, opts)
+        super().__init__(TF_CLUSTER, name, None, answering_to_earlier_token(TF_CLUSTER, opts))
         experiment = args.experiment
 
         namespace_obj = namespace_object(experiment)

@@ -50,6 +50,7 @@ from ..spec.stack_files import PROJECT_ROOT
 from ..spec.trainer_contract import TrainerSettings
 from .node_pool import NodePool, NodePoolArgs
 from .tf_cluster import TFCluster, TFClusterArgs
+from .tokens import TF_EXPERIMENT, answering_to_earlier_token
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class TFExperiment(pulumi.ComponentResource):
             load_trainer_bundle(PROJECT_ROOT),
             project_root=args.project_root if args.project_root is not None else Path.cwd(),
         )
-        super().__init__("tfk8s:experiment:TFExperiment", name, None, opts)
+        super().__init__(TF_EXPERIMENT, name, None, answering_to_earlier_token(TF_EXPERIMENT, opts))
         self.experiment = experiment
         node_pools, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self))
         self.outputs = experiment_outputs(experiment, cluster, node_pools)

@@ -47,6 +47,7 @@ class EngineRun:
     output: list[str] = field(default_factory=list)
     ops: dict[str, str] = field(default_factory=dict)  # resource name -> create, same, update, replace, delete
     inputs: dict[str, dict] = field(default_factory=dict)  # Kubernetes resource name -> its inputs
+    urns: list[str] = field(default_factory=list)  # every resource's, as the engine stepped on it
     failed: bool = False
 
     @property
@@ -69,6 +70,7 @@ class EngineRun:
             return  # the default provider, not one of the experiment's resources
         name = step.urn.split("::")[-1]
         self.ops[name] = step.op.value
+        self.urns.append(step.urn)
         if step.new is not None and step.type.startswith("kubernetes:"):
             self.inputs[name] = step.new.inputs
 
@@ -143,6 +145,39 @@ def test_scene1_case2_previews_passes_policy_goes_up_as_planned_and_is_destroyed
     assert "13 deleted" in destroy.text
     assert not namespace_exists(local_cluster, "tf-scene1-case2")
     assert node_labels(local_cluster, SCENE1) == before  # exactly the labels tfk8s added are gone
+
+
+def test_a_stack_brought_up_under_the_earlier_type_tokens_keeps_every_resource(local_cluster, tmp_path, monkeypatch):
+    """The components' tokens changed to one scheme (components/resources/tokens.py): a stack that
+    went up under the earlier ones previews as no change at all, its namespace and objects kept,
+    because each component answers to its earlier token and the engine carries that to its children."""
+    from components.resources import node_pool, tf_cluster
+    from components.resources.tokens import EARLIER_TOKENS
+
+    kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
+    stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-tokens", lambda values: None)
+    try:
+        with monkeypatch.context() as earlier:
+            # As tfk8s's first releases registered them: the earlier tokens, no alias.
+            for module, token in ((tf_cluster, "TF_CLUSTER"), (node_pool, "NODE_POOL")):
+                earlier.setattr(module, token, EARLIER_TOKENS[getattr(module, token)])
+                earlier.setattr(module, "answering_to_earlier_token", lambda token, opts: opts)
+            first = engine("up", stack, kubeconfig, state)
+            assert not first.failed, first.tail
+        assert any("$tfk8s:tf_cluster:TFCluster::" in urn for urn in first.urns), first.urns[:5]
+        namespace_uid = core(local_cluster).read_namespace("tf-engine-tokens").metadata.uid
+
+        preview = engine("preview", stack, kubeconfig, state)
+        assert not preview.failed, preview.tail
+        assert preview.ops and preview.changed() == {}, preview.changed()
+        assert any("$tfk8s:index:TFCluster::" in urn for urn in preview.urns), preview.urns[:5]
+        up = engine("up", stack, kubeconfig, state)
+        assert not up.failed and up.changed() == {}, (up.changed(), up.tail)
+        assert core(local_cluster).read_namespace("tf-engine-tokens").metadata.uid == namespace_uid
+        assert engine("preview", stack, kubeconfig, state).changed() == {}, "the state now holds the new URNs"
+    finally:
+        assert not engine("destroy", stack, kubeconfig, state).failed
+    assert not namespace_exists(local_cluster, "tf-engine-tokens")
 
 
 def _twelve_per_server(values: dict) -> None:

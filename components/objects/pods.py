@@ -76,25 +76,22 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         spec["volumes"] += program_volumes(experiment)
     if experiment.cluster_as_file:
         spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": experiment.names.cluster_config_map}})
-    evaluates = group.task_type == EVALUATOR
     # The evaluator waits for no one: it never decides whether the experiment started.
-    barrier = (
-        None
-        if evaluates
-        else start_barrier(experiment, main, [m for m in main["volumeMounts"] if m["name"] == CLUSTER_VOLUME])
-    )
-    if barrier is not None:
-        spec["initContainers"] = [barrier]
+    if group.task_type != EVALUATOR:
+        barrier = start_barrier(experiment, main, [m for m in main["volumeMounts"] if m["name"] == CLUSTER_VOLUME])
+        if barrier is not None:
+            spec["initContainers"] = [barrier]
     if _reads_checkpoint_volume(experiment, group):
-        # The evaluator's mount is read-only; the chief alone writes.
-        claim: Manifest = {"claimName": experiment.names.checkpoint_claim}
         spec["volumes"].append(
-            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": claim | ({"readOnly": True} if evaluates else {})}
+            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
         )
-    if group.task_type == "chief" and experiment.config.cluster.chief.checkpoint_volume is not None:
         # The volume's files belong to the pod's group, so the unprivileged chief can write them;
         # re-owned only when the volume's root is not the group's yet, not file by file at every
-        # start of a chief whose volume holds many checkpoints.
+        # start of a chief whose volume holds many checkpoints. The evaluator's pod asks the same
+        # and mounts the claim writable, read-only in its container alone: Kubernetes re-owns a
+        # local volume only for the first pod that mounts it, and only through a writable mount
+        # (seen on real nodes: an evaluator that mounted the claim read-only first left its root
+        # to root, and the chief could write no checkpoint).
         spec["securityContext"]["fsGroup"] = RUN_AS_USER
         spec["securityContext"]["fsGroupChangePolicy"] = "OnRootMismatch"
     if cluster.priority_class is not None:

@@ -66,8 +66,11 @@ def test_the_evaluator_reads_the_chiefs_volume_read_only_on_the_chiefs_server():
     (container,) = pod["containers"]
     assert {"name": "checkpoints", "mountPath": "/checkpoints", "readOnly": True} in container["volumeMounts"]
     (claim,) = [v["persistentVolumeClaim"] for v in pod["volumes"] if v["name"] == "checkpoints"]
-    assert claim["readOnly"] is True
-    assert "fsGroup" not in pod["securityContext"], "only the chief's pod re-owns the volume"
+    # Writable for the pod, read-only in the container: whichever of the chief and the evaluator
+    # mounts a local volume first, it is re-owned to their group, so the chief can write it.
+    assert "readOnly" not in claim
+    assert pod["securityContext"]["fsGroup"] == 1000
+    assert pod["securityContext"]["fsGroupChangePolicy"] == "OnRootMismatch"
     (term,) = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term == {
         "labelSelector": {"matchLabels": {"task.tfk8s.io/scene1-case2-durable": "chief"}},

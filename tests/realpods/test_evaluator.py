@@ -60,7 +60,9 @@ def _evaluator_state(cluster: RealCluster, stack: str, namespace: str) -> str:
         running = pod.status.phase == "Running"
         lines = [text for _, text in cluster.log(namespace, pod.metadata.name).lines[-4:]] if running else []
         seen = _run_in(cluster, pod, "ls -ln /checkpoints; grep checkpoints /proc/mounts") if running else ""
-        said.append(f"{pod.metadata.name} on {pod.spec.node_name} {pod.status.phase}: {lines}; sees: {seen}")
+        ended = [s.state.terminated for s in pod.status.container_statuses or () if s.state.terminated]
+        why = [f"exit {t.exit_code} {t.reason}: {(t.message or '')[-600:]}" for t in ended]
+        said.append(f"{pod.metadata.name} on {pod.spec.node_name} {pod.status.phase}: {lines} {why}; sees: {seen}")
     return "\n".join(said) or "no evaluator pod"
 
 

@@ -24,6 +24,9 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
+from components.resources import entry_point
+from components.resources.provider_cluster import NoCluster
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = PROJECT_ROOT / "__main__.py"
 
@@ -162,6 +165,9 @@ def run_program(
         monitor.mocks, project="tfk8s", stack=stack, preview=preview, monitor=monitor
     )
     runtime_config.set_all_config(engine_values(values), list(secret_keys))
+    # No cluster is behind the mocks' provider: the checks that read one are skipped, never pointed
+    # at whatever cluster ~/.kube/config names.
+    checks_read, entry_point.cluster_for_checks = entry_point.cluster_for_checks, NoCluster()
     try:
         runpy.run_path(str(program), run_name="__main__")
         _sync_await(wait_for_rpcs())
@@ -171,6 +177,7 @@ def run_program(
             outputs[name] = _resolve(value)
     finally:
         runtime_config.set_all_config({}, [])
+        entry_point.cluster_for_checks = checks_read
     run = ProgramRun(stack=stack, outputs=outputs)
     for request, urn in monitor.registrations:
         run.resources.append(

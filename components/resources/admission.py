@@ -14,21 +14,24 @@ from ..plan.experiment import Experiment
 from ..spec.models import StackConfigError
 from .provider_cluster import (
     READ_TIMEOUT_S,
+    ClusterReader,
     ClusterUnreadable,
-    cluster_is_mocked,
-    provider_api_client,
 )
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta1"
 
 
-def refuse_never_admitted(experiment: Experiment) -> None:
-    """StackConfigError when Kueue could never admit the queued experiment; nothing for one without a queue."""
+def refuse_never_admitted(experiment: Experiment, cluster: ClusterReader) -> None:
+    """StackConfigError when Kueue could never admit the queued experiment, its ClusterQueue read from
+    `cluster`; nothing for one without a queue, or without a cluster to read."""
     queue = experiment.config.cluster.queue
-    if queue is None or cluster_is_mocked():
+    if queue is None:
         return
     try:
-        cluster_queue = read_cluster_queue(queue)
+        api = cluster.api_client()
+        if api is None:
+            return
+        cluster_queue = read_cluster_queue(api, queue)
     except ClusterUnreadable as error:
         pulumi.log.warn(
             f"stack '{experiment.stack}': whether Kueue could admit the experiment through ClusterQueue "
@@ -40,13 +43,12 @@ def refuse_never_admitted(experiment: Experiment) -> None:
         raise StackConfigError(refusal)
 
 
-def read_cluster_queue(name: str) -> Optional[dict[str, Any]]:
+def read_cluster_queue(api: Any, name: str) -> Optional[dict[str, Any]]:
     """The ClusterQueue as the API server has it; None when there is none."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
-    api = provider_api_client()
     try:
         with api:
             # The ClusterQueue is answered as decoded JSON: a dict.

@@ -18,6 +18,7 @@ from ..spec.secrets import encrypted_paths
 from ..spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
 from . import private_apis
 from .admission import refuse_never_admitted
+from .provider_cluster import ClusterReader, ProviderCluster
 from .team_namespace import check_team_namespace
 from .tf_experiment import experiment_outputs, register_experiment
 
@@ -51,25 +52,27 @@ def build(
     opts: Optional[pulumi.ResourceOptions] = None,
     secret_keys: Collection[str] = (),
     known_encrypted: Optional[Collection[str]] = None,
+    cluster: Optional[ClusterReader] = None,
 ) -> Experiment:
     """Validate, then register every resource of the experiment and export its plan.
 
     `opts` reaches every resource: an explicit `kubernetes.Provider` (`providers=[...]`),
     `transforms`, `aliases`. The project's __main__.py passes none (the default provider
     reads `kubernetes:context` / `kubernetes:kubeconfig` from the stack file); a program
-    of one's own may pass them. On the default provider's cluster, first: a queued experiment
-    Kueue could never admit is refused, and so is one in a team's namespace that lacks what the
-    stack names there.
+    of one's own may pass them. On `cluster` (default: the default provider's), first: a queued
+    experiment Kueue could never admit is refused, and so is one in a team's namespace that lacks
+    what the stack names there.
     """
     experiment = load_experiment_values(
         stack, values, load_trainer_bundle(PROJECT_ROOT), secret_keys=secret_keys, known_encrypted=known_encrypted
     )
     if opts is None or not (opts.provider or opts.providers):
         # With a provider of the program's own, which cluster it talks to is the program's business.
-        refuse_never_admitted(experiment)
-        check_team_namespace(experiment)
-    node_pools, cluster = register_experiment(experiment, opts)
-    for name, value in experiment_outputs(experiment, cluster, node_pools).items():
+        cluster = cluster or ProviderCluster()
+        refuse_never_admitted(experiment, cluster)
+        check_team_namespace(experiment, cluster)
+    node_pools, tf_cluster = register_experiment(experiment, opts)
+    for name, value in experiment_outputs(experiment, tf_cluster, node_pools).items():
         pulumi.export(name, value)
     return experiment
 
@@ -101,13 +104,24 @@ def stack_file_secrets(stack_file: Path) -> Optional[set[str]]:
     return encrypted_paths(values)
 
 
+# What the stack program's checks read: the default provider's cluster. A program run under
+# unit-test mocks, with no cluster behind its provider, is given NoCluster (tests/harness.py).
+cluster_for_checks: ClusterReader = ProviderCluster()
+
+
 def main(stack_file: Optional[Path] = None) -> None:
     """The program for `stack_file` (default: stacks/Pulumi.<stack>.yaml, where the CLI reads it)."""
     pause_garbage_collector()
     stack = pulumi.get_stack()
     try:
         known_encrypted = stack_file_secrets(stack_file or stack_path(stack))
-        build(stack, engine_config(), secret_keys=engine_secret_keys(), known_encrypted=known_encrypted)
+        build(
+            stack,
+            engine_config(),
+            secret_keys=engine_secret_keys(),
+            known_encrypted=known_encrypted,
+            cluster=cluster_for_checks,
+        )
     except StackConfigError as error:
         # RunError: the CLI shows the message alone, without a Python traceback.
         raise pulumi.RunError(str(error)) from None

@@ -7,7 +7,6 @@ changes what it relies on (a renamed module, a function gone, another shape).
   the engine looks the provider plugin up by (tools/engine/workspace.py).
 - Pulumi's runtime config map: every `tfk8s:*` key the engine passed, where `pulumi.Config`
   reads one known key at a time (tfk8s must see every key to refuse a typo), and which are secret.
-- Pulumi's mock monitor: whether the program runs under unit-test mocks (no cluster to read).
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ from typing import Any
 
 import pulumi
 from pulumi.runtime import config as _runtime_config
-from pulumi.runtime import settings as _settings
-from pulumi.runtime.mocks import MockMonitor
 from pulumi_kubernetes import _utilities as _kubernetes_sdk
 
 
@@ -41,8 +38,3 @@ def engine_secret_keys() -> set[str]:
     secret = set(_runtime_config.get_config_secret_keys_env())
     secret.update(key for key in _runtime_config.CONFIG.get() if _runtime_config.is_config_secret(key))
     return secret
-
-
-def running_under_mocks() -> bool:
-    """Under unit-test mocks (pulumi.runtime.set_mocks) there is no cluster to read."""
-    return isinstance(_settings.get_monitor(), MockMonitor)

@@ -10,13 +10,12 @@ goes on: the provider then fails, or succeeds, on its own terms.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 import pulumi
 import yaml
 
 from ..access.kubeconfig import KubeconfigError, kubeconfig_files, new_api_client, read_kubeconfig
-from .private_apis import running_under_mocks
 
 READ_TIMEOUT_S = 10
 
@@ -25,9 +24,27 @@ class ClusterUnreadable(Exception):
     """The provider's cluster could not be read; the check is skipped."""
 
 
-def cluster_is_mocked() -> bool:
-    """Under unit-test mocks there is no cluster to read."""
-    return running_under_mocks()
+class ClusterReader(Protocol):
+    """Where the checks made before anything is registered read the cluster."""
+
+    def api_client(self) -> Any:
+        """A kubernetes ApiClient; None where there is no cluster to read (the checks are skipped);
+        ClusterUnreadable where there should be one and it cannot be read (they warn, and are skipped)."""
+        ...
+
+
+class ProviderCluster:
+    """The cluster the default Kubernetes provider talks to: the stack program's."""
+
+    def api_client(self) -> Any:
+        return provider_api_client()
+
+
+class NoCluster:
+    """No cluster to read: a program run under unit-test mocks, with nothing behind its provider."""
+
+    def api_client(self) -> Any:
+        return None
 
 
 def provider_api_client() -> Any:

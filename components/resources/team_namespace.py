@@ -14,27 +14,28 @@ from ..plan.experiment import Experiment
 from ..spec.models import StackConfigError
 from .provider_cluster import (
     READ_TIMEOUT_S,
+    ClusterReader,
     ClusterUnreadable,
-    cluster_is_mocked,
-    provider_api_client,
 )
 
 if TYPE_CHECKING:
     from kubernetes.client import V1Namespace, V1PersistentVolumeClaim, V1Secret
 
 
-def check_team_namespace(experiment: Experiment) -> None:
-    """StackConfigError naming what the stack needs and the team's namespace lacks; warnings for
-    what could not be read; the namespace's Pod Security level shown."""
-    if not experiment.shares_namespace or cluster_is_mocked():
+def check_team_namespace(experiment: Experiment, cluster: ClusterReader) -> None:
+    """StackConfigError naming what the stack needs and the team's namespace lacks, read from
+    `cluster`; warnings for what could not be read; the namespace's Pod Security level shown."""
+    if not experiment.shares_namespace:
         return
     try:
-        api = provider_api_client()
+        api = cluster.api_client()
     except ClusterUnreadable as error:
         pulumi.log.warn(
             f"stack '{experiment.stack}': namespace {experiment.namespace} and what the stack names "
             f"there are not checked: {error}"
         )
+        return
+    if api is None:
         return
     with api:
         findings = team_namespace_findings(experiment, lambda kind, name: _read(api, experiment.namespace, kind, name))

@@ -164,13 +164,13 @@ def test_a_stack_brought_up_under_the_earlier_type_tokens_keeps_every_resource(l
                 earlier.setattr(module, "answering_to_earlier_token", lambda token, opts: opts)
             first = engine("up", stack, kubeconfig, state)
             assert not first.failed, first.tail
-        assert any("$tfk8s:tf_cluster:TFCluster::" in urn for urn in first.urns), first.urns[:5]
+        assert any("::tfk8s:tf_cluster:TFCluster::" in urn for urn in first.urns), first.urns[:5]
         namespace_uid = core(local_cluster).read_namespace("tf-engine-tokens").metadata.uid
 
         preview = engine("preview", stack, kubeconfig, state)
         assert not preview.failed, preview.tail
         assert preview.ops and preview.changed() == {}, preview.changed()
-        assert any("$tfk8s:index:TFCluster::" in urn for urn in preview.urns), preview.urns[:5]
+        assert any("::tfk8s:index:TFCluster::" in urn for urn in preview.urns), preview.urns[:5]
         up = engine("up", stack, kubeconfig, state)
         assert not up.failed and up.changed() == {}, (up.changed(), up.tail)
         assert core(local_cluster).read_namespace("tf-engine-tokens").metadata.uid == namespace_uid

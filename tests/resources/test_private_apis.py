@@ -34,13 +34,3 @@ def test_every_config_key_and_which_are_secret_are_read_from_the_engines_config(
         assert private_apis.engine_secret_keys() == {"tfk8s:token"}
     finally:
         reset_pulumi()
-
-
-def test_mocks_are_told_from_an_engine():
-    monitor = RecordingMonitor()
-    pulumi.runtime.set_mocks(monitor.mocks, project="tfk8s", stack="s", monitor=monitor)
-    try:
-        assert private_apis.running_under_mocks()
-    finally:
-        reset_pulumi()
-    assert not private_apis.running_under_mocks()

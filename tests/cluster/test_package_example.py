@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.package.wheel import UNREACHABLE_KUBECONFIG, installed_wheel, preview_example
+from tests.package.wheel import EXAMPLE_RESOURCES, UNREACHABLE_KUBECONFIG, installed_wheel, preview_example
 
 pytestmark = pytest.mark.slow
 
@@ -25,15 +25,7 @@ def test_the_platform_team_example_previews_under_the_real_engine_from_the_wheel
     previewed = {
         (resource["type"].rsplit(":", 1)[-1], resource["urn"].rsplit("::", 1)[-1]) for resource in preview["resources"]
     }
-    assert {
-        ("TFExperiment", "ranking"),
-        ("NodePool", "ranking-pool-servers"),
-        ("TFCluster", "ranking"),
-        ("NodePatch", "ranking-pool-servers-srv-00"),
-        ("NodePatch", "ranking-pool-servers-srv-01"),
-        ("Namespace", "ranking-namespace"),
-        ("JobSet", "ranking-tf"),
-    } <= previewed
+    assert {*EXAMPLE_RESOURCES, ("JobSet", "ranking-tf")} <= previewed
     # Every Kubernetes object is the component's (its URN runs through TFExperiment), and all are new.
     objects = [r for r in preview["resources"] if r["type"].startswith("kubernetes:") and "providers" not in r["type"]]
     assert objects and all("TFExperiment$" in r["urn"] for r in objects)

@@ -15,7 +15,7 @@ import zipfile
 import pytest
 
 from components.plan.trainer_bundle import load_trainer_bundle
-from tests.package.wheel import PROJECT_ROOT, InstalledWheel, installed_wheel, run_json
+from tests.package.wheel import EXAMPLE_RESOURCES, PROJECT_ROOT, InstalledWheel, installed_wheel, run_json
 
 pytestmark = pytest.mark.slow
 
@@ -93,15 +93,7 @@ def test_the_example_registers_its_experiment_from_the_wheel_with_the_trainers_s
     registered = run_json(installed, "mocks_driver.py", str(installed.example / "__main__.py"))
     # By type name, not token: the tokens' scheme is not this test's business.
     names = {(resource["type"].rsplit(":", 1)[-1], resource["name"]) for resource in registered}
-    assert {
-        ("kubernetes", "team-cluster"),
-        ("TFExperiment", "ranking"),
-        ("NodePool", "ranking-pool-servers"),
-        ("TFCluster", "ranking"),
-        ("NodePatch", "ranking-pool-servers-srv-00"),
-        ("NodePatch", "ranking-pool-servers-srv-01"),
-        ("Namespace", "ranking-namespace"),
-    } <= names
+    assert {("kubernetes", "team-cluster"), *EXAMPLE_RESOURCES} <= names
     objects = [r for r in registered if r["type"].startswith("kubernetes:") and "providers" not in r["type"]]
     assert objects and all("::team-cluster::" in (r["provider"] or "") for r in objects), objects
     trainer_config_maps = [r["dataKeys"] for r in registered if r["name"] == "ranking-trainer"]

@@ -142,3 +142,15 @@ def preview_example(installed: InstalledWheel, state: Path, kubeconfig: Path) ->
         installed, "preview_driver.py", str(installed.example), str(TOOLS_BIN), str(state), str(kubeconfig)
     )
     return preview
+
+
+# What the example registers, by type name and resource name (the tokens' scheme is not the package
+# tests' business): its experiment, the experiment's pool and cluster, a patch per node, the namespace.
+EXAMPLE_RESOURCES = {
+    ("TFExperiment", "ranking"),
+    ("NodePool", "ranking-pool-servers"),
+    ("TFCluster", "ranking"),
+    ("NodePatch", "ranking-pool-servers-srv-00"),
+    ("NodePatch", "ranking-pool-servers-srv-01"),
+    ("Namespace", "ranking-namespace"),
+}

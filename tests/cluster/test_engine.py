@@ -238,6 +238,34 @@ def test_an_unsafe_program_fails_preview_naming_the_mandatory_policy_and_creates
     assert all(not _own_labels(labels, "engine-unsafe") for labels in node_labels(local_cluster, SCENE1).values())
 
 
+def _team_program_through_the_component() -> None:
+    """A platform's own program: TFExperiment running a team's program (its source from the project)."""
+    from components.tf_experiment import TFExperiment, TFExperimentArgs
+
+    experiment = TFExperiment("engine-component", TFExperimentArgs(
+        node_pools=[{"name": "servers", "nodes": SCENE1[:2]}],
+        cluster={"placement": "colocated", "ps": {"replicas": 2, "pool": "servers", "memory": "1Gi"},
+                 "workers": {"replicas": 4, "pool": "servers"}},
+        program={"source": "tests/team_programs/tf2-ps", "command": ["python", "train.py"]},
+        project_root=PROJECT_ROOT,
+    ))
+    pulumi.export("addresses", experiment.addresses)
+
+
+def test_a_component_running_a_teams_program_previews_under_the_real_engine(local_cluster, tmp_path):
+    stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-component", lambda values: None)
+    preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine",
+                     program=_team_program_through_the_component)
+    assert not preview.failed, preview.tail
+    assert preview.ops and set(preview.ops.values()) == {"create"}, preview.ops
+    assert {"engine-component", "engine-component-tf", "engine-component-program"} <= set(preview.ops), preview.ops
+    (jobset,) = [inputs for name, inputs in preview.inputs.items() if name == "engine-component-tf"]
+    commands = {job["name"]: job["template"]["spec"]["template"]["spec"]["containers"][0]["args"]
+                for job in jobset["spec"]["replicatedJobs"]}
+    assert all(args[-2:] == ["python", "train.py"] for args in commands.values()), commands
+    assert not namespace_exists(local_cluster, "tf-engine-component"), "a preview creates nothing"
+
+
 def test_two_stacks_up_at_once_on_shared_servers_and_one_destroyed_leaves_the_other_intact(local_cluster, tmp_path):
     kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
     servers = [f"srv-0{i}" for i in range(10)]

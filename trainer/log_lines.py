@@ -68,6 +68,20 @@ def evaluation_event(step: int, eval_loss: float, checkpoint: str) -> str:
     return event_line(EVALUATION, step=step, eval_loss=round(eval_loss, 6), checkpoint=checkpoint)
 
 
+def read_evaluation_event(line: str) -> Optional[EvaluationLine]:
+    """An `evaluation` event's figures; None for any other line, and for one whose step is not a
+    whole number or whose eval_loss is not a number (a team's program may print it too)."""
+    event = read_event(line)
+    if event is None or event["event"] != EVALUATION:
+        return None
+    step, loss = event.get("step"), event.get("eval_loss")
+    if isinstance(step, bool) or not isinstance(step, int) or isinstance(loss, bool):
+        return None
+    if not isinstance(loss, (int, float)):
+        return None
+    return EvaluationLine(step, float(loss))
+
+
 def event_line(event: str, **fields: Any) -> str:
     return json.dumps({"event": event, **fields})
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from ..spec.quantities import QUANTITY_FACTORS
-from ..spec.trainer_contract import EVALUATION, SUMMARY, read_event, read_progress_line
+from ..spec.trainer_contract import SUMMARY, EvaluationLine, read_evaluation_event, read_event, read_progress_line
 from .table import aligned
 
 # The busiest PS's CPU over the mean past which it does most of the PS work: with 2 PS, 1.5 is
@@ -110,21 +110,13 @@ def chief_progress(log: str, steps_asked: Optional[int]) -> Optional[Progress]:
     return Progress(steps=steps_asked) if steps_asked is not None else None
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    """The evaluator's latest figure: the step of the checkpoint it evaluated and its loss."""
-
-    step: int
-    eval_loss: float
-
-
-def last_evaluation(log: str) -> Optional[Evaluation]:
+def last_evaluation(log: str) -> Optional[EvaluationLine]:
     """The last `evaluation` event in an evaluator's log (tfk8s's trainer's, or a program's that
-    prints the same line: docs/programs.md)."""
+    prints the same event: docs/programs.md); one that does not read as such is passed over."""
     for line in reversed(log.splitlines()):
-        event = read_event(line)
-        if event is not None and event["event"] == EVALUATION:
-            return Evaluation(int(event["step"]), float(event["eval_loss"]))
+        evaluation = read_evaluation_event(line)
+        if evaluation is not None:
+            return evaluation
     return None
 
 
@@ -161,7 +153,7 @@ class TopView:
     # Why the kubelet summary was read instead of the metrics API.
     metrics_api_absent: Optional[str] = None
     # The evaluator's latest evaluation, where the experiment has one and it reported.
-    evaluation: Optional[Evaluation] = None
+    evaluation: Optional[EvaluationLine] = None
 
     @property
     def ended(self) -> bool:

@@ -139,13 +139,14 @@ def evaluator_checks(config: StackConfig) -> list[str]:
         return []
     errors = []
     used = sorted({cluster.ps_pool, cluster.workers.pool})
+    volume = cluster.chief.checkpoint_volume
     if evaluator.pool is not None and evaluator.pool not in used:
         errors.append(
             f"{ns}:cluster.evaluator.pool: pool '{evaluator.pool}' runs neither PS nor workers, and the evaluator "
-            f"runs beside them; use {' or '.join(repr(pool) for pool in used)}, or leave it out (the workers')"
+            f"runs beside them; use {' or '.join(repr(pool) for pool in used)}, or leave it out (the chief's pool "
+            "with checkpointVolume or GPU workers, else the workers')"
         )
-    volume = cluster.chief.checkpoint_volume
-    if volume is not None and evaluator.pool is not None and evaluator.pool != cluster.ps_pool:
+    elif volume is not None and evaluator.pool is not None and evaluator.pool != cluster.ps_pool:
         errors.append(
             f"{ns}:cluster.evaluator.pool: '{evaluator.pool}', but the evaluator reads chief.checkpointVolume, a "
             f"ReadWriteOnce claim that only pods on the chief's server can mount, and the chief runs in pool "
@@ -153,6 +154,13 @@ def evaluator_checks(config: StackConfig) -> list[str]:
         )
     if config.program is not None:
         return errors  # a team's program knows where its checkpoints are
+    memory = evaluator.memory
+    if memory is not None and quantity_value(memory) < checkpoint_bytes(config.trainer):
+        errors.append(
+            f"{ns}:cluster.evaluator.memory: {memory} is below the "
+            f"{math.ceil(checkpoint_bytes(config.trainer) / 2**20)}Mi of one checkpoint, which the evaluator loads "
+            "whole; raise it or leave it unset to derive it"
+        )
     if config.trainer.checkpoint_every == 0:
         errors.append(
             f"{ns}:cluster.evaluator: the evaluator evaluates the chief's checkpoints, and "

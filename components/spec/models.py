@@ -165,8 +165,9 @@ class ClusterSpec(_Model):
     evaluator: Optional[EvaluatorSpec] = Field(
         default=None,
         description="TensorFlow's side-car evaluator: one task, outside the training cluster, that evaluates each "
-        "checkpoint the chief writes (chief.checkpointVolume, mounted read-only, or a remote checkpointDir); "
-        "placed like a worker, restarted alone, never deciding the outcome (workload jobset; default: none)",
+        "checkpoint the chief writes (chief.checkpointVolume, read-only in its container, or a remote "
+        "checkpointDir); placed like the chief, unpinned in its pool; restarted alone, never deciding the "
+        "outcome (workload jobset; default: none)",
     )
 
     @model_validator(mode="before")
@@ -243,10 +244,13 @@ class ClusterSpec(_Model):
     @property
     def evaluator_pool(self) -> str:
         """Where the evaluator runs: its pool, else the chief's when it reads the chief's volume (a
-        ReadWriteOnce claim is mounted on one server), else the workers'."""
+        ReadWriteOnce claim is mounted on one server) or the workers have GPUs (it asks none, and a
+        GPU pool's taint would keep it out), else the workers'."""
         if self.evaluator is not None and self.evaluator.pool is not None:
             return self.evaluator.pool
-        return self.ps_pool if self.chief.checkpoint_volume is not None else self.workers.pool
+        if self.chief.checkpoint_volume is not None or self.workers.gpus:
+            return self.ps_pool
+        return self.workers.pool
 
     @model_validator(mode="after")
     def _jobset_only_settings(self) -> "ClusterSpec":

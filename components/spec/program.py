@@ -222,8 +222,9 @@ class ProgramSpec(_Model):
         """A role's command and args: its own where given, else the program's (the evaluator's, else
         the workers', as TFJob users write one program whose evaluator runs the worker's command)."""
         own = next((command for name, command in self.roles.items() if name == role), None)
-        if role == "evaluator" and own is None:
-            return self.command_of("worker")
-        command = own.command if own is not None and own.command is not None else self.command
-        args = own.args if own is not None and own.args is not None else self.args
+        command, args = self.command_of("worker") if role == "evaluator" else (self.command, self.args)
+        if own is not None and own.command is not None:
+            command = own.command
+        if own is not None and own.args is not None:
+            args = own.args
         return command, args

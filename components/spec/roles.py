@@ -136,8 +136,8 @@ class EvaluatorSpec(_Model):
     replicas: int = Field(default=1, strict=True, ge=0, le=1, description="1: run the evaluator; 0: none")
     pool: Optional[DnsLabel] = Field(
         default=None,
-        description="node pool it runs in (default: workers.pool); with chief.checkpointVolume it runs on the "
-        "chief's server, where the volume is",
+        description="node pool it runs in (default: workers.pool; the chief's with chief.checkpointVolume, where "
+        "it runs on the chief's server, or with GPU workers)",
     )
     cpu: CpuQuantity = Field(
         default="1", description="CPU request of the evaluator (no CPU limit: a limit throttles TensorFlow's threads)"

@@ -27,9 +27,10 @@ TASK_TYPE_ENV = cluster.TASK_TYPE_ENV
 escaped = kubelet_expansion.escaped
 references = kubelet_expansion.references
 
-EVALUATION = log_lines.EVALUATION
+EvaluationLine = log_lines.EvaluationLine
 SUMMARY = log_lines.SUMMARY
 last_summary = log_lines.last_summary
+read_evaluation_event = log_lines.read_evaluation_event
 read_event = log_lines.read_event
 read_progress_line = log_lines.read_progress_line
 

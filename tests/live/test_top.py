@@ -9,9 +9,9 @@ import pytest
 
 from components.cli.main import main
 from components.live.top import watch
-from trainer.log_lines import evaluation_event, evaluation_line, event_line, progress_line
+from trainer.log_lines import EvaluationLine, evaluation_event, evaluation_line, event_line, progress_line
 from components.live.usage import (
-    Evaluation, Progress, TaskUsage, TopView, chief_progress, imbalance, last_evaluation, pod_usage, top_text,
+    Progress, TaskUsage, TopView, chief_progress, imbalance, last_evaluation, pod_usage, top_text,
 )
 
 # A node's Summary API document as a kubelet serves it (trimmed to what top reads, plus neighbours).
@@ -200,7 +200,10 @@ def test_the_evaluators_last_evaluation_is_shown_with_its_task():
         evaluation_line(200, 0.5120),
     ]) + "\n"
     evaluation = last_evaluation(log)
-    assert evaluation == Evaluation(200, 0.512)
+    assert evaluation == EvaluationLine(200, 0.512)
+    for broken in ('{"event": "evaluation", "step": 3}', '{"event": "evaluation", "step": "x", "eval_loss": 1}',
+                   '{"event": "evaluation", "step": 3, "eval_loss": null}', '{"event": "evaluation", "step": true, "eval_loss": 1}'):
+        assert last_evaluation(log + broken + "\n") == evaluation, broken
     assert last_evaluation("evaluator-0: waiting for the first checkpoint\n") is None
     view = _view(tasks=[*_view().tasks, TaskUsage("evaluator-0", "srv-00", 0.5, 900 * 2**20)], evaluation=evaluation)
     text = top_text(view)

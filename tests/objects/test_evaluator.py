@@ -115,6 +115,11 @@ def test_a_programs_evaluator_runs_its_own_command_else_the_workers():
     run = run_program(*values_of(program({"worker": {"args": ["--serve"]}, "evaluator": {"args": ["--evaluate"]}})))
     (evaluator,) = [pod for pod in pods_of(run) if pod.task == "evaluator-0"]
     assert evaluator.container["args"][-1] == "--evaluate"
+    # Its args alone: the workers' command still runs them.
+    run = run_program(*values_of(program({"worker": {"command": ["python", "serve.py"]},
+                                          "evaluator": {"args": ["--evaluate"]}})))
+    (evaluator,) = [pod for pod in pods_of(run) if pod.task == "evaluator-0"]
+    assert evaluator.container["args"][-3:] == ["python", "serve.py", "--evaluate"]
 
 
 def test_with_a_start_deadline_the_evaluator_waits_for_no_one():
@@ -133,6 +138,21 @@ def test_the_plan_places_the_evaluator_in_its_pool():
     assert term["matchExpressions"][0]["values"] == ["servers"]
 
 
+def test_with_gpu_workers_and_no_volume_the_evaluator_runs_in_the_chiefs_pool():
+    """It asks no GPU, and a GPU pool's taint would keep it out."""
+
+    def edit(values):
+        values.setdefault("tfk8s:trainer", {})["checkpointDir"] = "gs://team-bucket/ckpt"
+        with_evaluator()(values)
+
+    run = run_program(*values_of(edit, "gpu-p40"))
+    pod = evaluator_job(run)["template"]["spec"]
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    ps_pool = read_stack_values("gpu-p40")[1]["tfk8s:cluster"]["ps"]["pool"]
+    assert term["matchExpressions"][0]["values"] == [ps_pool]
+    assert "nvidia.com/gpu" not in pod["containers"][0]["resources"]["limits"]
+
+
 def trainer_scratch(values: dict[str, Any]) -> None:
     values["tfk8s:cluster"]["chief"] = {}
     with_evaluator()(values)
@@ -146,6 +166,8 @@ def trainer_scratch(values: dict[str, Any]) -> None:
         (lambda v: with_evaluator()(v) or v["tfk8s:cluster"].update(workload="statefulset"), DURABLE,
          "evaluator needs workload: jobset"),
         (with_evaluator(pool="nowhere"), DURABLE, "tfk8s:cluster.evaluator.pool: unknown pool 'nowhere'"),
+        (lambda v: with_evaluator(memory="256Mi")(v) or v.setdefault("tfk8s:trainer", {}).update(embeddingRows=4 * 10**6),
+         DURABLE, "tfk8s:cluster.evaluator.memory: 256Mi is below the"),
         (trainer_scratch, DURABLE,
          "tfk8s:cluster.evaluator: the chief writes its checkpoints to 'default' in its own pod, which the "
          "evaluator cannot read"),

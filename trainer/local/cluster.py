@@ -110,8 +110,6 @@ class LocalCluster:
         raise AssertionError("unreachable")
 
     def run(self, out: TextOut = sys.stdout) -> dict[str, Any]:
-        if self.evaluator and not self.settings.checkpoint_every:
-            raise LaunchError("an evaluator evaluates the chief's checkpoints: checkpointEvery must not be 0")
         (self.workdir / "tmp").mkdir(parents=True, exist_ok=True)
         cluster = self.start_servers(out)
         checkpoint_dir = str(self.workdir / "checkpoints")

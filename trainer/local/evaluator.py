@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..log_lines import EVALUATION, evaluation_line, read_event
+from ..log_lines import EvaluationLine, evaluation_line, read_evaluation_event
 from .tasks import Task, last_lines, stop_all
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class LocalEvaluator:
     out: TextOut
     # tfk8s's trainer prints an `evaluation` event per checkpoint; a team's program, lines of its own.
     prints_events: bool = True
-    evaluations: list[dict[str, Any]] = field(default_factory=list)  # the `evaluation` events it printed
+    evaluations: list[EvaluationLine] = field(default_factory=list)  # the `evaluation` events it printed
     restarts: int = 0
     exit_code: Optional[int] = None  # its last exit, once it has exited
     _stopping: bool = False
@@ -64,10 +64,10 @@ class LocalEvaluator:
                 time.sleep(FOLLOW_S)
 
     def _line(self, line: str) -> None:
-        event = read_event(line)
-        if event is not None and event["event"] == EVALUATION:
-            self.evaluations.append(event)
-            print(evaluation_line(int(event["step"]), float(event["eval_loss"])), file=self.out, flush=True)
+        evaluation = read_evaluation_event(line)
+        if evaluation is not None:
+            self.evaluations.append(evaluation)
+            print(evaluation_line(evaluation.step, evaluation.eval_loss), file=self.out, flush=True)
 
     def _exited(self) -> None:
         process = self.task.process
@@ -89,7 +89,7 @@ class LocalEvaluator:
         print(f"{EVALUATOR_TASK} exited {code}", file=self.out, flush=True)
 
     def evaluated(self, step: int) -> bool:
-        return any(int(event["step"]) >= step for event in self.evaluations)
+        return any(evaluation.step >= step for evaluation in self.evaluations)
 
     def finish(self, until_evaluated: Optional[int] = None, wait_s: float = FINAL_EVALUATION_WAIT_S) -> dict[str, Any]:
         """Once the chief has ended: wait until it exits by itself, or until it has evaluated step
@@ -108,7 +108,7 @@ class LocalEvaluator:
             report["log"] = last_lines(self.task.output_since_start())
         if self.evaluations:
             last = self.evaluations[-1]
-            report["last"] = {"step": last["step"], "eval_loss": last["eval_loss"]}
+            report["last"] = {"step": last.step, "eval_loss": last.eval_loss}
         if self.exit_code is not None:
             report["exit_code"] = self.exit_code
         else:

@@ -147,36 +147,47 @@ def test_scene1_case2_previews_passes_policy_goes_up_as_planned_and_is_destroyed
     assert node_labels(local_cluster, SCENE1) == before  # exactly the labels tfk8s added are gone
 
 
-def test_a_stack_brought_up_under_the_earlier_type_tokens_keeps_every_resource(local_cluster, tmp_path, monkeypatch):
-    """The components' tokens changed to one scheme (components/resources/tokens.py): a stack that
-    went up under the earlier ones previews as no change at all, its namespace and objects kept,
-    because each component answers to its earlier token and the engine carries that to its children."""
-    from components.resources import node_pool, tf_cluster
-    from components.resources.tokens import EARLIER_TOKENS
+def _platform_experiment() -> None:
+    """A platform's own program: one TFExperiment of tfk8s's trainer on two of the servers."""
+    from components.tf_experiment import TFExperiment, TFExperimentArgs
+
+    TFExperiment("engine-tokens", TFExperimentArgs(
+        node_pools=[{"name": "servers", "nodes": SCENE1[:2]}],
+        cluster={"placement": "colocated", "ps": {"replicas": 2, "pool": "servers"},
+                 "workers": {"replicas": 4, "pool": "servers"}},
+    ))
+
+
+def test_an_experiment_brought_up_under_the_earlier_type_token_keeps_every_resource(local_cluster, tmp_path, monkeypatch):
+    """TFExperiment's token changed to the one scheme (components/resources/tokens.py): an experiment
+    that went up under the earlier one previews as no change at all, its namespace and objects kept,
+    because the component answers to its earlier token and the engine carries that to its children."""
+    from components.resources import tf_experiment
+    from components.resources.tokens import EARLIER_TOKENS, TF_EXPERIMENT
 
     kubeconfig, state = local_cluster.kubeconfig, tmp_path / "engine"
     stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-tokens", lambda values: None)
+    run = lambda command: engine(command, stack, kubeconfig, state, program=_platform_experiment)  # noqa: E731
     try:
         with monkeypatch.context() as earlier:
-            # As tfk8s's first releases registered them: the earlier tokens, no alias.
-            for module, token in ((tf_cluster, "TF_CLUSTER"), (node_pool, "NODE_POOL")):
-                earlier.setattr(module, token, EARLIER_TOKENS[getattr(module, token)])
-                earlier.setattr(module, "answering_to_earlier_token", lambda token, opts: opts)
-            first = engine("up", stack, kubeconfig, state)
+            # As tfk8s's first releases registered it: the earlier token, no alias.
+            earlier.setattr(tf_experiment, "TF_EXPERIMENT", EARLIER_TOKENS[TF_EXPERIMENT])
+            earlier.setattr(tf_experiment, "answering_to_earlier_token", lambda token, opts: opts)
+            first = run("up")
             assert not first.failed, first.tail
-        assert any("::tfk8s:tf_cluster:TFCluster::" in urn for urn in first.urns), first.urns[:5]
+        assert any("::tfk8s:experiment:TFExperiment" in urn for urn in first.urns), first.urns[:5]
         namespace_uid = core(local_cluster).read_namespace("tf-engine-tokens").metadata.uid
 
-        preview = engine("preview", stack, kubeconfig, state)
+        preview = run("preview")
         assert not preview.failed, preview.tail
         assert preview.ops and preview.changed() == {}, preview.changed()
-        assert any("::tfk8s:index:TFCluster::" in urn for urn in preview.urns), preview.urns[:5]
-        up = engine("up", stack, kubeconfig, state)
+        assert any("::tfk8s:tf_experiment:TFExperiment" in urn for urn in preview.urns), preview.urns[:5]
+        up = run("up")
         assert not up.failed and up.changed() == {}, (up.changed(), up.tail)
         assert core(local_cluster).read_namespace("tf-engine-tokens").metadata.uid == namespace_uid
-        assert engine("preview", stack, kubeconfig, state).changed() == {}, "the state now holds the new URNs"
+        assert run("preview").changed() == {}, "the state now holds the new URNs"
     finally:
-        assert not engine("destroy", stack, kubeconfig, state).failed
+        assert not run("destroy").failed
     assert not namespace_exists(local_cluster, "tf-engine-tokens")
 
 

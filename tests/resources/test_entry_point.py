@@ -80,7 +80,7 @@ def test_registers_the_expected_objects(stack_run):
     roles = {job.manifest["metadata"]["labels"][L.COMPONENT] for job in replicated_jobs(stack_run)}
     assert len(replicated_jobs(stack_run)) == len(roles) == 3 <= KUEUE_MAX_POD_SETS
     components = Counter(r.type for r in stack_run.resources if not r.custom)
-    assert components["tfk8s:index:TFCluster"] == 1
+    assert components["tfk8s:tf_cluster:TFCluster"] == 1
     namespaces = {r.manifest["metadata"].get("namespace") for r in stack_run.resources if r.custom}
     assert namespaces == {None, f"tf-{stack_run.stack}"}  # cluster-scoped Namespace and Nodes
 

@@ -59,7 +59,7 @@ def test_outputs_name_the_workloads_and_the_chiefs_log_selector():
 
 def test_a_platform_program_builds_experiments_from_its_own_config():
     run = run_program("dev", {}, program=PLATFORM_PROGRAM)
-    experiments = {r.name: r for r in run.resources if r.type == "tfk8s:index:TFExperiment"}
+    experiments = {r.name: r for r in run.resources if r.type == "tfk8s:tf_experiment:TFExperiment"}
     assert set(experiments) == {"ranking-dev", "ctr-dev"}
     namespaces = {r.manifest["metadata"]["name"] for r in run.of_kind("Namespace")}
     assert namespaces == {"tf-ranking-dev", "tf-ctr-dev"}
@@ -76,7 +76,7 @@ def test_a_platform_program_builds_experiments_from_its_own_config():
             while parent is not None:
                 ancestors.append(parent.type)
                 parent = by_urn.get(parent.parent)
-            assert ancestors[-1] == "tfk8s:index:TFExperiment", (resource.name, ancestors)
+            assert ancestors[-1] == "tfk8s:tf_experiment:TFExperiment", (resource.name, ancestors)
     # Both experiments label the same four servers, each with its own keys.
     keys = {key for patch in run.of_kind("NodePatch") for key in patch.manifest["metadata"]["labels"]}
     assert keys == {f"{domain}/{stack}" for domain in ("pool.tfk8s.io", "role.tfk8s.io", "server.tfk8s.io")

@@ -4,9 +4,9 @@ user's resources, the namespace and its checkpoints among them, on their next `p
 
 urns.json holds the URNs users of the shipped stacks hold, as tfk8s's first releases made them.
 A resource whose URN has changed since must reach its earlier URN through an alias: a component
-renamed to one token scheme (components/resources/tokens.py) answers to its earlier token, and
-the engine carries that alias to its children (tests/cluster/test_engine.py shows it on a real
-engine). A change that means to add or remove resources regenerates the snapshot, in the earlier
+whose token changed to the one scheme (components/resources/tokens.py) answers to its earlier
+token, and the engine carries that alias to its children (tests/cluster/test_engine.py shows it
+on a real engine). A change that means to add or remove resources regenerates the snapshot, in the earlier
 form: `python -m tests.resources.test_urns`.
 """
 
@@ -19,6 +19,9 @@ from typing import Mapping, Optional
 
 import pytest
 
+from components.resources.node_pool import NodePool
+from components.resources.tf_cluster import TFCluster
+from components.resources.tf_experiment import TFExperiment
 from components.resources.tokens import EARLIER_TOKENS
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 from tests.harness import RecordingMonitor, reset_pulumi, run_program
@@ -30,10 +33,15 @@ SNAPSHOT = Path(__file__).with_name("urns.json")
 def registered(stack: str, values: Optional[dict] = None, **options) -> tuple[list[str], dict[str, str]]:
     """The stack's URNs, and each component type that answers to an earlier type through an alias."""
     monitor = RecordingMonitor()
-    run = run_program(*((stack, values) if values is not None else read_stack_values(stack)), monitor=monitor,
-                      **options)
-    earlier = {request.type: alias.spec.type for request, _ in monitor.registrations for alias in request.aliases
-               if alias.HasField("spec") and alias.spec.type}
+    run = run_program(
+        *((stack, values) if values is not None else read_stack_values(stack)), monitor=monitor, **options
+    )
+    earlier = {
+        request.type: alias.spec.type
+        for request, _ in monitor.registrations
+        for alias in request.aliases
+        if alias.HasField("spec") and alias.spec.type
+    }
     return sorted(resource.urn for resource in run.resources), earlier
 
 
@@ -62,9 +70,12 @@ def test_every_component_answers_to_its_earlier_token():
     urns, earlier = registered("scene1-case2")
     platform_urns, platform_earlier = registered("dev", {}, program=platform_program)
     assert {**earlier, **platform_earlier} == EARLIER_TOKENS
-    assert all(token.startswith("tfk8s:index:") for token in EARLIER_TOKENS)
+    # One scheme: `tfk8s:<module>:<Type>`, the module that defines the component.
+    scheme = {
+        f"tfk8s:{cls.__module__.rsplit('.', 1)[-1]}:{cls.__name__}" for cls in (TFExperiment, TFCluster, NodePool)
+    }
     types = {token for urn in urns + platform_urns for token in urn.split("::")[2].split("$")}
-    assert {token for token in types if token.startswith("tfk8s:")} == set(EARLIER_TOKENS)
+    assert {token for token in types if token.startswith("tfk8s:")} == scheme
 
 
 if __name__ == "__main__":

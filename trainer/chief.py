@@ -38,6 +38,7 @@ from .log_lines import SUMMARY, event_line, progress_line
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
 from .settings import CHECKPOINTS_KEPT, TrainerSettings
+from .shared_names import CHECKPOINT_DIR_ENV
 from .tf_private import before_cluster_updates
 
 
@@ -335,7 +336,7 @@ def main(task: TaskConfig, settings: TrainerSettings, finish: Optional[threading
     scratch = os.environ.get("TMPDIR", ".")
     checkpoint_dir = settings.checkpoint_dir
     if checkpoint_dir == "default":
-        checkpoint_dir = os.environ.get("TFK8S_CHECKPOINT_DIR", os.path.join(scratch, "checkpoints"))
+        checkpoint_dir = os.environ.get(CHECKPOINT_DIR_ENV, os.path.join(scratch, "checkpoints"))
     options = ChiefOptions(
         checkpoint_dir=checkpoint_dir,
         metrics_file=os.environ.get("TFK8S_METRICS_FILE", os.path.join(scratch, "metrics.jsonl")),

@@ -28,12 +28,12 @@ from .devices import log_devices
 from .log_lines import evaluation_event, evaluation_line
 from .model import SparseModel
 from .settings import TrainerSettings
+from .shared_names import CHECKPOINT_DIR_ENV
 
 # Between two looks at the checkpoint folder. The chief checkpoints every `checkpointEvery` steps,
 # seconds apart at the very least; a look reads one small file (the `checkpoint` state file).
 POLL_S = 3.0
 
-CHECKPOINT_DIR_ENV = "TFK8S_CHECKPOINT_DIR"
 EXIT_BAD_SETUP = 2
 
 LOCAL_CPU = "/device:CPU:0"  # this process's own CPU, whatever job its eager context has

@@ -38,6 +38,9 @@ FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"  # set by the Job controller in Indexed Jobs
 TASK_INDEX_ENV = "TFK8S_TASK_INDEX"  # a StatefulSet pod's, from its ordinal label
 SETTINGS_ENV = "TFK8S_TRAINER"  # tfk8s's trainer's settings, as JSON
+# Where checkpointDir "default" is, set by trainer.local (its run's folder): the chief writes there,
+# the evaluator reads there.
+CHECKPOINT_DIR_ENV = "TFK8S_CHECKPOINT_DIR"
 
 # What every task of tfk8s's own trainer runs; the pack tells it from a team's program by it.
 TRAINER_PACKAGE = "trainer"

@@ -35,6 +35,7 @@ from typing import Any, Callable, Mapping, Optional, TextIO, cast
 
 from ..objects.api_errors import api_error_text, missing_permission, status_of
 from ..plan.experiment import Experiment
+from ..plan.planner import EVALUATOR, Task
 from .status import group_served, pod_log, read_status, with_cluster
 from .usage import (
     KUBELET_SUMMARY,
@@ -221,7 +222,8 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
     reporter = status.pods.get("chief-0") or status.pods.get("worker-0")
     steps_asked = experiment.config.trainer.steps if experiment.program is None else None
     progress = chief_progress(pod_log(core, reporter, lines=CHIEF_LOG_LINES), steps_asked)
-    evaluation = last_evaluation(pod_log(core, status.pods.get("evaluator-0"), lines=CHIEF_LOG_LINES))
+    evaluator = status.pods.get(Task(EVALUATOR, 0).name)
+    evaluation = last_evaluation(pod_log(core, evaluator, lines=CHIEF_LOG_LINES))
     return TopView(
         experiment.stack,
         experiment.namespace,

@@ -23,6 +23,7 @@ from ..lifeline import LAUNCHER_PID_ENV
 from ..log_lines import SUMMARY, read_event, read_progress_line
 from ..ports import free_ports
 from ..settings import SETTINGS_ENV, TrainerSettings
+from ..shared_names import CHECKPOINT_DIR_ENV, EVALUATOR
 from .drills import FaultDrills
 from .errors import LaunchError, PortClash
 from .evaluator import EVALUATOR_TASK, LocalEvaluator
@@ -115,12 +116,12 @@ class LocalCluster:
         checkpoint_dir = str(self.workdir / "checkpoints")
         if self.evaluator:
             # The chief's settings and checkpoint folder; a TF_CONFIG whose cluster does not hold it.
-            env = {**self.task_env(cluster, "evaluator", 0), "TFK8S_CHECKPOINT_DIR": checkpoint_dir}
+            env = {**self.task_env(cluster, EVALUATOR, 0), CHECKPOINT_DIR_ENV: checkpoint_dir}
             self.local_evaluator = LocalEvaluator(Task(EVALUATOR_TASK, env, self.workdir / EVALUATOR_TASK), out)
             self.local_evaluator.start()
 
         chief_env = self.task_env(cluster, "chief", 0)
-        chief_env["TFK8S_CHECKPOINT_DIR"] = checkpoint_dir
+        chief_env[CHECKPOINT_DIR_ENV] = checkpoint_dir
         chief_env["TFK8S_METRICS_FILE"] = str(self.workdir / "metrics.jsonl")
         chief_env["TFK8S_PROGRESS_EVERY"] = str(self.progress_every)
         chief_dir = self.workdir / "chief-0"

@@ -23,6 +23,7 @@ from ..objects.experiment_objects import (
 )
 from ..plan.experiment import Experiment
 from . import kube
+from .inputs import NO_INPUTS, InputSlots
 from .tokens import TF_CLUSTER, answering_to_earlier_token
 
 
@@ -40,6 +41,8 @@ class TFClusterArgs:
     server_labels: Mapping[str, pulumi.Resource] = field(default_factory=dict)
     # pool -> NodePool: an unpinned task waits for its whole pool.
     pool_labels: Mapping[str, pulumi.Resource] = field(default_factory=dict)
+    # The Outputs (an image, env values, Secret names) whose placeholders the experiment holds.
+    inputs: InputSlots = NO_INPUTS
 
 
 class TFCluster(pulumi.ComponentResource):
@@ -64,7 +67,7 @@ class TFCluster(pulumi.ComponentResource):
             kube.create(
                 f"{name}-{obj.suffix}",
                 *self._with_secret_values(
-                    experiment, obj, pulumi.ResourceOptions.merge(in_namespace, self._kept(obj, self))
+                    experiment, obj, args.inputs, pulumi.ResourceOptions.merge(in_namespace, self._kept(obj, self))
                 ),
             )
             for obj in shared_objects(experiment)
@@ -82,7 +85,7 @@ class TFCluster(pulumi.ComponentResource):
                 depends_on=[*namespace, *shared, *queues, *self._labels_needed(args, obj)],
                 **self._replacement(obj),
             )
-            created = kube.create(f"{name}-{obj.suffix}", obj.manifest, opts)
+            created = kube.create(f"{name}-{obj.suffix}", args.inputs.resolve(obj.manifest), opts)
             if obj.kind == "LocalQueue":
                 queues.append(created)
 
@@ -101,16 +104,16 @@ class TFCluster(pulumi.ComponentResource):
 
     @staticmethod
     def _with_secret_values(
-        experiment: Experiment, obj: KubeObject, opts: pulumi.ResourceOptions
+        experiment: Experiment, obj: KubeObject, inputs: InputSlots, opts: pulumi.ResourceOptions
     ) -> tuple[Mapping[str, Any], pulumi.ResourceOptions]:
         """The program's Secret gets the stack's real values here, and only here, as Pulumi
         secrets: encrypted in the state, `[secret]` in every preview (the object itself holds
-        placeholders, for `render`)."""
+        placeholders, for `render`). An env value given as an Output is one of them."""
         if obj.kind != "Secret":
-            return obj.manifest, opts
+            return inputs.resolve(obj.manifest), opts
         program = experiment.program
         assert program is not None
-        values = {name: program.env[name] for name in sorted(experiment.secret_env)}
+        values = inputs.resolve({name: program.env[name] for name in sorted(experiment.secret_env)})
         manifest = {**obj.manifest, "stringData": pulumi.Output.secret(values)}
         secret_outputs = pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"])
         return manifest, pulumi.ResourceOptions.merge(opts, secret_outputs)

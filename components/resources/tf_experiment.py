@@ -31,6 +31,7 @@ of existing stacks keep their URNs.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -43,11 +44,13 @@ from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.labels import selector_text
 from ..plan.trainer_bundle import load_trainer_bundle
-from ..spec.models import CONFIG_NAMESPACE, ClusterSpec
+from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfigError
 from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
+from ..spec.secrets import ENV_PREFIX
 from ..spec.stack_files import PROJECT_ROOT
 from ..spec.trainer_contract import TrainerSettings
+from .inputs import NO_INPUTS, InputSlots, lift
 from .node_pool import NodePool, NodePoolArgs
 from .tf_cluster import TFCluster, TFClusterArgs
 from .tokens import TF_EXPERIMENT, answering_to_earlier_token
@@ -86,9 +89,10 @@ def _as_values(value: Any) -> Any:
 
 
 def register_experiment(
-    experiment: Experiment, opts: Optional[pulumi.ResourceOptions] = None
+    experiment: Experiment, opts: Optional[pulumi.ResourceOptions] = None, inputs: InputSlots = NO_INPUTS
 ) -> tuple[dict[str, NodePool], TFCluster]:
-    """The experiment's NodePools (one per pool tfk8s labels) and its TFCluster, each given `opts`."""
+    """The experiment's NodePools (one per pool tfk8s labels) and its TFCluster, each given `opts`;
+    `inputs`: the Outputs its objects take where the experiment holds their placeholders."""
     stack = experiment.stack
     used = {pool.name for pool in experiment.used_pools()}
     for pool in experiment.config.node_pools:
@@ -99,7 +103,7 @@ def register_experiment(
         for pool in labelled_pools(experiment)
     }
     server_labels = {node: patch for pool in node_pools.values() for node, patch in pool.patches.items()}
-    cluster = TFCluster(stack, TFClusterArgs(experiment, server_labels=server_labels, pool_labels=node_pools), opts)
+    cluster = TFCluster(stack, TFClusterArgs(experiment, server_labels, node_pools, inputs), opts)
     return node_pools, cluster
 
 
@@ -143,15 +147,20 @@ class TFExperiment(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TFExperimentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         # Validated before the component registers: a bad argument leaves nothing behind.
-        experiment = load_experiment_values(
-            name,
-            args.stack_values(),
-            load_trainer_bundle(PROJECT_ROOT),
-            project_root=args.project_root if args.project_root is not None else Path.cwd(),
-        )
+        values, inputs = lift(name, args.stack_values(), hashlib.sha256(name.encode()).hexdigest()[:8])
+        try:
+            experiment = load_experiment_values(
+                name,
+                values,
+                load_trainer_bundle(PROJECT_ROOT),
+                project_root=args.project_root if args.project_root is not None else Path.cwd(),
+                known_encrypted={f"{ENV_PREFIX}{env_name}" for env_name in inputs.env_names},
+            )
+        except StackConfigError as error:
+            raise StackConfigError(inputs.shown(str(error))) from None
         super().__init__(TF_EXPERIMENT, name, None, answering_to_earlier_token(TF_EXPERIMENT, opts))
         self.experiment = experiment
-        node_pools, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self))
+        node_pools, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self), inputs)
         self.outputs = experiment_outputs(experiment, cluster, node_pools)
         self.namespace = cluster.namespace
         self.jobset = pulumi.Output.from_input(self.outputs["jobset"])

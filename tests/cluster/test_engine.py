@@ -27,6 +27,7 @@ from components.cli import import_tfjob
 from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
 from components.objects.render import render
+from components.plan.object_names import PROGRAM_SECRET
 from components.resources.entry_point import build, engine_config
 from components.spec.stack_files import PROJECT_ROOT, stack_names
 from tests.cluster.test_cluster import _own_labels, core, node_labels, pods_by_node
@@ -275,6 +276,60 @@ def test_a_component_running_a_teams_program_previews_under_the_real_engine(loca
                 for job in jobset["spec"]["replicatedJobs"]}
     assert all(args[-2:] == ["python", "train.py"] for args in commands.values()), commands
     assert not namespace_exists(local_cluster, "tf-engine-component"), "a preview creates nothing"
+
+
+def _experiment_taking_another_resources_output() -> None:
+    """A platform's own program: a ConfigMap the provider names (known only once it exists), its
+    name passed to TFExperiment as a task's env value."""
+    import pulumi_kubernetes as k8s
+
+    from components.tf_experiment import TFExperiment, TFExperimentArgs
+
+    from components.spec.models import DEFAULT_IMAGE
+
+    settings = k8s.core.v1.ConfigMap("settings", metadata={"namespace": "default"}, data={"lr": "0.01"})
+    # As an image build's reference: unknown at the first preview, where the pack must not trip on it.
+    image = settings.metadata.name.apply(lambda _: DEFAULT_IMAGE)
+    TFExperiment("engine-inputs", TFExperimentArgs(
+        node_pools=[{"name": "servers", "nodes": SCENE1[:2]}],
+        cluster={"placement": "colocated", "image": image,
+                 "ps": {"replicas": 2, "pool": "servers", "memory": "1Gi"}, "workers": {"replicas": 4, "pool": "servers"}},
+        program={"source": "tests/team_programs/tf2-ps", "command": ["python", "train.py"],
+                 "env": {"SETTINGS": settings.metadata.name, "LEVEL": "debug"}},
+        project_root=PROJECT_ROOT,
+    ))
+
+
+def test_an_output_of_another_resource_reaches_the_tasks_env_under_the_real_engine(local_cluster, tmp_path):
+    """Unknown at preview, the ConfigMap's name is in the experiment's Secret once `up` created it,
+    and every task reads it from there; the image given as an Output is what every task runs."""
+    import base64
+
+    from components.spec.models import DEFAULT_IMAGE
+
+    stack = write_variant(local_cluster.stacks_dir, "scene1-case2", "engine-inputs", lambda values: None)
+    run = lambda command: engine(  # noqa: E731
+        command, stack, local_cluster.kubeconfig, tmp_path / "engine", program=_experiment_taking_another_resources_output
+    )
+    preview = run("preview")
+    assert not preview.failed, preview.tail
+    try:
+        up = run("up")
+        assert not up.failed, up.tail
+        (settings,) = [m for m in core(local_cluster).list_namespaced_config_map("default").items
+                       if m.metadata.name.startswith("settings-")]
+        secret = core(local_cluster).read_namespaced_secret(PROGRAM_SECRET, "tf-engine-inputs")
+        assert base64.b64decode(secret.data["SETTINGS"]).decode() == settings.metadata.name
+        jobset = DynamicClient(local_cluster.api).resources.get(api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet")
+        for job in jobset.get(name="tf", namespace="tf-engine-inputs").to_dict()["spec"]["replicatedJobs"]:
+            (container,) = job["template"]["spec"]["template"]["spec"]["containers"]
+            env = {entry["name"]: entry for entry in container["env"]}
+            assert env["SETTINGS"]["valueFrom"]["secretKeyRef"] == {"name": PROGRAM_SECRET, "key": "SETTINGS"}
+            assert env["LEVEL"]["value"] == "debug"
+            assert container["image"] == DEFAULT_IMAGE
+    finally:
+        assert not run("destroy").failed
+    assert not namespace_exists(local_cluster, "tf-engine-inputs")
 
 
 def test_two_stacks_up_at_once_on_shared_servers_and_one_destroyed_leaves_the_other_intact(local_cluster, tmp_path):

@@ -1,0 +1,119 @@
+"""Pulumi Inputs in a TFExperiment's arguments: an image from the team's image build, an env value
+or a Secret's name from another resource.
+
+The plan is pure and decided before anything registers, so it cannot wait for an Output. Only
+values the plan never reads may be Inputs (INPUT_PATHS); each is replaced by a placeholder of the
+same shape for validation and planning (`lift`), and the placeholder in a finished manifest by
+the Output itself (`InputSlots.resolve`), which the engine resolves like any resource input. An
+Input anywhere else (replicas, placement, pools) is refused, naming the field.
+
+An env value given as an Output reaches the pods through the experiment's Secret, as a value set
+with `pulumi config set --secret` does: tfk8s cannot know before the engine resolves it whether
+the Output is a secret, and a secret is never a value in a pod spec.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import pulumi
+
+from ..spec.models import CONFIG_NAMESPACE, StackConfigError
+
+_ENV = rf"{CONFIG_NAMESPACE}:program\.env\.[A-Za-z_][A-Za-z0-9_]*"
+# Where an Input may be, as a stack value's path: values no placement, count or check depends on.
+INPUT_PATHS = (
+    re.compile(rf"{CONFIG_NAMESPACE}:cluster\.(image|gpuImage)"),
+    re.compile(_ENV),
+    re.compile(rf"{_ENV}\.(secret|key)"),
+)
+_ENV_VALUE = re.compile(_ENV)
+_PLACEHOLDER = re.compile(r"tfk8s-input-(\d+)-[0-9a-f]{8}(?:@sha256:0{64})?")
+# The placeholder's digest makes an image Input read as pinned: an image build's reference is a digest.
+_DIGEST = "@sha256:" + "0" * 64
+
+
+def _is_input(value: Any) -> bool:
+    return isinstance(value, pulumi.Output) or inspect.isawaitable(value)
+
+
+@dataclass(frozen=True)
+class InputSlots:
+    """The Inputs a TFExperiment was given, each by its placeholder."""
+
+    outputs: tuple[pulumi.Output[Any], ...] = ()
+    # `tfk8s:program.env` names whose values are Inputs: they travel in the experiment's Secret.
+    env_names: frozenset[str] = field(default_factory=frozenset)
+    token: str = "00000000"
+
+    def resolve(self, value: Any) -> Any:
+        """`value` (a manifest, or any part) with each placeholder replaced by its Output."""
+        if not self.outputs:
+            return value
+        if isinstance(value, Mapping):
+            return {key: self.resolve(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.resolve(item) for item in value]
+        if isinstance(value, str) and "tfk8s-input-" in value:
+            return self._resolve_text(value)
+        return value
+
+    def _resolve_text(self, text: str) -> Any:
+        parts: list[Any] = []
+        position = 0
+        for found in _PLACEHOLDER.finditer(text):
+            if not found.group(0).startswith(self._prefix(int(found.group(1)))):
+                continue
+            parts += [text[position : found.start()], self.outputs[int(found.group(1))]]
+            position = found.end()
+        parts.append(text[position:])
+        parts = [part for part in parts if part != ""]
+        if len(parts) == 1:
+            return parts[0]
+        return pulumi.Output.concat(*parts)
+
+    def _prefix(self, index: int) -> str:
+        return f"tfk8s-input-{index}-{self.token}"
+
+    def shown(self, text: str) -> str:
+        """`text` (an error message) with each placeholder read as what it stands for."""
+        return _PLACEHOLDER.sub("<a pulumi Output>", text)
+
+
+NO_INPUTS = InputSlots()
+
+
+def lift(stack: str, values: Mapping[str, Any], token: str) -> tuple[dict[str, Any], InputSlots]:
+    """`values` (a stack's `tfk8s:*` values) with each Input replaced by a placeholder, and the
+    Inputs; StackConfigError naming each Input where the plan needs a plain value."""
+    outputs: list[pulumi.Output[Any]] = []
+    env_names: set[str] = set()
+    errors: list[str] = []
+
+    def walk(path: str, value: Any) -> Any:
+        if _is_input(value):
+            if not any(pattern.fullmatch(path) for pattern in INPUT_PATHS):
+                errors.append(
+                    f"{path}: takes a plain value, not a pulumi Output: the plan is decided and checked "
+                    "before anything is registered (Inputs are taken by cluster.image, cluster.gpuImage, "
+                    "program.env values and their Secret references)"
+                )
+                return None
+            placeholder = f"tfk8s-input-{len(outputs)}-{token}"
+            outputs.append(pulumi.Output.from_input(value))
+            if _ENV_VALUE.fullmatch(path):
+                env_names.add(path.rsplit(".", 1)[1])
+            return placeholder + _DIGEST if path.endswith(("image", "Image")) else placeholder
+        if isinstance(value, Mapping):
+            return {key: walk(f"{path}.{key}", item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(f"{path}[{index}]", item) for index, item in enumerate(value)]
+        return value
+
+    lifted = {key: walk(key, value) for key, value in values.items()}
+    if errors:
+        raise StackConfigError.listing(stack, errors)
+    return lifted, InputSlots(tuple(outputs), frozenset(env_names), token)

@@ -287,7 +287,8 @@ def _experiment_taking_another_resources_output() -> None:
 
     from components.spec.models import DEFAULT_IMAGE
 
-    settings = k8s.core.v1.ConfigMap("settings", metadata={"namespace": "default"}, data={"lr": "0.01"})
+    team = k8s.core.v1.Namespace("team-config")
+    settings = k8s.core.v1.ConfigMap("settings", metadata={"namespace": team.metadata.name}, data={"lr": "0.01"})
     # As an image build's reference: unknown at the first preview, where the pack must not trip on it.
     image = settings.metadata.name.apply(lambda _: DEFAULT_IMAGE)
     TFExperiment("engine-inputs", TFExperimentArgs(
@@ -316,7 +317,9 @@ def test_an_output_of_another_resource_reaches_the_tasks_env_under_the_real_engi
     try:
         up = run("up")
         assert not up.failed, up.tail
-        (settings,) = [m for m in core(local_cluster).list_namespaced_config_map("default").items
+        (team,) = [n.metadata.name for n in core(local_cluster).list_namespace().items
+                   if n.metadata.name.startswith("team-config-")]
+        (settings,) = [m for m in core(local_cluster).list_namespaced_config_map(team).items
                        if m.metadata.name.startswith("settings-")]
         secret = core(local_cluster).read_namespaced_secret(PROGRAM_SECRET, "tf-engine-inputs")
         assert base64.b64decode(secret.data["SETTINGS"]).decode() == settings.metadata.name

@@ -24,6 +24,7 @@ from components.spec.atomic_files import write_text_atomic
 from components.spec.secrets import encrypted_paths
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
 from tools.localcluster.paths import CLUSTER_ROOT
+from tools.toolchain.versions import recorded_versions
 
 # `make toolchain` builds .tools/bin/pulumi (the Automation API runs <root>/bin/pulumi)
 # and .tools/bin/pulumi-resource-kubernetes.
@@ -115,13 +116,22 @@ def _secrets_provider(document: Any) -> dict[str, Any]:
 def install_provider(home: Path) -> None:
     """Put the built provider in the engine's plugin cache under the version the program asks for.
 
-    The `pulumi-kubernetes` package asks for its own version of the provider, and the
-    engine takes it from its plugin cache only (not from $PATH: PULUMI_IGNORE_AMBIENT_PLUGINS),
-    so a provider of any other version fails the run instead of standing in silently.
+    The `pulumi-kubernetes` package asks for the provider plugin of its own version, a
+    release, and the engine takes plugins from its plugin cache only (not from $PATH:
+    PULUMI_IGNORE_AMBIENT_PLUGINS), where `pulumi plugin install` would put that release.
+    The built provider is the commit before the release (tools/toolchain/versions.env): it
+    stands in for that release only, and an SDK of another version is refused here rather
+    than run against a provider it was not made for.
     """
     if not PROVIDER.exists():
         raise EngineError(f"{PROVIDER} is missing: run `make toolchain` first")
     version = kubernetes_sdk_version()
+    release = recorded_versions()["PULUMI_KUBERNETES_RELEASE"]
+    if version != release:
+        raise EngineError(
+            f"pulumi-kubernetes {version} is installed, but the provider `make toolchain` builds stands in for "
+            f"{release} only (tools/toolchain/versions.env): install requirements.txt's pin"
+        )
     plugin = home / "plugins" / f"resource-kubernetes-v{version}" / PROVIDER.name
     plugin.parent.mkdir(parents=True, exist_ok=True)
     if not plugin.is_symlink() or plugin.resolve() != PROVIDER.resolve():

@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..toolchain.versions import recorded_versions as versions
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-VERSIONS_FILE = PROJECT_ROOT / "tools" / "toolchain" / "versions.env"
 TRAINER_REQUIREMENTS = PROJECT_ROOT / "trainer" / "requirements.txt"
 TENSORFLOW_PACKAGE = "tensorflow-cpu"
 IMAGE_REPOSITORY = "localhost/tfk8s"
@@ -25,17 +26,6 @@ DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 def cache_root() -> Path:
     return Path(os.environ.get("TFK8S_CACHE", Path.home() / ".cache" / "tfk8s"))
-
-
-def versions() -> dict[str, str]:
-    """NAME=value lines of tools/toolchain/versions.env, the one record of versions."""
-    pairs = {}
-    for line in VERSIONS_FILE.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            name, value = line.split("=", 1)
-            pairs[name] = value
-    return pairs
 
 
 def tensorflow_version() -> str:

@@ -1,11 +1,13 @@
-"""Pulumi Inputs in a TFExperiment's arguments: an image from the team's image build, an env value
-or a Secret's name from another resource.
+"""Pulumi Inputs in a TFExperiment's arguments: node names or an env value from another resource,
+the image from the team's image build, a Secret's name.
 
 The plan is pure and decided before anything registers, so it cannot wait for an Output. Only
-values the plan never reads may be Inputs (INPUT_PATHS); each is replaced by a placeholder of the
-same shape for validation and planning (`lift`), and the placeholder in a finished manifest by
-the Output itself (`InputSlots.resolve`), which the engine resolves like any resource input. An
-Input anywhere else (replicas, placement, pools) is refused, naming the field.
+values the plan treats as names may be Inputs (INPUT_PATHS): a node is a server the plan places
+tasks on, whatever it is called. Each is replaced by a placeholder of the same shape for
+validation and planning (`lift`), and the placeholder in a finished manifest (a label value, a
+node selector, a NodePatch's name) by the Output itself (`InputSlots.resolve`), which the engine
+resolves like any resource input. An Input anywhere else (replicas, placement, pools, sizes) is
+refused, naming the field.
 
 An env value given as an Output reaches the pods through the experiment's Secret, as a value set
 with `pulumi config set --secret` does: tfk8s cannot know before the engine resolves it whether
@@ -26,6 +28,7 @@ from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 _ENV = rf"{CONFIG_NAMESPACE}:program\.env\.[A-Za-z_][A-Za-z0-9_]*"
 # Where an Input may be, as a stack value's path: values no placement, count or check depends on.
 INPUT_PATHS = (
+    re.compile(rf"{CONFIG_NAMESPACE}:nodePools\[\d+\]\.nodes\[\d+\]"),
     re.compile(rf"{CONFIG_NAMESPACE}:cluster\.(image|gpuImage)"),
     re.compile(_ENV),
     re.compile(rf"{_ENV}\.(secret|key)"),
@@ -54,7 +57,14 @@ class InputSlots:
         if not self.outputs:
             return value
         if isinstance(value, Mapping):
-            return {key: self.resolve(item) for key, item in value.items()}
+            resolved = {key: self.resolve(item) for key, item in value.items()}
+            if not any(isinstance(key, str) and "tfk8s-input-" in key for key in resolved):
+                return resolved
+            # A key can be no Output (a server's name in `perServer`): the mapping becomes one.
+            keys = [self.resolve(key) for key in resolved]
+            return pulumi.Output.all(*keys, *resolved.values()).apply(
+                lambda both: dict(zip(both[: len(keys)], both[len(keys) :]))
+            )
         if isinstance(value, (list, tuple)):
             return [self.resolve(item) for item in value]
         if isinstance(value, str) and "tfk8s-input-" in value:
@@ -98,8 +108,8 @@ def lift(stack: str, values: Mapping[str, Any], token: str) -> tuple[dict[str, A
             if not any(pattern.fullmatch(path) for pattern in INPUT_PATHS):
                 errors.append(
                     f"{path}: takes a plain value, not a pulumi Output: the plan is decided and checked "
-                    "before anything is registered (Inputs are taken by cluster.image, cluster.gpuImage, "
-                    "program.env values and their Secret references)"
+                    "before anything is registered (Inputs are taken by a pool's node names, cluster.image, "
+                    "cluster.gpuImage, program.env values and their Secret references)"
                 )
                 return None
             placeholder = f"tfk8s-input-{len(outputs)}-{token}"

@@ -16,6 +16,7 @@ from ..objects.experiment_objects import node_pool_objects
 from ..plan.experiment import Experiment
 from ..spec.pools import NodePoolSpec
 from . import kube
+from .inputs import NO_INPUTS, InputSlots
 from .tokens import NODE_POOL, answering_to_earlier_token
 
 
@@ -23,16 +24,18 @@ from .tokens import NODE_POOL, answering_to_earlier_token
 class NodePoolArgs:
     experiment: Experiment
     pool: NodePoolSpec
+    # Node names given as Outputs: the experiment holds their placeholders.
+    inputs: InputSlots = NO_INPUTS
 
 
 class NodePool(pulumi.ComponentResource):
-    patches: dict[str, pulumi.CustomResource]  # node name -> its label patch
+    patches: dict[str, pulumi.CustomResource]  # node name (or its Input's placeholder) -> its label patch
 
     def __init__(self, name: str, args: NodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(NODE_POOL, name, None, answering_to_earlier_token(NODE_POOL, opts))
         child = pulumi.ResourceOptions(parent=self)
         self.patches = {
-            patch.suffix: kube.create(f"{name}-{patch.suffix}", patch.manifest, child)
+            patch.suffix: kube.create(f"{name}-{patch.suffix}", args.inputs.resolve(patch.manifest), child)
             for patch in node_pool_objects(args.experiment, args.pool)
         }
-        self.register_outputs({"nodes": list(self.patches)})
+        self.register_outputs({"nodes": args.inputs.resolve(list(self.patches))})

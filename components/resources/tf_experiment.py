@@ -99,7 +99,7 @@ def register_experiment(
         if pool.name not in used:
             pulumi.log.warn(f"stack '{stack}': node pool '{pool.name}' is not used by tfk8s:cluster")
     node_pools = {
-        pool.name: NodePool(f"{stack}-pool-{pool.name}", NodePoolArgs(experiment, pool), opts)
+        pool.name: NodePool(f"{stack}-pool-{pool.name}", NodePoolArgs(experiment, pool, inputs), opts)
         for pool in labelled_pools(experiment)
     }
     server_labels = {node: patch for pool in node_pools.values() for node, patch in pool.patches.items()}
@@ -133,7 +133,7 @@ def experiment_outputs(
         "jobset": experiment.names.jobset if experiment.workload == "jobset" else None,
         # TF_CONFIG's cluster: each role's task addresses, in index order.
         "addresses": {role: list(addresses) for role, addresses in experiment.tf_config.cluster.items()},
-        "poolNodes": {name: sorted(pool.patches) for name, pool in node_pools.items()},
+        "poolNodes": {name: list(pool.patches) for name, pool in node_pools.items()},  # as the pool lists them
     }
 
 
@@ -161,7 +161,7 @@ class TFExperiment(pulumi.ComponentResource):
         super().__init__(TF_EXPERIMENT, name, None, answering_to_earlier_token(TF_EXPERIMENT, opts))
         self.experiment = experiment
         node_pools, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self), inputs)
-        self.outputs = experiment_outputs(experiment, cluster, node_pools)
+        self.outputs = inputs.resolve(experiment_outputs(experiment, cluster, node_pools))
         self.namespace = cluster.namespace
         self.jobset = pulumi.Output.from_input(self.outputs["jobset"])
         self.addresses = pulumi.Output.from_input(self.outputs["addresses"])

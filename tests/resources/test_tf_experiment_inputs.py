@@ -29,7 +29,7 @@ def _program(tmp_path, cluster_extra: str = "", env: str = "{}", before: str = "
         "import pulumi_kubernetes as k8s\n"
         "from components.tf_experiment import TFExperiment, TFExperimentArgs\n"
         f"{before}"
-        "TFExperiment('ranking', TFExperimentArgs(\n"
+        "experiment = TFExperiment('ranking', TFExperimentArgs(\n"
         "    node_pools=[{'name': 'servers', 'nodes': ['srv-00', 'srv-01']}],\n"
         "    cluster={'placement': 'colocated', 'ps': {'replicas': 2, 'pool': 'servers', 'memory': '4Gi'},\n"
         f"             'workers': {{'replicas': 4, 'pool': 'servers'}}{cluster_extra}}},\n"
@@ -137,3 +137,25 @@ def test_an_image_input_with_gpu_workers_needs_the_gpu_image_named_and_the_error
         run_program("dev", {}, program=program)
     message = str(error.value)
     assert "gpuImage" in message and "<a pulumi Output>" in message and "tfk8s-input-" not in message, message
+
+
+def test_node_names_from_another_resource_are_the_servers_labelled_and_planned_on(tmp_path):
+    before = (
+        "first = k8s.core.v1.ConfigMap('node-names', metadata={'name': 'gpu-node-7', 'namespace': 'ml'})\n"
+    )
+    program = _program(tmp_path, before=before)
+    text = program.read_text().replace("'nodes': ['srv-00', 'srv-01']", "'nodes': [first.metadata.name, 'srv-01']")
+    program.write_text(
+        text + "pulumi.export('poolNodes', experiment.pool_nodes)\n"
+        "pulumi.export('perServer', experiment.outputs['perServer'])\n"
+    )
+    run = run_program("dev", {}, program=program)
+    patched = {r.manifest["metadata"]["name"]: r for r in run.of_kind("NodePatch")}
+    assert set(patched) == {"gpu-node-7", "srv-01"}
+    (configmap,) = [r for r in run.of_kind("ConfigMap") if r.name == "node-names"]
+    assert configmap.urn in patched["gpu-node-7"].dependencies
+    assert patched["gpu-node-7"].manifest["metadata"]["labels"]["server.tfk8s.io/ranking"] == "gpu-node-7"
+    # What a user looks up: the nodes labelled, and the tasks the plan gives each server, by name.
+    assert run.outputs["poolNodes"] == {"servers": ["gpu-node-7", "srv-01"]}
+    assert set(run.outputs["perServer"]) == {"gpu-node-7", "srv-01"}
+    assert not [r.name for r in run.resources if "tfk8s-input-" in r.wire_text]

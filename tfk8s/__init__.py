@@ -18,6 +18,7 @@ from .components.resources.tf_experiment import TFExperiment, TFExperimentArgs
 from .components.spec.models import ClusterSpec, StackConfigError
 from .components.spec.pools import NodePoolSpec
 from .components.spec.program import ProgramSpec
+from .components.spec.tensorboard import TensorBoardSpec
 from .trainer.settings import TrainerSettings
 
 __version__ = version("tfk8s")
@@ -31,5 +32,6 @@ __all__ = [
     "TFCluster",
     "TFExperiment",
     "TFExperimentArgs",
+    "TensorBoardSpec",
     "TrainerSettings",
 ]

@@ -37,6 +37,7 @@ from .failures import EXIT_CHECKPOINT_FAILED, EXIT_PS_LOST, PS_FAILURES, Checkpo
 from .log_lines import SUMMARY, event_line, progress_line
 from .model import SparseModel, table_partitioner
 from .peers import PS_WATCH_GRACE_S, wait_until_serving, watch_parameter_servers
+from .scalars import TRAIN_RUN, ScalarWriter, scalar_writer
 from .settings import CHECKPOINTS_KEPT, TrainerSettings
 from .shared_names import CHECKPOINT_DIR_ENV
 from .tf_private import before_cluster_updates
@@ -46,6 +47,8 @@ from .tf_private import before_cluster_updates
 class ChiefOptions:
     checkpoint_dir: str
     metrics_file: Optional[str] = None
+    # With tfk8s:tensorboard: the progress figures as TensorBoard scalars too.
+    scalars: Optional[ScalarWriter] = None
     progress_every: int = 50  # steps between progress lines
     out: TextIO = field(default_factory=lambda: sys.stdout)
     # Set to finish before `steps` (SIGUSR1): no more steps scheduled, checkpoint, summary, exit 0.
@@ -232,6 +235,8 @@ class TrainingLoop:
     def close(self) -> None:
         if self.metrics:
             self.metrics.close()
+        if self.options.scalars:
+            self.options.scalars.close()
 
     def _drain(self) -> None:
         self.coordinator.join()  # every scheduled step has landed on the PS
@@ -288,6 +293,8 @@ class TrainingLoop:
         if self.metrics:
             self.metrics.write(json.dumps(record) + "\n")
             self.metrics.flush()
+        if self.options.scalars:
+            self.options.scalars.write(step, {"loss": loss, "examples_per_sec": examples_per_sec})
 
 
 def _next_multiple(step: int, every: int) -> Optional[int]:
@@ -340,6 +347,7 @@ def main(task: TaskConfig, settings: TrainerSettings, finish: Optional[threading
     options = ChiefOptions(
         checkpoint_dir=checkpoint_dir,
         metrics_file=os.environ.get("TFK8S_METRICS_FILE", os.path.join(scratch, "metrics.jsonl")),
+        scalars=scalar_writer(TRAIN_RUN),
         progress_every=int(os.environ.get("TFK8S_PROGRESS_EVERY", "50")),
         finish=finish or threading.Event(),
     )

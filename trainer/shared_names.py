@@ -38,6 +38,8 @@ FIRST_INDEX_ENV = "TFK8S_FIRST_INDEX"
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"  # set by the Job controller in Indexed Jobs
 TASK_INDEX_ENV = "TFK8S_TASK_INDEX"  # a StatefulSet pod's, from its ordinal label
 SETTINGS_ENV = "TFK8S_TRAINER"  # tfk8s's trainer's settings, as JSON
+# With tfk8s:tensorboard: the folder TensorBoard reads, where tfk8s's trainer writes its scalars.
+TENSORBOARD_DIR_ENV = "TFK8S_TENSORBOARD_DIR"
 # Where checkpointDir "default" is, set by trainer.local (its run's folder): the chief writes there,
 # the evaluator reads there.
 CHECKPOINT_DIR_ENV = "TFK8S_CHECKPOINT_DIR"

@@ -121,6 +121,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--json", action="store_true", help="print one JSON object (one per line under --watch)")
 
+    tensorboard = commands.add_parser(
+        "tensorboard",
+        help="the experiment's TensorBoard (tfk8s:tensorboard) on http://127.0.0.1:PORT/, through a port-forward, "
+        "until Ctrl-C",
+    )
+    tensorboard.add_argument("stack", help=stack_help)
+    tensorboard.add_argument(
+        "--port", type=_local_port, default=6006, help="the local port (default: 6006; 0: any free one)"
+    )
+    tensorboard.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then "
+        "~/.kube/config)",
+    )
+    tensorboard.add_argument("--context", help="kubeconfig context (default: the current one)")
+
     export = commands.add_parser(
         "export", help="print the validated experiment (task counts, placement, trainer settings) as JSON"
     )
@@ -236,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
         return render_command(experiment, args.out, args.output, args.force, DEFAULT_RENDER_ROOT)
 
     # These need the Kubernetes client; the commands above do not.
+    if args.command == "tensorboard":
+        from ..live.tensorboard_forward import serve_tensorboard
+
+        return serve_tensorboard(experiment, args.kubeconfig, args.context, args.port)
+
     if args.command == "top":
         from ..live.top import cluster_top
 
@@ -248,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _node_names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _local_port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {text!r})")
+    return int(text)
 
 
 def _positive_seconds(text: str) -> float:

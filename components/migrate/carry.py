@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..spec.models import is_pinned
+from ..spec.images import is_pinned
 from ..spec.program import PROGRAM_VARIABLES
 from ..spec.trainer_contract import escaped
 from .containers import RoleView, read_role

@@ -18,6 +18,7 @@ from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
 from . import jobset, manifests
 from .manifests import Manifest
+from .tensorboard import tensorboard_objects
 
 
 @dataclass(frozen=True)
@@ -118,14 +119,17 @@ def role_services(experiment: Experiment) -> list[KubeObject]:
 
 def workload_objects(experiment: Experiment) -> list[KubeObject]:
     """What runs the tasks: the JobSet (after its LocalQueue, if queued), or one workload per
-    task group: the chief's Job, then PS and worker StatefulSets."""
+    task group: the chief's Job, then PS and worker StatefulSets; then TensorBoard, if asked."""
+    tensorboard = [KubeObject(suffix, manifest) for suffix, manifest in tensorboard_objects(experiment)]
     if experiment.workload == "jobset":
         queue = jobset.local_queue(experiment)
         return [
             *([KubeObject("local-queue", queue)] if queue is not None else []),
             KubeObject(JOBSET, jobset.jobset(experiment)),  # the Pulumi name: steady URNs,
+            *tensorboard,
         ]
-    return [KubeObject(group.name, manifests.group_workload(experiment, group), group) for group in experiment.groups]
+    groups = [KubeObject(group.name, manifests.group_workload(experiment, group), group) for group in experiment.groups]
+    return groups + tensorboard
 
 
 def experiment_objects(experiment: Experiment) -> list[KubeObject]:

@@ -16,7 +16,7 @@ from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from ..spec.pools import NodePoolSpec
 from ..spec.secrets import SECRET_PLACEHOLDER
-from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV, SETTINGS_ENV
+from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV, SETTINGS_ENV, TENSORBOARD_DIR_ENV
 from .failure_rules import pod_failure_policy
 from .pods import (
     CLUSTER_FILE,
@@ -180,11 +180,17 @@ def program_secret(experiment: Experiment) -> Optional[Manifest]:
     }
 
 
+def tensorboard_env(experiment: Experiment) -> dict[str, str]:
+    """With tfk8s:tensorboard: where every task may write event files for it."""
+    log_dir = experiment.tensorboard_log_dir
+    return {TENSORBOARD_DIR_ENV: log_dir} if log_dir is not None else {}
+
+
 def trainer_env(experiment: Experiment) -> dict[str, str]:
     """Environment of every task but its own variables: the TF cluster (or its file) and the
     trainer's settings, or what every task of a team's program reads."""
     if experiment.program is not None:
-        return shared_program_env(experiment, SCRATCH_DIR)
+        return shared_program_env(experiment, SCRATCH_DIR) | tensorboard_env(experiment)
     if experiment.cluster_as_file:
         cluster = {CLUSTER_FILE_ENV: f"{CLUSTER_MOUNT}/{CLUSTER_FILE}"}
     else:
@@ -192,6 +198,7 @@ def trainer_env(experiment: Experiment) -> dict[str, str]:
     return {
         SETTINGS_ENV: experiment.trainer_settings_json,
         **cluster,
+        **tensorboard_env(experiment),
         "PYTHONPATH": CODE_ROOT,
         "PYTHONDONTWRITEBYTECODE": "1",  # the code mount is read-only
         "PYTHONUNBUFFERED": "1",

@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..plan import labels as L
-from ..plan.experiment import CHECKPOINT_MOUNT, Experiment
+from ..plan.experiment import Experiment
 from ..plan.planner import EVALUATOR
 from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
 from ..spec.program import PROGRAM_MOUNT
+from ..spec.roles import CHECKPOINT_MOUNT
 from ..spec.trainer_contract import (  # noqa: F401 (looked up here)
     FIRST_INDEX_ENV,
     TASK_INDEX_ENV,
@@ -48,6 +49,21 @@ CLUSTER_FILE = "cluster.json"
 CHECKPOINT_VOLUME = "checkpoints"
 
 
+def restricted_pod_security() -> Manifest:
+    """The restricted Pod Security Standard's pod fields, as every pod tfk8s makes sets them."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def restricted_container_security() -> Manifest:
+    """The restricted Pod Security Standard's container fields, and a read-only root."""
+    return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+
+
 def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
     cluster = experiment.config.cluster
     restart_policy = _restart_policy(experiment, group)
@@ -57,12 +73,7 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         "automountServiceAccountToken": False,
         # Services never become env vars: the trainer reads TF_CONFIG only.
         "enableServiceLinks": False,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS_USER,
-            "runAsGroup": RUN_AS_USER,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": restricted_pod_security(),
         "affinity": _affinity(experiment, group),
         "containers": [main],
         "volumes": [
@@ -147,11 +158,7 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
         "env": _task_env(experiment, group) if program is None else program_task_env(experiment, group),
         "envFrom": [{"configMapRef": {"name": experiment.names.trainer_env_config_map}}],
         "resources": _resources(experiment, group.task_type),
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": restricted_container_security(),
         "volumeMounts": [{"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR}],
         # A failed task's last log lines stay in its pod's status, for `status` to say why it failed.
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -247,7 +254,7 @@ def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     return tolerations + [toleration.manifest() for toleration in own if toleration.manifest() not in tolerations]
 
 
-def _pool_expressions(experiment: Experiment, pool: NodePoolSpec) -> list[Manifest]:
+def pool_expressions(experiment: Experiment, pool: NodePoolSpec) -> list[Manifest]:
     if pool.selector is not None:
         return [{"key": key, "operator": "In", "values": [value]} for key, value in sorted(pool.selector.items())]
     assert pool.nodes is not None
@@ -272,7 +279,7 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
     """
     pool = experiment.config.pools[group.pool]
     strict_server = group.server is not None and experiment.plan.strict
-    expressions = _pool_expressions(experiment, pool)
+    expressions = pool_expressions(experiment, pool)
     if _has_gpus(experiment, group) and pool.gpu and _selects_gpu_product(experiment, pool):
         labeller = pool.gpu_labeller
         assert labeller is not None  # a pool with a GPU always has a labeller

@@ -15,6 +15,7 @@ from typing import Optional
 from ..spec.models import CONFIG_NAMESPACE, StackConfig, Workload
 from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
+from ..spec.roles import CHECKPOINT_MOUNT
 from ..spec.sizing import (
     SCRATCH_BASE_BYTES,
     chief_memory_request,
@@ -23,6 +24,7 @@ from ..spec.sizing import (
     mebibytes,
     ps_memory_request,
 )
+from ..spec.tensorboard_rules import tensorboard_log_dir
 from ..spec.trainer_contract import TrainerSettings
 from .labels import node_role, server_label_values
 from .object_names import ObjectNames
@@ -38,7 +40,6 @@ from .trainer_bundle import TrainerBundle
 from .workloads import TaskGroup, max_group_name, pool_servers, task_groups
 
 # Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
-CHECKPOINT_MOUNT = "/checkpoints"
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,11 @@ class Experiment:
         if self.config.cluster.chief.checkpoint_volume is not None:
             settings = dataclasses.replace(settings, checkpoint_dir=CHECKPOINT_MOUNT)
         return settings
+
+    @cached_property
+    def tensorboard_log_dir(self) -> Optional[str]:
+        """What TensorBoard reads and the tasks have as TFK8S_TENSORBOARD_DIR; None without it."""
+        return tensorboard_log_dir(self.config)
 
     @cached_property
     def trainer_settings_json(self) -> str:

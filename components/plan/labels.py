@@ -27,6 +27,8 @@ NAME = "app.kubernetes.io/name"
 PART_OF_KEY = "app.kubernetes.io/part-of"
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 WORKLOAD = "tfk8s.io/workload"  # the task group (StatefulSet or Job) a pod belongs to
+# TensorBoard's pod (tfk8s:tensorboard): its name and component, and no task's selector.
+TENSORBOARD = "tensorboard"
 
 # Node labels written by a NodePool (they replace `kubectl label node`): a key per
 # experiment, `pool.tfk8s.io/<stack>: <pool>` and `role.tfk8s.io/<stack>: ps | worker |

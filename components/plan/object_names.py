@@ -28,6 +28,7 @@ CLUSTER_CONFIG_MAP = "tfk8s-cluster"  # the TF cluster, when it is too large for
 PROGRAM_CONFIG_MAP = "tfk8s-program"  # a program's `source`
 PROGRAM_SECRET = "tfk8s-program-env"  # a program's secret `env` values
 LOCAL_QUEUE = "tfk8s"  # into the stack's Kueue ClusterQueue
+TENSORBOARD = "tensorboard"  # its Deployment, Service and NetworkPolicy (tfk8s:tensorboard)
 
 # A JobSet pod is `<jobset>-<role>-0-<completion index>-<5 characters>`, at most 63: with the
 # longest role and completion indexes of six digits, what is left for the stack's name.
@@ -58,6 +59,10 @@ class ObjectNames:
     @property
     def egress_policy(self) -> str:
         return self.named(EGRESS_POLICY)
+
+    @property
+    def tensorboard(self) -> str:
+        return self.named(TENSORBOARD)
 
     @property
     def checkpoint_claim(self) -> str:

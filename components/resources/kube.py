@@ -27,6 +27,7 @@ RESOURCE_TOKENS = {
     ("v1", "PersistentVolumeClaim"): "kubernetes:core/v1:PersistentVolumeClaim",
     ("v1", "Node"): "kubernetes:core/v1:NodePatch",
     ("apps/v1", "StatefulSet"): "kubernetes:apps/v1:StatefulSet",
+    ("apps/v1", "Deployment"): "kubernetes:apps/v1:Deployment",
     ("batch/v1", "Job"): "kubernetes:batch/v1:Job",
     ("networking.k8s.io/v1", "NetworkPolicy"): "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     # Custom resources: the provider's token is `kubernetes:<apiVersion>:<kind>`.

@@ -10,8 +10,9 @@
     ), opts=pulumi.ResourceOptions(providers=[cluster_provider]))
 
 The arguments are a stack file's `tfk8s:nodePools`, `tfk8s:cluster`,
-`tfk8s:trainer` and `tfk8s:program`, as mappings or as the typed models
-(NodePoolSpec, ClusterSpec, TrainerSettings, ProgramSpec), validated by the
+`tfk8s:trainer`, `tfk8s:program` and `tfk8s:tensorboard`, as mappings or as the
+typed models (NodePoolSpec, ClusterSpec, TrainerSettings, ProgramSpec,
+TensorBoardSpec), validated by the
 same schema: a bad value raises StackConfigError naming the experiment and the
 field before anything is registered. A program's `source` folder is read from
 `project_root`: the Pulumi project's folder (the working directory the CLI
@@ -49,6 +50,7 @@ from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
 from ..spec.secrets import ENV_PREFIX
 from ..spec.stack_files import PROJECT_ROOT
+from ..spec.tensorboard import TensorBoardSpec
 from ..spec.trainer_contract import TrainerSettings
 from .inputs import NO_INPUTS, InputSlots, lift
 from .node_pool import NodePool, NodePoolArgs
@@ -65,6 +67,8 @@ class TFExperimentArgs:
     program: Optional[Union[ProgramSpec, Mapping[str, Any]]] = None
     # Where `program.source` is read (default: the working directory, the Pulumi project's folder).
     project_root: Optional[Path] = None
+    # TensorBoard for the experiment (docs/lifecycle.md).
+    tensorboard: Optional[Union[TensorBoardSpec, Mapping[str, Any]]] = None
 
     def stack_values(self) -> dict[str, Any]:
         """The arguments as a stack file's `tfk8s:*` values (a program's stack has no `tfk8s:trainer`
@@ -77,6 +81,8 @@ class TFExperimentArgs:
             values[f"{CONFIG_NAMESPACE}:trainer"] = _as_values(self.trainer)
         if self.program is not None:
             values[f"{CONFIG_NAMESPACE}:program"] = _as_values(self.program)
+        if self.tensorboard is not None:
+            values[f"{CONFIG_NAMESPACE}:tensorboard"] = _as_values(self.tensorboard)
         return values
 
 

@@ -19,13 +19,20 @@ from .cross_checks import cross_checks, task_count_problems
 from .models import CONFIG_NAMESPACE, StackConfig, StackConfigError
 from .program import DNS_SUBDOMAIN, SECRET_KEY
 from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
+from .tensorboard_rules import tensorboard_checks
 from .trainer_contract import SettingsError, TrainerSettings
 
 # --------------------------------------------------------------------------
 # Loading
 
 
-TOP_LEVEL_KEYS = {"nodePools": "node_pools", "cluster": "cluster", "trainer": "trainer", "program": "program"}
+TOP_LEVEL_KEYS = {
+    "nodePools": "node_pools",
+    "cluster": "cluster",
+    "trainer": "trainer",
+    "program": "program",
+    "tensorboard": "tensorboard",
+}
 
 
 def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
@@ -91,7 +98,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
                     "nodePools": given["nodePools"],
                     "cluster": given["cluster"],
                     "trainer": trainer or TrainerSettings(),
-                    **({"program": given["program"]} if "program" in given else {}),
+                    **{key: given[key] for key in ("program", "tensorboard") if key in given},
                 }
             )
         except ValidationError as exc:
@@ -103,6 +110,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     # The cross checks size memory from the trainer settings: only with settings that are valid.
     if config is not None and trainer is not None and not size_problems:
         errors.extend(cross_checks(config))
+        errors.extend(tensorboard_checks(config))
     if errors:
         raise StackConfigError.listing(stack, errors)
     assert config is not None

@@ -12,6 +12,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from .durations import Seconds
 from .egress import EgressRule
+from .images import PINNED_HELP, is_pinned
 from .model_base import StackModel as _Model
 from .namespace import NamespaceSpec
 from .pools import NodePoolSpec
@@ -22,6 +23,7 @@ from .quantities import (
 )
 from .ratio import parse_ratio, ps_count_for_ratio
 from .roles import ChiefSpec, EvaluatorSpec, PsSpec, WorkerSpec
+from .tensorboard import TensorBoardSpec
 
 # Kubernetes' int32 fields (restarts, GPU counts) hold what a trainer setting does: one definition.
 from .trainer_contract import LARGEST_NUMBER as INT32_MAX
@@ -41,11 +43,6 @@ Workload = Literal["jobset", "statefulset"]
 # labels: tfk8s labels the pools' nodes and places by its labels (it patches Nodes); hostname: it
 # places by the nodes' own kubernetes.io/hostname and writes nothing outside the namespace.
 PlaceBy = Literal["labels", "hostname"]
-
-
-def is_pinned(image: str) -> bool:
-    """A digest, or a tag other than latest: the image a task runs does not change under it."""
-    return "@" in image or (":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"))
 
 
 def gpu_build(image: str) -> str:
@@ -204,7 +201,7 @@ class ClusterSpec(_Model):
     @classmethod
     def _image_pinned(cls, image: Optional[str]) -> Optional[str]:
         if image is not None and not is_pinned(image):
-            raise ValueError(f"image '{image}' must be pinned to a tag other than latest or a digest")
+            raise ValueError(f"image '{image}' {PINNED_HELP}")
         return image
 
     @field_validator("priority_class")
@@ -324,6 +321,9 @@ class StackConfig(_Model):
     trainer: TrainerSettings = Field(description="what tfk8s's own trainer trains, and how (defaults apply)")
     program: Optional[ProgramSpec] = Field(
         default=None, description="the team's own TensorFlow program, instead of tfk8s's trainer (docs/programs.md)"
+    )
+    tensorboard: Optional[TensorBoardSpec] = Field(
+        default=None, description="TensorBoard for the experiment, reached through a port-forward (default: none)"
     )
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -12,6 +12,8 @@ from .model_base import StackModel as _Model
 from .quantities import INT64_MAX, NODE_NAME_PATTERN, CpuQuantity, DnsLabel, MemoryQuantity, Quantity
 from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
+# Where the chief's checkpointVolume is mounted, in the chief and in what reads it.
+CHECKPOINT_MOUNT = "/checkpoints"
 TolerationOperator = Literal["Exists", "Equal"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 

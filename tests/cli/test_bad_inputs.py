@@ -603,6 +603,9 @@ def _words(text: str) -> str:
     pytest.param(["stacks", "extra"], id="stacks"),
     pytest.param(["import-tfjob", "tfjob.yaml"], id="import-tfjob without --stack"),
     pytest.param(["top", "scene1-case1", "--watch", "-1"], id="top --watch -1"),
+    pytest.param(["tensorboard", "/nonexistent/Pulumi.x.yaml"], id="tensorboard"),
+    pytest.param(["tensorboard", "scene1-case1"], id="tensorboard of a stack without it"),
+    pytest.param(["tensorboard", "scene1-case1", "--port", "70000"], id="tensorboard --port 70000"),
     pytest.param(["no-such-command"], id="an unknown command"),
 ])
 def test_every_subcommand_exits_2_for_bad_input_or_usage(argv, capsys):

@@ -19,6 +19,7 @@ TYPED = {
     ("v1", "PersistentVolumeClaim"): lambda: k8s.core.v1.PersistentVolumeClaim("x"),
     ("v1", "Node"): lambda: k8s.core.v1.NodePatch("x"),
     ("apps/v1", "StatefulSet"): lambda: k8s.apps.v1.StatefulSet("x", spec={}),
+    ("apps/v1", "Deployment"): lambda: k8s.apps.v1.Deployment("x", spec={}),
     ("batch/v1", "Job"): lambda: k8s.batch.v1.Job("x"),
     ("networking.k8s.io/v1", "NetworkPolicy"): lambda: k8s.networking.v1.NetworkPolicy("x"),
     # Custom resources go through the SDK's CustomResource, under the same token scheme.
@@ -54,5 +55,5 @@ def test_every_kind_tfk8s_creates_is_checked_against_the_typed_sdk():
 
 
 def test_unknown_kind_is_refused():
-    with pytest.raises(ValueError, match="tfk8s does not create apps/v1 Deployment"):
-        kube.resource_token({"apiVersion": "apps/v1", "kind": "Deployment"})
+    with pytest.raises(ValueError, match="tfk8s does not create apps/v1 DaemonSet"):
+        kube.resource_token({"apiVersion": "apps/v1", "kind": "DaemonSet"})

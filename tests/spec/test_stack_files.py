@@ -80,7 +80,7 @@ def test_the_pods_get_only_the_modules_they_import(tmp_path):
     assert sorted(bundle.files) == [
         "__init__.py", "__main__.py", "checkpoints.py", "chief.py", "cluster.py", "data.py", "devices.py", "evaluator.py",
         "failures.py", "ids.py", "kubelet_expansion.py", "lifeline.py", "log_lines.py", "model.py", "optimizers.py", "peers.py",
-        "settings.py", "shared_names.py", "termination.py", "tf_private.py",
+        "scalars.py", "settings.py", "shared_names.py", "termination.py", "tf_private.py",
     ]
     # Editing the local launcher or the report changes no pod.
     copy_root = tmp_path / "project"

@@ -1,0 +1,135 @@
+"""`python -m components tensorboard <stack>`: the experiment's TensorBoard on this machine's
+127.0.0.1, through the API server's port-forward to its pod (what `kubectl port-forward` does;
+the user needs `pods/portforward` in the namespace, docs/rbac/tfk8s-experimenter.yaml).
+
+Each connection to the local port is one port-forward stream to the pod, so a browser's parallel
+requests each get their own. It waits for a ready pod (saying why it waits), then serves until
+Ctrl-C, or until `stop` is set when run from a test or a program of one's own.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional
+
+from ..plan.experiment import Experiment
+from ..spec.tensorboard import TENSORBOARD_PORT
+from .status import with_cluster
+
+POLL_S = 2.0
+CHUNK = 65536
+# The client opens a stream by swapping its API client's call_api for the call's length:
+# one stream opened at a time, or a browser's parallel requests would undo each other's swap.
+_OPENING = threading.Lock()
+
+
+def serve_tensorboard(
+    experiment: Experiment,
+    kubeconfig: Optional[str],
+    context: Optional[str],
+    port: int,
+    stop: Optional[threading.Event] = None,
+    on_url: Callable[[str], None] = lambda url: None,
+) -> int:
+    """0 once stopped; 2 when the stack has no TensorBoard, the cluster cannot be read or the local
+    port is taken."""
+    if experiment.config.tensorboard is None:
+        print(
+            f"stack '{experiment.stack}': has no tfk8s:tensorboard; add tfk8s:tensorboard: {{image: ...}} to the "
+            "stack (docs/lifecycle.md) and run `pulumi up`",
+            file=sys.stderr,
+        )
+        return 2
+    stopping = stop or threading.Event()
+
+    def forward(api: Any) -> int:
+        from kubernetes import client
+
+        core = client.CoreV1Api(api)
+        pod = _wait_for_ready_pod(core, experiment, stopping)
+        if pod is None:
+            return 0
+        try:
+            listener = socket.create_server(("127.0.0.1", port))
+        except OSError as error:
+            print(
+                f"stack '{experiment.stack}': cannot listen on 127.0.0.1:{port} ({error.strerror}); "
+                "pick another --port (0: any free one)",
+                file=sys.stderr,
+            )
+            return 2
+        with listener:
+            listener.settimeout(0.5)
+            url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+            print(f"TensorBoard of stack '{experiment.stack}' ({pod}): {url}  (Ctrl-C to stop)", flush=True)
+            on_url(url)
+            while not stopping.is_set():
+                try:
+                    local, _ = listener.accept()
+                except socket.timeout:
+                    continue
+                threading.Thread(
+                    target=_relay, args=(core, pod, experiment.namespace, local, stopping), daemon=True
+                ).start()
+        return 0
+
+    return with_cluster(experiment, kubeconfig, context, forward)
+
+
+def _wait_for_ready_pod(core: Any, experiment: Experiment, stop: threading.Event) -> Optional[str]:
+    """The name of TensorBoard's ready pod, saying what it waits for while there is none."""
+    from ..objects.tensorboard import pod_labels
+
+    selector = ",".join(f"{key}={value}" for key, value in pod_labels(experiment).items())
+    said = ""
+    while not stop.is_set():
+        pods = core.list_namespaced_pod(experiment.namespace, label_selector=selector).items
+        for pod in pods:
+            ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ())
+            if ready and pod.metadata.deletion_timestamp is None:
+                return str(pod.metadata.name)
+        state = ", ".join(f"{p.metadata.name} {p.status.phase}" for p in pods) or "no pod yet"
+        if state != said:
+            print(f"waiting for TensorBoard's pod in {experiment.namespace} to be ready: {state}", flush=True)
+            said = state
+        time.sleep(POLL_S)
+    return None
+
+
+def _relay(core: Any, pod: str, namespace: str, local: socket.socket, stop: threading.Event) -> None:
+    """One local connection to the pod's port, both ways, until either side closes."""
+    from kubernetes.stream import portforward
+
+    with _OPENING:
+        forwarded = portforward(
+            core.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(TENSORBOARD_PORT)
+        )
+    remote = forwarded.socket(TENSORBOARD_PORT)
+    remote.setblocking(True)
+
+    def pump(source: Any, target: Any) -> None:
+        try:
+            while not stop.is_set():
+                data = source.recv(CHUNK)
+                if not data:
+                    break
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    back = threading.Thread(target=pump, args=(remote, local), daemon=True)
+    back.start()
+    pump(local, remote)
+    back.join(timeout=5)
+    local.close()
+    remote.close()
+    forwarded.close()

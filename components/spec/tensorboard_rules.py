@@ -1,0 +1,58 @@
+"""Where TensorBoard reads the experiment's event files, and when a stack gives it nothing to read."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .models import CONFIG_NAMESPACE, StackConfig
+from .roles import CHECKPOINT_MOUNT
+from .tensorboard import DEFAULT_LOG_FOLDER
+
+
+def is_remote(path: str) -> bool:
+    """A URL TensorFlow's file system reads (gs://, s3://, hdfs://), not a path in a pod."""
+    return "://" in path
+
+
+def tensorboard_log_dir(config: StackConfig) -> Optional[str]:
+    """What TensorBoard reads and tfk8s's trainer writes its scalars into; None without TensorBoard,
+    or where the stack keeps event files nowhere TensorBoard can read (tensorboard_checks says so)."""
+    tensorboard = config.tensorboard
+    if tensorboard is None:
+        return None
+    if tensorboard.log_dir is not None:
+        return tensorboard.log_dir.rstrip("/") or tensorboard.log_dir
+    if config.cluster.chief.checkpoint_volume is not None:
+        return f"{CHECKPOINT_MOUNT}/{DEFAULT_LOG_FOLDER}"
+    if config.program is None and is_remote(config.trainer.checkpoint_dir):
+        return f"{config.trainer.checkpoint_dir.rstrip('/')}/{DEFAULT_LOG_FOLDER}"
+    return None
+
+
+def tensorboard_checks(config: StackConfig) -> list[str]:
+    if config.tensorboard is None:
+        return []
+    ns = CONFIG_NAMESPACE
+    log_dir = tensorboard_log_dir(config)
+    if log_dir is None:
+        return [
+            f"{ns}:tensorboard: TensorBoard reads the event files the tasks write, and this stack keeps them "
+            f"nowhere its pod can read; set {ns}:cluster.chief.checkpointVolume (it then reads "
+            f"{CHECKPOINT_MOUNT}/{DEFAULT_LOG_FOLDER} there) or a remote {ns}:tensorboard.logDir (gs://, s3://)"
+        ]
+    if is_remote(log_dir):
+        return []
+    if config.cluster.chief.checkpoint_volume is None:
+        return [
+            f"{ns}:tensorboard.logDir: '{log_dir}' is a path, and TensorBoard's pod mounts only "
+            f"{ns}:cluster.chief.checkpointVolume, which this stack has not; set checkpointVolume or give a "
+            "remote URL (gs://, s3://)"
+        ]
+    parts = log_dir.split("/")
+    if not log_dir.startswith(f"{CHECKPOINT_MOUNT}/") and log_dir != CHECKPOINT_MOUNT or ".." in parts:
+        return [
+            f"{ns}:tensorboard.logDir: '{log_dir}' is not under {CHECKPOINT_MOUNT}, where the chief's "
+            "checkpointVolume is mounted and the one folder TensorBoard's pod reads; give a folder under it "
+            "or a remote URL"
+        ]
+    return []

@@ -1,0 +1,81 @@
+"""`tfk8s:tensorboard` on real nodes: TensorBoard, in an image built with it, reads the chief's
+scalars from the checkpoint volume, and `python -m components tensorboard` serves its HTTP API on
+127.0.0.1 through a port-forward, as a user would open it.
+
+What a user checks: TensorBoard's scalars API returns the trainer's loss at the steps the chief
+reported, and the chief, sharing the volume, trains and finishes as without it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+from components.live.tensorboard_forward import serve_tensorboard
+from components.objects.loading import load_experiment
+from tests.harness import PROJECT_ROOT
+from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS, UNTIL_STOPPED, scaled_to_real_nodes
+from tests.realpods.test_programs import FAIL_WITHIN_S, wait_for_phase
+from tests.stack_variants import write_variant
+from tools.localcluster import realnodes
+from tools.nodeimage.program_images import build_program_image
+
+TENSORBOARD_REQUIREMENTS = PROJECT_ROOT / "tests" / "team_programs" / "tensorboard" / "requirements.txt"
+SERVES_WITHIN_S = 300.0
+SCALARS_WITHIN_S = 240.0
+
+
+def _get(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def test_tensorboard_serves_the_trainers_loss_through_the_port_forward(real_cluster, local_volume, tmp_path, capsys):
+    image = build_program_image("tensorboard", TENSORBOARD_REQUIREMENTS)
+    assert realnodes.import_archive(REAL_CLUSTER, image.archive) == list(REAL_SERVERS)
+
+    def edit(values):
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 200})(values)
+        values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
+        values["tfk8s:tensorboard"] = {"image": image.reference, "cpu": "100m", "memory": "768Mi"}
+
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-tensorboard", edit)
+    experiment = load_experiment(stack)
+    stop, urls = threading.Event(), []
+    serving = threading.Thread(
+        target=serve_tensorboard,
+        args=(experiment, str(real_cluster.kubeconfig), None, 0, stop, urls.append),
+        daemon=True,
+    )
+    with real_cluster.running(stack, tmp_path):
+        serving.start()
+        try:
+            deadline = time.monotonic() + SERVES_WITHIN_S
+            while not urls:
+                assert serving.is_alive(), capsys.readouterr().err
+                assert time.monotonic() < deadline, f"TensorBoard was not served within {SERVES_WITHIN_S:.0f} s"
+                time.sleep(1.0)
+            (url,) = urls
+            deadline = time.monotonic() + SCALARS_WITHIN_S
+            while True:
+                runs = _get(f"{url}data/runs")
+                points = _get(f"{url}data/plugin/scalars/scalars?run=train&tag=loss") if "train" in runs else []
+                if len(points) >= 2:
+                    break
+                assert time.monotonic() < deadline, f"no loss in TensorBoard within {SCALARS_WITHIN_S:.0f} s: {runs}"
+                time.sleep(2.0)
+            # [wall time, step, value] per point, one per progress line of the chief.
+            steps = [step for _, step, _ in points]
+            assert steps == sorted(steps) and steps[0] > 0, steps
+            assert all(0.0 < value < 10.0 for _, _, value in points), points
+            tags = _get(f"{url}data/plugin/scalars/tags")
+            assert set(tags["train"]) >= {"loss", "examples_per_sec"}, tags
+        finally:
+            stop.set()
+            serving.join(timeout=30)
+        said = capsys.readouterr().out  # the command's lines; `status --json` comes next
+        assert f"TensorBoard of stack '{experiment.stack}'" in said and url in said, said
+        real_cluster.finish(stack)
+        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)

@@ -27,18 +27,27 @@ class ScalarWriter:
         # it is made in, and the chief's context becomes the training cluster's after start-up
         # (a writer made before is on a device that no longer exists).
         self._writer: Optional[tf.summary.SummaryWriter] = None
+        self.failed = False
         self._metadata = summary_pb2.SummaryMetadata(
             plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name=SCALARS_PLUGIN)
         )
 
     def write(self, step: int, values: Mapping[str, float]) -> None:
-        """One point per tag at `step`, on disk when this returns (TensorBoard reads it next)."""
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.log_dir)
-        with self._writer.as_default():
-            for tag, value in values.items():
-                tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step, metadata=self._metadata)
-        self._writer.flush()
+        """One point per tag at `step`, on disk when this returns (TensorBoard reads it next). A
+        folder it cannot write ends the scalars, said once, never the training."""
+        if self.failed:
+            return
+        try:
+            if self._writer is None:
+                self._writer = tf.summary.create_file_writer(self.log_dir)
+            with self._writer.as_default():
+                for tag, value in values.items():
+                    tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step, metadata=self._metadata)
+            self._writer.flush()
+        except (tf.errors.OpError, OSError) as error:
+            self.failed = True
+            message = str(error).splitlines()[0] if str(error) else type(error).__name__
+            print(f"tensorboard: cannot write scalars to {self.log_dir}: {message}; training goes on", flush=True)
 
     def close(self) -> None:
         if self._writer is not None:

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
+from ..objects.api_errors import api_error_text
 from ..plan.experiment import Experiment
 from ..spec.tensorboard import TENSORBOARD_PORT
 from .status import with_cluster
@@ -34,8 +35,8 @@ def serve_tensorboard(
     stop: Optional[threading.Event] = None,
     on_url: Callable[[str], None] = lambda url: None,
 ) -> int:
-    """0 once stopped; 2 when the stack has no TensorBoard, the cluster cannot be read or the local
-    port is taken."""
+    """0 once `stop` is set (Ctrl-C is the command line's 130); 2 when the stack has no TensorBoard,
+    the cluster cannot be read or the local port is taken."""
     if experiment.config.tensorboard is None:
         print(
             f"stack '{experiment.stack}': has no tfk8s:tensorboard; add tfk8s:tensorboard: {{image: ...}} to the "
@@ -52,6 +53,8 @@ def serve_tensorboard(
         pod = _wait_for_ready_pod(core, experiment, stopping)
         if pod is None:
             return 0
+        # Set by a connection that could not reach the pod: a replaced pod is looked up again.
+        lost = threading.Event()
         try:
             listener = socket.create_server(("127.0.0.1", port))
         except OSError as error:
@@ -71,8 +74,14 @@ def serve_tensorboard(
                     local, _ = listener.accept()
                 except socket.timeout:
                     continue
+                if lost.is_set():
+                    lost.clear()
+                    pod = _wait_for_ready_pod(core, experiment, stopping)
+                    if pod is None:
+                        local.close()
+                        break
                 threading.Thread(
-                    target=_relay, args=(core, pod, experiment.namespace, local, stopping), daemon=True
+                    target=_relay, args=(core, pod, experiment.namespace, local, stopping, lost), daemon=True
                 ).start()
         return 0
 
@@ -99,15 +108,26 @@ def _wait_for_ready_pod(core: Any, experiment: Experiment, stop: threading.Event
     return None
 
 
-def _relay(core: Any, pod: str, namespace: str, local: socket.socket, stop: threading.Event) -> None:
-    """One local connection to the pod's port, both ways, until either side closes."""
+def _relay(
+    core: Any, pod: str, namespace: str, local: socket.socket, stop: threading.Event, lost: threading.Event
+) -> None:
+    """One local connection to the pod's port, both ways, until either side closes; one line, and
+    `lost` set, when the pod cannot be reached (gone, replaced, or the port-forward refused)."""
+    from kubernetes.client.exceptions import ApiException
     from kubernetes.stream import portforward
 
-    with _OPENING:
-        forwarded = portforward(
-            core.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(TENSORBOARD_PORT)
-        )
-    remote = forwarded.socket(TENSORBOARD_PORT)
+    try:
+        with _OPENING:
+            forwarded = portforward(
+                core.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(TENSORBOARD_PORT)
+            )
+        remote = forwarded.socket(TENSORBOARD_PORT)
+    except (ApiException, OSError, RuntimeError) as error:
+        reason = api_error_text(error.status, error.reason, error.body) if isinstance(error, ApiException) else error
+        print(f"cannot reach {pod}: {reason}; looking for TensorBoard's pod again", file=sys.stderr, flush=True)
+        lost.set()
+        local.close()
+        return
     remote.setblocking(True)
 
     def pump(source: Any, target: Any) -> None:

@@ -129,6 +129,10 @@ def _deployment(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
             {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
         )
         pod["securityContext"] |= {"fsGroup": RUN_AS_USER, "fsGroupChangePolicy": "OnRootMismatch"}
+    # In the chief's pool, it tolerates what the chief tolerates there.
+    chief_tolerations = [t.manifest() for t in experiment.config.cluster.role("chief").tolerations]
+    if chief_tolerations:
+        pod["tolerations"] = chief_tolerations
     if experiment.config.cluster.image_pull_secrets:
         pod["imagePullSecrets"] = [{"name": name} for name in experiment.config.cluster.image_pull_secrets]
     labels = pod_labels(experiment)

@@ -39,8 +39,6 @@ from .tf_config import (
 from .trainer_bundle import TrainerBundle
 from .workloads import TaskGroup, max_group_name, pool_servers, task_groups
 
-# Where the chief's checkpoint volume is mounted (cluster.chief.checkpointVolume).
-
 
 @dataclass(frozen=True)
 class Experiment:

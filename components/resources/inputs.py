@@ -27,6 +27,7 @@ from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 
 _ENV = rf"{CONFIG_NAMESPACE}:program\.env\.[A-Za-z_][A-Za-z0-9_]*"
 # Where an Input may be, as a stack value's path: values no placement, count or check depends on.
+_NODE_PREFIX = f"{CONFIG_NAMESPACE}:nodePools["
 INPUT_PATHS = (
     re.compile(rf"{CONFIG_NAMESPACE}:nodePools\[\d+\]\.nodes\[\d+\]"),
     re.compile(rf"{CONFIG_NAMESPACE}:cluster\.(image|gpuImage)"),
@@ -34,9 +35,12 @@ INPUT_PATHS = (
     re.compile(rf"{_ENV}\.(secret|key)"),
 )
 _ENV_VALUE = re.compile(_ENV)
-_PLACEHOLDER = re.compile(r"tfk8s-input-(\d+)-[0-9a-f]{8}(?:@sha256:0{64})?")
+_PLACEHOLDER = re.compile(r"tfk8s-input-(\d+)-[0-9a-f]{8}(?:@sha256:0{64}|\.n{56})?")
 # The placeholder's digest makes an image Input read as pinned: an image build's reference is a digest.
 _DIGEST = "@sha256:" + "0" * 64
+# A node's is longer than a label value may be, as a node's name may be: its pool's servers are then
+# labelled by position (`s0`, `s1`), never by a name the plan cannot measure.
+_LONG_NODE_NAME = "." + "n" * 56
 
 
 def _is_input(value: Any) -> bool:
@@ -116,7 +120,9 @@ def lift(stack: str, values: Mapping[str, Any], token: str) -> tuple[dict[str, A
             outputs.append(pulumi.Output.from_input(value))
             if _ENV_VALUE.fullmatch(path):
                 env_names.add(path.rsplit(".", 1)[1])
-            return placeholder + _DIGEST if path.endswith(("image", "Image")) else placeholder
+            if path.endswith(("image", "Image")):
+                return placeholder + _DIGEST
+            return placeholder + _LONG_NODE_NAME if path.startswith(_NODE_PREFIX) else placeholder
         if isinstance(value, Mapping):
             return {key: walk(f"{path}.{key}", item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):

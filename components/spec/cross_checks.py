@@ -9,6 +9,7 @@ from .models import CONFIG_NAMESPACE, MAX_TASKS, StackConfig
 from .placement_rules import placement_problems
 from .program import WorkersDone
 from .quantities import DNS_LABEL_PATTERN, quantity_value
+from .roles import is_remote
 from .sizing import checkpoint_bytes, embedding_shard_bytes
 
 
@@ -166,7 +167,7 @@ def evaluator_checks(config: StackConfig) -> list[str]:
             f"{ns}:cluster.evaluator: the evaluator evaluates the chief's checkpoints, and "
             f"{ns}:trainer.checkpointEvery: 0 writes none; give checkpointEvery steps, or drop the evaluator"
         )
-    if volume is None and "://" not in config.trainer.checkpoint_dir:
+    if volume is None and not is_remote(config.trainer.checkpoint_dir):
         errors.append(
             f"{ns}:cluster.evaluator: the chief writes its checkpoints to "
             f"'{config.trainer.checkpoint_dir}' in its own pod, which the evaluator cannot read; set "

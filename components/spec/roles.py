@@ -14,6 +14,13 @@ from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
 # Where the chief's checkpointVolume is mounted, in the chief and in what reads it.
 CHECKPOINT_MOUNT = "/checkpoints"
+
+
+def is_remote(path: str) -> bool:
+    """A URL TensorFlow's file system reads (gs://, s3://, hdfs://), not a path in a pod."""
+    return "://" in path
+
+
 TolerationOperator = Literal["Exists", "Equal"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 

@@ -5,13 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .models import CONFIG_NAMESPACE, StackConfig
-from .roles import CHECKPOINT_MOUNT
+from .roles import CHECKPOINT_MOUNT, is_remote
 from .tensorboard import DEFAULT_LOG_FOLDER
-
-
-def is_remote(path: str) -> bool:
-    """A URL TensorFlow's file system reads (gs://, s3://, hdfs://), not a path in a pod."""
-    return "://" in path
 
 
 def tensorboard_log_dir(config: StackConfig) -> Optional[str]:

@@ -107,3 +107,13 @@ def test_a_stack_that_gives_tensorboard_nothing_to_read_is_refused_naming_the_fi
         run_program(*_values(tensorboard, volume=volume))
     message = str(error.value).lower()
     assert field.lower() in message and says.lower() in message, message
+
+
+def test_in_the_chiefs_pool_it_tolerates_what_the_chief_tolerates():
+    name, values = _values({"image": IMAGE})
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+    values["tfk8s:cluster"]["chief"]["tolerations"] = [toleration]
+    spec = _pod_spec(run_program(name, values))
+    assert spec["tolerations"] == [toleration]
+    expressions = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert expressions["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "pool.tfk8s.io/scene1-case1"

@@ -53,3 +53,14 @@ def test_the_chief_of_a_running_cluster_writes_each_progress_line_as_scalars(tmp
     points = _scalars(tmp_path / "tensorboard" / TRAIN_RUN)
     assert [step for step, tag, _, _ in points if tag == "loss"] == printed
     assert {tag for _, tag, _, _ in points} == {"loss", "examples_per_sec"}
+
+
+def test_a_folder_it_cannot_write_ends_the_scalars_said_once_never_the_training(tmp_path, capsys):
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the folder would be\n")
+    writer = ScalarWriter(str(blocked / "train"))
+    writer.write(1, {"loss": 1.0})
+    writer.write(2, {"loss": 0.9})
+    said = capsys.readouterr().out
+    assert said.count("tensorboard: cannot write scalars to") == 1 and "training goes on" in said, said
+    writer.close()

@@ -93,18 +93,7 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         if barrier is not None:
             spec["initContainers"] = [barrier]
     if _reads_checkpoint_volume(experiment, group):
-        spec["volumes"].append(
-            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
-        )
-        # The volume's files belong to the pod's group, so the unprivileged chief can write them;
-        # re-owned only when the volume's root is not the group's yet, not file by file at every
-        # start of a chief whose volume holds many checkpoints. The evaluator's pod asks the same
-        # and mounts the claim writable, read-only in its container alone: Kubernetes re-owns a
-        # local volume only for the first pod that mounts it, and only through a writable mount
-        # (seen on real nodes: an evaluator that mounted the claim read-only first left its root
-        # to root, and the chief could write no checkpoint).
-        spec["securityContext"]["fsGroup"] = RUN_AS_USER
-        spec["securityContext"]["fsGroupChangePolicy"] = "OnRootMismatch"
+        with_checkpoint_claim(experiment, spec)
     if cluster.priority_class is not None:
         spec["priorityClassName"] = cluster.priority_class
     tolerations = _tolerations(experiment, group)
@@ -129,6 +118,23 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         },
         "spec": spec,
     }
+
+
+def with_checkpoint_claim(experiment: Experiment, spec: Manifest) -> None:
+    """Give the pod `spec` the chief's checkpoint claim, writable at the pod, its files the pod's group.
+
+    The volume's files belong to the pod's group, so the unprivileged chief can write them;
+    re-owned only when the volume's root is not the group's yet, not file by file at every start
+    of a chief whose volume holds many checkpoints. A pod that only reads it (the evaluator,
+    TensorBoard) asks the same and mounts it read-only in its container alone: Kubernetes re-owns a
+    local volume only for the first pod that mounts it, and only through a writable mount (seen on
+    real nodes: an evaluator that mounted the claim read-only first left its root to root, and the
+    chief could write no checkpoint).
+    """
+    spec["volumes"].append(
+        {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
+    )
+    spec["securityContext"] |= {"fsGroup": RUN_AS_USER, "fsGroupChangePolicy": "OnRootMismatch"}
 
 
 def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:

@@ -24,10 +24,10 @@ from ..spec.tensorboard import TENSORBOARD_PORT, TensorBoardSpec
 from .manifests import SKIP_AWAIT
 from .pods import (
     CHECKPOINT_VOLUME,
-    RUN_AS_USER,
     pool_expressions,
     restricted_container_security,
     restricted_pod_security,
+    with_checkpoint_claim,
 )
 
 Manifest = dict[str, Any]
@@ -125,10 +125,7 @@ def _deployment(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
     }
     if on_volume:
         container["volumeMounts"].append({"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT, "readOnly": True})
-        pod["volumes"].append(
-            {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
-        )
-        pod["securityContext"] |= {"fsGroup": RUN_AS_USER, "fsGroupChangePolicy": "OnRootMismatch"}
+        with_checkpoint_claim(experiment, pod)
     # In the chief's pool, it tolerates what the chief tolerates there.
     chief_tolerations = [t.manifest() for t in experiment.config.cluster.role("chief").tolerations]
     if chief_tolerations:

@@ -74,6 +74,8 @@ class Pod:
             elif "secretKeyRef" in item["valueFrom"]:
                 secret = item["valueFrom"]["secretKeyRef"]
                 variables[item["name"]] = f"<secret {secret['name']} key {secret['key']}>"
+            elif item["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name":
+                variables[item["name"]] = self.name
             else:
                 where, key = FIELD_REF.match(item["valueFrom"]["fieldRef"]["fieldPath"]).groups()
                 variables[item["name"]] = (self.labels if where == "labels" else self.annotations)[key]

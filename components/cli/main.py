@@ -91,12 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("stack", help=stack_help)
-    status.add_argument(
-        "--kubeconfig",
-        help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then "
-        "~/.kube/config)",
-    )
-    status.add_argument("--context", help="kubeconfig context (default: the current one)")
+    _cluster_arguments(status)
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
     top = commands.add_parser(
@@ -107,12 +102,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("stack", help=stack_help)
-    top.add_argument(
-        "--kubeconfig",
-        help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then "
-        "~/.kube/config)",
-    )
-    top.add_argument("--context", help="kubeconfig context (default: the current one)")
+    _cluster_arguments(top)
     top.add_argument(
         "--watch",
         type=_positive_seconds,
@@ -130,12 +120,20 @@ def _parser() -> argparse.ArgumentParser:
     tensorboard.add_argument(
         "--port", type=_local_port, default=6006, help="the local port (default: 6006; 0: any free one)"
     )
-    tensorboard.add_argument(
-        "--kubeconfig",
-        help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then "
-        "~/.kube/config)",
+    _cluster_arguments(tensorboard)
+
+    logs = commands.add_parser(
+        "logs",
+        help="a task's log: from its pod while it lives, then from the log archive (tfk8s:logs); without TASK, "
+        "every task and where its log is",
+        description=LOGS_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    tensorboard.add_argument("--context", help="kubeconfig context (default: the current one)")
+    logs.add_argument("stack", help=stack_help)
+    logs.add_argument("task", nargs="?", help="the task, as status names it: ps-0, worker-3, chief-0, evaluator-0")
+    logs.add_argument("--previous", action="store_true", help="the task's run before its last (a retried task)")
+    logs.add_argument("--follow", "-f", action="store_true", help="follow the log while the task's pod runs")
+    _cluster_arguments(logs)
 
     export = commands.add_parser(
         "export", help="print the validated experiment (task counts, placement, trainer settings) as JSON"
@@ -213,6 +211,20 @@ exit codes:
   130  interrupted (Ctrl-C, the way to stop --watch before the experiment ends)
 """
 
+LOGS_DESCRIPTION = """\
+A task's log: read from its pod while the pod is in the cluster (as `kubectl logs`), and from the stack's
+log archive (tfk8s:logs) once it is gone: JobSet deletes the PS and workers still running when the experiment
+ends. The archive keeps each task's last two runs (a retried task's earlier pod is its previous run), the newest
+tfk8s:logs.size / (tasks x 2) bytes of each, until `pulumi destroy` (docs/lifecycle.md).
+
+exit codes:
+  0    the log was printed (or, without TASK, the tasks were listed)
+  1    the task has no log to show: no run yet, no earlier run, or its pod is gone with no archive
+  2    the stack or the kubeconfig cannot be read, the API server or the archive does not answer or
+       refuses, or the stack has no such task
+  130  interrupted (Ctrl-C, the way to stop --follow)
+"""
+
 
 def main(argv: list[str] | None = None) -> int:
     """The command's exit code (components/cli/exit_codes.py). Ctrl-C is components/__main__.py's to turn
@@ -252,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         return render_command(experiment, args.out, args.output, args.force, DEFAULT_RENDER_ROOT)
 
     # These need the Kubernetes client; the commands above do not.
+    if args.command == "logs":
+        from ..live.logs import show_logs
+
+        return show_logs(experiment, args.task, args.previous, args.follow, args.kubeconfig, args.context)
+
     if args.command == "tensorboard":
         from ..live.tensorboard_forward import serve_tensorboard
 
@@ -265,6 +282,16 @@ def main(argv: list[str] | None = None) -> int:
     from ..live.status import cluster_status
 
     return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+
+
+def _cluster_arguments(command: argparse.ArgumentParser) -> None:
+    """--kubeconfig and --context, as every command that reads the cluster takes them."""
+    command.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: every file $KUBECONFIG lists, merged as kubectl merges them, then "
+        "~/.kube/config)",
+    )
+    command.add_argument("--context", help="kubeconfig context (default: the current one)")
 
 
 def _node_names(text: str) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from ..plan.planner import TASK_TYPES
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
 from . import jobset, manifests
+from .log_archive import log_archive_objects
 from .manifests import Manifest
 from .tensorboard import tensorboard_objects
 
@@ -105,6 +106,8 @@ def shared_objects(experiment: Experiment) -> list[KubeObject]:
     claim = manifests.checkpoint_claim(experiment)
     if claim is not None:
         objects.append(KubeObject("checkpoints", claim, kept_on_destroy=keeps_checkpoints(experiment)))
+    # The collector first: a task's first lines find it listening.
+    objects.extend(KubeObject(suffix, manifest) for suffix, manifest in log_archive_objects(experiment))
     return objects
 
 

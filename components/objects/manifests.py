@@ -18,6 +18,7 @@ from ..spec.pools import NodePoolSpec
 from ..spec.secrets import SECRET_PLACEHOLDER
 from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV, SETTINGS_ENV, TENSORBOARD_DIR_ENV
 from .failure_rules import pod_failure_policy
+from .log_shipping import COLLECTOR_ENV, collector_address, collector_egress_rule
 from .pods import (
     CLUSTER_FILE,
     CLUSTER_MOUNT,
@@ -100,7 +101,12 @@ def egress_policy(experiment: Experiment) -> Optional[Manifest]:
         "spec": {
             "podSelector": experiment_pods,
             "policyTypes": ["Egress"],
-            "egress": [{"to": [{"podSelector": experiment_pods}]}, {"to": [CLUSTER_DNS], "ports": DNS_PORTS}, *listed],
+            "egress": [
+                {"to": [{"podSelector": experiment_pods}]},
+                {"to": [CLUSTER_DNS], "ports": DNS_PORTS},
+                *([collector_egress_rule(experiment)] if experiment.config.logs is not None else []),
+                *listed,
+            ],
         },
     }
 
@@ -180,17 +186,21 @@ def program_secret(experiment: Experiment) -> Optional[Manifest]:
     }
 
 
-def tensorboard_env(experiment: Experiment) -> dict[str, str]:
-    """With tfk8s:tensorboard: where every task may write event files for it."""
+def side_pods_env(experiment: Experiment) -> dict[str, str]:
+    """With tfk8s:tensorboard, where every task may write event files for it; with tfk8s:logs,
+    where each task's log shipper sends."""
     log_dir = experiment.tensorboard_log_dir
-    return {TENSORBOARD_DIR_ENV: log_dir} if log_dir is not None else {}
+    env = {TENSORBOARD_DIR_ENV: log_dir} if log_dir is not None else {}
+    if experiment.config.logs is not None:
+        env[COLLECTOR_ENV] = collector_address(experiment)
+    return env
 
 
 def trainer_env(experiment: Experiment) -> dict[str, str]:
     """Environment of every task but its own variables: the TF cluster (or its file) and the
     trainer's settings, or what every task of a team's program reads."""
     if experiment.program is not None:
-        return shared_program_env(experiment, SCRATCH_DIR) | tensorboard_env(experiment)
+        return shared_program_env(experiment, SCRATCH_DIR) | side_pods_env(experiment)
     if experiment.cluster_as_file:
         cluster = {CLUSTER_FILE_ENV: f"{CLUSTER_MOUNT}/{CLUSTER_FILE}"}
     else:
@@ -198,7 +208,7 @@ def trainer_env(experiment: Experiment) -> dict[str, str]:
     return {
         SETTINGS_ENV: experiment.trainer_settings_json,
         **cluster,
-        **tensorboard_env(experiment),
+        **side_pods_env(experiment),
         "PYTHONPATH": CODE_ROOT,
         "PYTHONDONTWRITEBYTECODE": "1",  # the code mount is read-only
         "PYTHONUNBUFFERED": "1",

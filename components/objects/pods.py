@@ -23,11 +23,13 @@ from ..spec.trainer_contract import (  # noqa: F401 (looked up here)
     TRAINER_COMMAND,
     TRAINER_PACKAGE,
 )
+from .log_shipping import with_log_shipper
 from .program_container import (
     program_command,
     program_mounts,
     program_task_env,
     program_volumes,
+    shell_started,
     task_index_source,
 )
 from .start_barrier import start_barrier
@@ -94,6 +96,7 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             spec["initContainers"] = [barrier]
     if _reads_checkpoint_volume(experiment, group):
         with_checkpoint_claim(experiment, spec)
+    with_log_shipper(experiment, group, spec, main)
     if cluster.priority_class is not None:
         spec["priorityClassName"] = cluster.priority_class
     tolerations = _tolerations(experiment, group)
@@ -153,12 +156,13 @@ def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
 
 def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
     program = experiment.program
+    archived = experiment.config.logs is not None
     container: Manifest = {
         "name": CONTAINER_NAME,
         "image": experiment.config.cluster.worker_image
         if group.task_type == "worker"
         else experiment.config.cluster.image,
-        **(_trainer_command() if program is None else program_command(program, group.task_type)),
+        **(_trainer_command(archived) if program is None else program_command(program, group.task_type, archived)),
         # envFrom is read first and env in order, so TF_CONFIG's $(TFK8S_CLUSTER)
         # and its index variable expand to the shared cluster and this pod's index.
         "env": _task_env(experiment, group) if program is None else program_task_env(experiment, group),
@@ -199,12 +203,10 @@ def _reads_checkpoint_volume(experiment: Experiment, group: TaskGroup) -> bool:
     return group.task_type in ("chief", EVALUATOR) and experiment.config.cluster.chief.checkpoint_volume is not None
 
 
-def _trainer_command() -> Manifest:
-    return {
-        "command": list(TRAINER_COMMAND),
-        # Writable: a worker records its task index here for its input pipeline.
-        "workingDir": SCRATCH_DIR,
-    }
+def _trainer_command(archived: bool) -> Manifest:
+    # Writable: a worker records its task index here for its input pipeline.
+    command = shell_started(list(TRAINER_COMMAND), archived=True) if archived else {"command": list(TRAINER_COMMAND)}
+    return command | {"workingDir": SCRATCH_DIR}
 
 
 def _task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:

@@ -24,10 +24,16 @@ from typing import Any
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.workloads import TaskGroup
+from ..spec.logs import CODE_MOUNT, SHIPPER
 from ..spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
 from ..spec.trainer_contract import CLUSTER_ENV
 
 Manifest = dict[str, Any]
+
+# The pipe between a task's program and its log shipper (tfk8s:logs), in the scratch folder every
+# task has (components/objects/pods.py SCRATCH_DIR).
+SCRATCH_LOG_PIPE = "/scratch/.tfk8s-log-pipe"
+SHIPPER_PATH = f"{CODE_MOUNT}/{SHIPPER}"
 
 # The shell script that starts the program (its argv: the script's arguments; `exec`, so that a
 # first word such as `echo` is the program, not a builtin) as its child and passes SIGTERM on, then
@@ -36,9 +42,10 @@ Manifest = dict[str, Any]
 # again: dash keeps the child for it, bash and busybox reaped it already and still answer with its
 # status; only a shell that kept nothing (127, the child gone) leaves the cut-short status.
 # No `$(` or `$$` in it: the kubelet would expand them.
-SIGNAL_FORWARDER = """\
+_PASS_SIGTERM = """\
 trap 'stop=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM
-exec "$@" &
+"""
+_WAIT_FOR_CHILD = """\
 child=$!
 [ -z "$stop" ] || kill -TERM "$child" 2>/dev/null
 while :; do
@@ -50,8 +57,40 @@ while :; do
   if [ -z "$stop" ] || [ "$code" -le 128 ]; then break; fi
   again=1
 done
+"""
+SIGNAL_FORWARDER = _PASS_SIGTERM + 'exec "$@" &\n' + _WAIT_FOR_CHILD + 'exit "$status"\n'
+# The same, with the program's output (stdout and stderr) through the log shipper (tfk8s:logs),
+# which copies it to the container's output and sends it to the log archive: through a pipe in the
+# task's scratch folder, so that the program stays the shell's child, whose status it exits with.
+# Once the program ended, the shipper is told (USR1) and waited for, bounded: it sends what it
+# still holds. It starts with USR1 ignored, until its own handler is set: a program that ends at once
+# would otherwise have it killed before it read a line. Without python3 or a pipe, the program runs
+# as without tfk8s:logs, said once. It passes SIGUSR1 on as well.
+LOG_FORWARDER = (
+    f"""\
+log={SCRATCH_LOG_PIPE}
+shipper=
+if command -v python3 >/dev/null 2>&1 && rm -f "$log" && mkfifo "$log"; then
+  (trap '' USR1; exec python3 {SHIPPER_PATH} < "$log") &
+  shipper=$!
+else
+  echo "tfk8s: no python3 or no pipe in /scratch: this task's log is not archived" >&2
+fi
+"""
+    + _PASS_SIGTERM
+    # SIGUSR1 too: tfk8s's trainer's chief finishes where it stands on it, sent to PID 1.
+    + """trap 'stop=1; [ -z "$child" ] || kill -USR1 "$child" 2>/dev/null' USR1\n"""
+    + 'if [ -n "$shipper" ]; then exec "$@" > "$log" 2>&1 & else exec "$@" & fi\n'
+    + _WAIT_FOR_CHILD
+    + """\
+if [ -n "$shipper" ]; then
+  kill -USR1 "$shipper" 2>/dev/null
+  while kill -0 "$shipper" 2>/dev/null; do wait "$shipper"; done
+  rm -f "$log"
+fi
 exit "$status"
 """
+)
 FORWARDER_NAME = "tfk8s-program"  # the shell's $0, in its error messages
 
 PROGRAM_VOLUME = "program"
@@ -111,13 +150,20 @@ def _env_entry(experiment: Experiment, name: str, value: str | SecretRef) -> Man
     return {"name": name, "value": value}
 
 
-def program_command(program: ProgramSpec, task_type: str) -> Manifest:
+def program_command(program: ProgramSpec, task_type: str, archived: bool) -> Manifest:
     """The container's command and args: the role's own, else the program's, started by the shell
     that passes SIGTERM on; else the image's entrypoint, with the args given."""
     command, args = program.command_of(task_type)
     if command is None:
+        assert not archived, "tfk8s:logs needs a command (log_archive_checks)"
         return {"args": list(args)} if args is not None else {}
-    return {"command": ["/bin/sh", "-c", SIGNAL_FORWARDER, FORWARDER_NAME], "args": [*command, *(args or ())]}
+    return shell_started([*command, *(args or ())], archived)
+
+
+def shell_started(argv: list[str], archived: bool) -> Manifest:
+    """Run `argv` as the shell's child: SIGTERM passed on, and with tfk8s:logs its output archived."""
+    script = LOG_FORWARDER if archived else SIGNAL_FORWARDER
+    return {"command": ["/bin/sh", "-c", script, FORWARDER_NAME], "args": argv}
 
 
 def program_volumes(experiment: Experiment) -> list[Manifest]:

@@ -1,10 +1,9 @@
 """`tfk8s:tensorboard`: TensorBoard's Deployment, its Service and the NetworkPolicy that admits only
 the peers the stack lists (plain dicts, no Pulumi here).
 
-Its pod is no task: it carries the stack's instance label but not the experiment's selector, so
-the gRPC port's NetworkPolicy neither admits it to the tasks nor governs its own port, which its
-own policy closes to everyone the stack does not list. `python -m components tensorboard`
-reaches it through the API server's port-forward, which no NetworkPolicy sees.
+Its pod is no task (components/objects/side_pods.py): its own policy closes its port to everyone the
+stack does not list. `python -m components tensorboard` reaches it through the API server's
+port-forward, which no NetworkPolicy sees.
 
 It reads the chief's checkpoint volume read-only in its container, and mounts the claim writable
 at the pod with the chief's fsGroup, as the evaluator does: Kubernetes sets a local volume's
@@ -21,14 +20,8 @@ from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..spec.roles import CHECKPOINT_MOUNT
 from ..spec.tensorboard import TENSORBOARD_PORT, TensorBoardSpec
-from .manifests import SKIP_AWAIT
-from .pods import (
-    CHECKPOINT_VOLUME,
-    pool_expressions,
-    restricted_container_security,
-    restricted_pod_security,
-    with_checkpoint_claim,
-)
+from .pods import CHECKPOINT_VOLUME, restricted_container_security, with_checkpoint_claim
+from .side_pods import headless_service, side_deployment, side_metadata, side_pod_labels, side_pod_spec
 
 Manifest = dict[str, Any]
 
@@ -40,7 +33,7 @@ TMP_SIZE = "64Mi"
 
 def pod_labels(experiment: Experiment) -> dict[str, str]:
     """TensorBoard's pod: the stack's, and not the experiment's task selector."""
-    return {L.NAME: L.TENSORBOARD, L.INSTANCE: experiment.stack, L.COMPONENT: L.TENSORBOARD}
+    return side_pod_labels(experiment, L.TENSORBOARD)
 
 
 def tensorboard_objects(experiment: Experiment) -> list[tuple[str, Manifest]]:
@@ -48,19 +41,12 @@ def tensorboard_objects(experiment: Experiment) -> list[tuple[str, Manifest]]:
     spec = experiment.config.tensorboard
     if spec is None:
         return []
+    name = experiment.names.tensorboard
     return [
         ("tensorboard-policy", _network_policy(experiment, spec)),
-        ("tensorboard-service", _service(experiment)),
+        ("tensorboard-service", headless_service(experiment, name, L.TENSORBOARD, PORT_NAME, TENSORBOARD_PORT)),
         ("tensorboard", _deployment(experiment, spec)),
     ]
-
-
-def _metadata(experiment: Experiment) -> Manifest:
-    return {
-        "name": experiment.names.tensorboard,
-        "namespace": experiment.namespace,
-        "labels": L.experiment_labels(experiment.stack) | {L.COMPONENT: L.TENSORBOARD},
-    }
 
 
 def _network_policy(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
@@ -68,7 +54,7 @@ def _network_policy(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _metadata(experiment),
+        "metadata": side_metadata(experiment, experiment.names.tensorboard, L.TENSORBOARD),
         "spec": {
             "podSelector": {"matchLabels": pod_labels(experiment)},
             "policyTypes": ["Ingress"],
@@ -83,20 +69,6 @@ def _peer(namespace: Optional[str], labels: dict[str, str]) -> Manifest:
     if namespace is not None:
         peer["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
     return peer
-
-
-def _service(experiment: Experiment) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _metadata(experiment),
-        "spec": {
-            # Headless, as every Service of an experiment: its name resolves to the pod itself.
-            "clusterIP": "None",
-            "selector": pod_labels(experiment),
-            "ports": [{"name": PORT_NAME, "port": TENSORBOARD_PORT, "targetPort": PORT_NAME, "protocol": "TCP"}],
-        },
-    }
 
 
 def _deployment(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
@@ -115,51 +87,12 @@ def _deployment(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
         "env": [{"name": "HOME", "value": "/tmp"}],
         "volumeMounts": [{"name": TMP_VOLUME, "mountPath": "/tmp"}],
     }
-    pod: Manifest = {
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        "securityContext": restricted_pod_security(),
-        "affinity": _affinity(experiment, on_volume),
-        "containers": [container],
-        "volumes": [{"name": TMP_VOLUME, "emptyDir": {"sizeLimit": TMP_SIZE}}],
-    }
+    pod = side_pod_spec(experiment, container, [{"name": TMP_VOLUME, "emptyDir": {"sizeLimit": TMP_SIZE}}])
     if on_volume:
         container["volumeMounts"].append({"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT, "readOnly": True})
         with_checkpoint_claim(experiment, pod)
-    # In the chief's pool, it tolerates what the chief tolerates there.
-    chief_tolerations = [t.manifest() for t in experiment.config.cluster.role("chief").tolerations]
-    if chief_tolerations:
-        pod["tolerations"] = chief_tolerations
-    if experiment.config.cluster.image_pull_secrets:
-        pod["imagePullSecrets"] = [{"name": name} for name in experiment.config.cluster.image_pull_secrets]
-    labels = pod_labels(experiment)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        # `pulumi up` waits for the experiment's objects, not for TensorBoard's image and volume.
-        "metadata": _metadata(experiment) | {"annotations": {SKIP_AWAIT: "true"}},
-        "spec": {
-            "replicas": 1,
-            # One pod at a time: the old one lets go of a ReadWriteOnce volume first.
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod},
-        },
-    }
-
-
-def _affinity(experiment: Experiment, on_volume: bool) -> Manifest:
-    """In the chief's pool; with the volume, on the chief's server while the chief runs."""
-    chief_pool = experiment.config.pools[experiment.config.cluster.ps_pool]
-    affinity: Manifest = {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": pool_expressions(experiment, chief_pool)}]
-            }
-        }
-    }
-    if on_volume:
-        affinity["podAffinity"] = {
+        # On the chief's server while the chief runs: a ReadWriteOnce network volume attaches to one.
+        pod["affinity"]["podAffinity"] = {
             "preferredDuringSchedulingIgnoredDuringExecution": [
                 {
                     "weight": 100,
@@ -170,4 +103,4 @@ def _affinity(experiment: Experiment, on_volume: bool) -> Manifest:
                 }
             ]
         }
-    return affinity
+    return side_deployment(experiment, experiment.names.tensorboard, L.TENSORBOARD, pod)

@@ -129,6 +129,9 @@ class Experiment:
             code = f"{self.trainer_bundle.sha256}\0{self.trainer_settings_json}"
         else:
             code = self.program_source.sha256 if self.program_source is not None else "no source"
+        if self.config.logs is not None:
+            # The shipper's code, mounted into every task with tfk8s:logs.
+            code += "".join(f"\0{name}\0{text}" for name, text in sorted(self.trainer_bundle.log_scripts.items()))
         return hashlib.sha256(f"{code}\0{self.tf_config.cluster_json}".encode()).hexdigest()
 
     @property

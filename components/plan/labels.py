@@ -29,6 +29,8 @@ MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 WORKLOAD = "tfk8s.io/workload"  # the task group (StatefulSet or Job) a pod belongs to
 # TensorBoard's pod (tfk8s:tensorboard): its name and component, and no task's selector.
 TENSORBOARD = "tensorboard"
+# The log archive's collector (tfk8s:logs), likewise no task.
+LOG_COLLECTOR = "log-collector"
 
 # Node labels written by a NodePool (they replace `kubectl label node`): a key per
 # experiment, `pool.tfk8s.io/<stack>: <pool>` and `role.tfk8s.io/<stack>: ps | worker |
@@ -61,6 +63,11 @@ def experiment_labels(stack: str) -> dict[str, str]:
         PART_OF_KEY: PART_OF,
         MANAGED_BY_KEY: MANAGED_BY,
     }
+
+
+def side_pod_labels(stack: str, component: str) -> dict[str, str]:
+    """A pod beside the tasks (TensorBoard, the log collector): the stack's, not the tasks' selector."""
+    return {NAME: component, INSTANCE: stack, COMPONENT: component}
 
 
 def experiment_selector(stack: str) -> dict[str, str]:

@@ -29,6 +29,7 @@ PROGRAM_CONFIG_MAP = "tfk8s-program"  # a program's `source`
 PROGRAM_SECRET = "tfk8s-program-env"  # a program's secret `env` values
 LOCAL_QUEUE = "tfk8s"  # into the stack's Kueue ClusterQueue
 TENSORBOARD = "tensorboard"  # its Deployment, Service and NetworkPolicy (tfk8s:tensorboard)
+LOG_ARCHIVE = "tfk8s-logs"  # the collector's Deployment, Service, NetworkPolicy, code and claim (tfk8s:logs)
 
 # A JobSet pod is `<jobset>-<role>-0-<completion index>-<5 characters>`, at most 63: with the
 # longest role and completion indexes of six digits, what is left for the stack's name.
@@ -63,6 +64,10 @@ class ObjectNames:
     @property
     def tensorboard(self) -> str:
         return self.named(TENSORBOARD)
+
+    @property
+    def log_archive(self) -> str:
+        return self.named(LOG_ARCHIVE)
 
     @property
     def checkpoint_claim(self) -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..spec.logs import SCRIPTS as LOG_SCRIPTS
 from ..spec.trainer_contract import TRAINER_PACKAGE
 
 # What `python -m trainer` runs first; the bundle is what it imports from there.
@@ -20,6 +21,8 @@ POD_ENTRY_POINTS = ("__init__.py", "__main__.py")
 @dataclass(frozen=True)
 class TrainerBundle:
     files: dict[str, str]  # file name -> source text
+    # The log archive's shipper and collector (tfk8s:logs): standalone, in their own ConfigMap.
+    log_scripts: dict[str, str] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -71,4 +74,7 @@ def load_trainer_bundle(project_root: Path) -> TrainerBundle:
     package = project_root / TRAINER_PACKAGE
     if not (package / "__init__.py").is_file():
         raise FileNotFoundError(f"trainer package not found at {package}")
-    return TrainerBundle(files={name: (package / name).read_text(encoding="utf-8") for name in pod_modules(package)})
+    return TrainerBundle(
+        files={name: (package / name).read_text(encoding="utf-8") for name in pod_modules(package)},
+        log_scripts={name: (package / name).read_text(encoding="utf-8") for name in LOG_SCRIPTS},
+    )

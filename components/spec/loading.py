@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ValidationError
 
 from .cross_checks import cross_checks, task_count_problems
+from .logs_rules import log_archive_checks
 from .models import CONFIG_NAMESPACE, StackConfig, StackConfigError
 from .program import DNS_SUBDOMAIN, SECRET_KEY
 from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
@@ -32,6 +33,7 @@ TOP_LEVEL_KEYS = {
     "trainer": "trainer",
     "program": "program",
     "tensorboard": "tensorboard",
+    "logs": "logs",
 }
 
 
@@ -98,7 +100,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
                     "nodePools": given["nodePools"],
                     "cluster": given["cluster"],
                     "trainer": trainer or TrainerSettings(),
-                    **{key: given[key] for key in ("program", "tensorboard") if key in given},
+                    **{key: given[key] for key in ("program", "tensorboard", "logs") if key in given},
                 }
             )
         except ValidationError as exc:
@@ -111,6 +113,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     if config is not None and trainer is not None and not size_problems:
         errors.extend(cross_checks(config))
         errors.extend(tensorboard_checks(config))
+        errors.extend(log_archive_checks(config))
     if errors:
         raise StackConfigError.listing(stack, errors)
     assert config is not None
@@ -167,6 +170,9 @@ def _describe_validation_error(exc: ValidationError) -> list[str]:
             message = _pattern_help(error)
         elif error["type"] == "tuple_type":
             message = "should be a list"  # a stack file's sequences are lists; tuples are how tfk8s holds them
+        elif error["type"] == "model_type":
+            # Not the class tfk8s holds it in: what the stack file writes (`{}` for every default).
+            message = "should be a mapping of its keys (`{}` for the defaults)"
         got = error.get("input")
         if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
             message = f"{message} (got {_shown_input(got)})"

@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from .durations import Seconds
 from .egress import EgressRule
 from .images import PINNED_HELP, is_pinned
+from .logs import LogsSpec
 from .model_base import StackModel as _Model
 from .namespace import NamespaceSpec
 from .pools import NodePoolSpec
@@ -324,6 +325,11 @@ class StackConfig(_Model):
     )
     tensorboard: Optional[TensorBoardSpec] = Field(
         default=None, description="TensorBoard for the experiment, reached through a port-forward (default: none)"
+    )
+    logs: Optional[LogsSpec] = Field(
+        default=None,
+        description="keep every task's log after its pod is gone, for `python -m components logs` (default: none: "
+        "a log goes with its pod)",
     )
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

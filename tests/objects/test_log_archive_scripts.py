@@ -1,0 +1,365 @@
+"""The log archive's two scripts, run as the pods run them (trainer/log_shipper.py in front of each
+task's program, trainer/log_collector.py in the experiment's collector pod), on 127.0.0.1: a task's
+output reaches its container's stdout unchanged and the collector's archive, which keeps each
+task's last runs, bounded, and answers `list` and `read` on its read port.
+
+Nothing here waits a fixed time: each step polls for what it expects, for up to a minute."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+import pytest
+
+from components.spec.stack_files import PROJECT_ROOT
+
+SHIPPER = PROJECT_ROOT / "trainer" / "log_shipper.py"
+COLLECTOR = PROJECT_ROOT / "trainer" / "log_collector.py"
+PATIENCE_S = 60.0
+START_LINE = re.compile(r"^tfk8s log collector: .*\(ingest port (\d+), read port (\d+)\)$")
+
+
+def eventually(check: Callable[[], object], what: str) -> object:
+    """The first truthy result of `check`, polled until PATIENCE_S is over."""
+    deadline = time.monotonic() + PATIENCE_S
+    while True:
+        result = check()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"still not {what} after {PATIENCE_S} s"
+        time.sleep(0.05)
+
+
+class Collector:
+    def __init__(self, process: subprocess.Popen, ingest_port: int, read_port: int) -> None:
+        self.process = process
+        self.ingest_port = ingest_port
+        self.read_port = read_port
+
+    def ask(self, request: bytes) -> bytes:
+        """The whole answer to one request on the read port."""
+        with socket.create_connection(("127.0.0.1", self.read_port), timeout=PATIENCE_S) as sock:
+            sock.sendall(request)
+            return receive_all(sock)
+
+    def tasks(self) -> dict[str, list[str]]:
+        return json.loads(self.ask(b"list\n"))["tasks"]
+
+
+def receive_all(sock: socket.socket) -> bytes:
+    received = b""
+    while True:
+        try:
+            data = sock.recv(65536)
+        except ConnectionResetError:
+            return received
+        if not data:
+            return received
+        received += data
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen]]:
+    """Every process a test starts, killed at its end whatever happened."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=PATIENCE_S)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    return tmp_path / "archive"
+
+
+@pytest.fixture
+def start_collector(processes: list[subprocess.Popen], archive: Path) -> Callable[..., Collector]:
+    def start(run_bytes: int = 1 << 20, keep_runs: int = 2, ingest_port: int = 0) -> Collector:
+        command = [sys.executable, str(COLLECTOR), "--dir", str(archive), "--ingest-host", "127.0.0.1"]
+        command += ["--ingest-port", str(ingest_port), "--read-port", "0", "--run-bytes", str(run_bytes)]
+        process = subprocess.Popen([*command, "--keep-runs", str(keep_runs)], stdout=subprocess.PIPE, text=True)
+        processes.append(process)
+        lines: queue.Queue[str] = queue.Queue()
+        assert process.stdout is not None
+        threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+        match = START_LINE.match(lines.get(timeout=PATIENCE_S).rstrip("\n"))
+        assert match, "the collector's start line names its ports"
+        return Collector(process, int(match[1]), int(match[2]))
+
+    return start
+
+
+def shipper_env(port: Optional[int], task_type: str = "ps", index: str = "0", pod: str = "pod-a") -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TFK8S_")}
+    env.update({"TFK8S_LOG_TASK_TYPE": task_type, "TFK8S_LOG_TASK_INDEX": index, "TFK8S_POD_NAME": pod})
+    if port is not None:
+        env["TFK8S_LOG_COLLECTOR"] = f"127.0.0.1:{port}"
+    return env
+
+
+def start_shipper(processes: list[subprocess.Popen], env: dict[str, str], stdin: object = subprocess.PIPE):
+    process = subprocess.Popen(
+        [sys.executable, str(SHIPPER)], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    processes.append(process)
+    return process
+
+
+def ship(processes: list[subprocess.Popen], env: dict[str, str], log: bytes) -> tuple[bytes, bytes]:
+    """A whole task's output through the shipper: its stdout and stderr; it must exit 0."""
+    process = start_shipper(processes, env)
+    stdout, stderr = process.communicate(log, timeout=PATIENCE_S)
+    assert process.returncode == 0
+    return stdout, stderr
+
+
+def numbered_lines(name: str, count: int) -> bytes:
+    return b"".join(f"{name} line {number:06d}\n".encode() for number in range(count))
+
+
+def test_the_output_reaches_stdout_unchanged_and_the_archive_keeps_it(processes, start_collector):
+    collector = start_collector()
+    log = bytes(range(256)) * 300 + numbered_lines("ps-0", 2000) + b"a last line without its newline"
+    stdout, stderr = ship(processes, shipper_env(collector.ingest_port), log)
+    assert stdout == log
+    assert stderr == b""
+    eventually(lambda: collector.ask(b"read ps-0 0\n") == b"ok pod-a\n" + log, "archived")
+    assert collector.tasks() == {"ps-0": ["pod-a"]}
+
+
+def test_a_run_longer_than_run_bytes_keeps_its_newest_bytes_and_says_its_start_was_not_kept(
+    processes, start_collector, archive
+):
+    collector = start_collector(run_bytes=1000)
+    log = numbered_lines("worker-3", 500)
+    ship(processes, shipper_env(collector.ingest_port, "worker", "3"), log)
+    note = b"ok pod-a\n[tfk8s: the start of this run's log was not kept: more than 1000 bytes]\n"
+
+    def kept_tail() -> Optional[bytes]:
+        answer = collector.ask(b"read worker-3 0\n")
+        return answer[len(note) :] if answer.startswith(note) and log.endswith(answer[len(note) :]) else None
+
+    eventually(lambda: (kept_tail() or b"").endswith(log[-100:]), "the run's last bytes archived")
+    kept = kept_tail()
+    assert kept is not None and 500 <= len(kept) <= 1000
+    on_disk = sum(path.stat().st_size for path in (archive / "worker-3").glob("pod-a.log*"))
+    assert on_disk <= 1000
+
+
+def test_a_task_keeps_its_last_runs_and_reads_each_by_its_age(processes, start_collector, archive):
+    collector = start_collector(keep_runs=2)
+    logs = {pod: numbered_lines(pod, 50) for pod in ("pod-a", "pod-b", "pod-c")}
+    for pod, log in logs.items():
+        ship(processes, shipper_env(collector.ingest_port, pod=pod), log)
+        latest = f"ok {pod}\n".encode() + log
+        eventually(lambda latest=latest: collector.ask(b"read ps-0 0\n") == latest, f"{pod} archived")
+    assert collector.tasks() == {"ps-0": ["pod-b", "pod-c"]}
+    assert collector.ask(b"read ps-0 1\n") == b"ok pod-b\n" + logs["pod-b"]
+    assert not list((archive / "ps-0").glob("pod-a*")), "the oldest run's files are gone"
+    assert collector.ask(b"read ps-0 5\n").startswith(b"missing ")
+    assert collector.ask(b"read worker-0 0\n").startswith(b"missing ")
+    for request in (b"read ps-0\n", b"read ../ps-0 0\n", b"delete ps-0\n", b"\n"):
+        assert collector.ask(request).startswith(b"error "), request
+
+
+BAD_HEADERS = [
+    b"tfk8s-log 1 ../x pod-a\n",
+    b"tfk8s-log 1 ps-0 ../x\n",
+    b"tfk8s-log 1 ps-0 a..b\n",
+    b"tfk8s-log 1 PS-0 pod-a\n",
+    b"tfk8s-log 1 ps-0 Pod-A\n",
+    b"tfk8s-log 2 ps-0 pod-a\n",
+    b"tfk8s-log 1 ps-0 pod-a extra\n",
+    b"tfk8s-log 1 ps-0 " + b"a" * 600 + b"\n",
+    b"tfk8s-log 1 ps-0 pod-a",  # and then the sender closes its side
+]
+
+
+def test_a_bad_header_stores_nothing_anywhere(start_collector, archive, tmp_path):
+    collector = start_collector()
+    for header in BAD_HEADERS:
+        with socket.create_connection(("127.0.0.1", collector.ingest_port), timeout=PATIENCE_S) as sock:
+            try:
+                sock.sendall(header + b"some log\n" if header.endswith(b"\n") else header)
+                sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass  # the collector may have closed on the bytes it had already
+            assert receive_all(sock) == b"", "the collector closes the connection"
+    assert collector.tasks() == {}
+    assert [path.name for path in tmp_path.iterdir()] == ["archive"]
+    assert list(archive.rglob("*")) == []
+
+
+def test_a_header_that_never_ends_is_given_up(start_collector, archive):
+    collector = start_collector()
+    with socket.create_connection(("127.0.0.1", collector.ingest_port), timeout=PATIENCE_S) as sock:
+        sock.sendall(b"tfk8s-log 1 ps-0 pod-a")
+        assert receive_all(sock) == b"", "the collector closes the connection by itself"
+    assert list(archive.rglob("*")) == []
+
+
+def refusing_port() -> socket.socket:
+    """A port bound but not listening: connecting to it is refused, and no other test takes it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def test_without_a_collector_the_output_still_reaches_stdout(processes):
+    with refusing_port() as reserved:
+        log = numbered_lines("secret", 1000)
+        stdout, stderr = ship(processes, shipper_env(reserved.getsockname()[1]), log)
+    assert stdout == log
+    lines = stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfk8s: "), lines
+    assert b"secret" not in stderr
+
+
+BAD_SETTINGS = [{"TFK8S_POD_NAME": "../x"}, {"TFK8S_LOG_TASK_INDEX": "x"}, {"TFK8S_LOG_COLLECTOR": "collector"}]
+
+
+@pytest.mark.parametrize("change", BAD_SETTINGS)
+def test_without_its_settings_the_shipper_still_copies_the_output(processes, change):
+    log = numbered_lines("ps-0", 100)
+    stdout, stderr = ship(processes, {**shipper_env(9), **change}, log)
+    assert stdout == log
+    lines = stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfk8s: "), lines
+
+
+class Output:
+    """A running process's stdout, read as it comes."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.received = b""
+        assert process.stdout is not None
+        threading.Thread(target=self._read, args=(process.stdout.fileno(),), daemon=True).start()
+
+    def _read(self, fd: int) -> None:
+        while data := os.read(fd, 65536):
+            self.received += data
+
+
+def test_a_collector_started_late_or_restarted_gets_the_later_output(processes, start_collector):
+    reserved = refusing_port()
+    port = reserved.getsockname()[1]
+    shipper = start_shipper(processes, shipper_env(port))
+    stdout = Output(shipper)
+    assert shipper.stdin is not None
+    sent = b"before the collector\n"
+    shipper.stdin.write(sent)
+    shipper.stdin.flush()
+    eventually(lambda: stdout.received == sent, "echoed")
+    reserved.close()
+
+    def send_until_archived(collector: Collector, name: str) -> None:
+        nonlocal sent
+        for number in range(int(PATIENCE_S * 10)):
+            line = f"{name} {number}\n".encode()
+            shipper.stdin.write(line)
+            shipper.stdin.flush()
+            sent += line
+            if f"{name} ".encode() in collector.ask(b"read ps-0 0\n"):
+                return
+            time.sleep(0.1)
+        pytest.fail(f"{name}: nothing archived")
+
+    collector = start_collector(ingest_port=port)
+    send_until_archived(collector, "after the start")
+    assert collector.ask(b"read ps-0 0\n").startswith(b"ok pod-a\nbefore the collector\n")
+    collector.process.terminate()
+    assert collector.process.wait(timeout=PATIENCE_S) == 0
+    restarted = start_collector(ingest_port=port)
+    send_until_archived(restarted, "after the restart")
+    assert restarted.tasks() == {"ps-0": ["pod-a"]}, "a pod that connects again goes on with its run"
+    shipper.stdin.close()
+    assert shipper.wait(timeout=PATIENCE_S) == 0
+    eventually(lambda: stdout.received == sent, "everything echoed")
+    assert shipper.stderr is not None
+    said = shipper.stderr.read().decode().splitlines()
+    assert all(line.startswith("tfk8s: ") for line in said), said
+    assert "cannot be reached" in said[0] and any("reached again" in line for line in said), said
+
+
+def test_what_the_shipper_could_not_hold_for_an_absent_collector_is_counted_in_the_archive(processes, start_collector):
+    """The shipper holds 4 MiB for the collector; past that it drops the oldest bytes, never slowing the program."""
+    reserved = refusing_port()
+    port = reserved.getsockname()[1]
+    shipper = start_shipper(processes, shipper_env(port))
+    stdout = Output(shipper)
+    assert shipper.stdin is not None
+    log = numbered_lines("worker-0", 6 * 2**20 // 20) + b"the last line\n"
+    shipper.stdin.write(log)
+    shipper.stdin.flush()
+    eventually(lambda: stdout.received == log, "echoed while the collector is away")
+    reserved.close()
+    collector = start_collector(run_bytes=16 * 2**20, ingest_port=port)
+
+    def archived() -> bytes:
+        answer = collector.ask(b"read ps-0 0\n")
+        return answer if answer.endswith(b"the last line\n") else b""
+
+    answer = eventually(archived, "archived")
+    note = re.match(rb"ok pod-a\n\[tfk8s: (\d+) bytes of this log could not be archived\]\n", answer)
+    assert note, answer[:200]
+    dropped = int(note[1])
+    assert answer[note.end() :] == log[dropped:]
+    assert len(log) - dropped <= 4 * 2**20
+    shipper.stdin.close()
+    assert shipper.wait(timeout=PATIENCE_S) == 0
+
+
+def test_after_sigusr1_the_shipper_ends_though_a_child_of_the_program_holds_its_input(processes, start_collector):
+    collector = start_collector()
+    read_end, write_end = os.pipe()
+    # The program's child that lives on: it holds the FIFO's writing end, so the shipper sees no EOF.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], stdout=write_end)
+    processes.append(child)
+    shipper = start_shipper(processes, shipper_env(collector.ingest_port), stdin=read_end)
+    os.close(read_end)
+    os.write(write_end, b"the program's last words\n")
+    os.close(write_end)
+    stdout = Output(shipper)
+    eventually(lambda: stdout.received == b"the program's last words\n", "echoed")
+    shipper.send_signal(signal.SIGUSR1)
+    assert shipper.wait(timeout=PATIENCE_S) == 0
+    assert child.poll() is None, "the child still holds the shipper's input"
+    eventually(lambda: collector.ask(b"read ps-0 0\n") == b"ok pod-a\nthe program's last words\n", "archived")
+
+
+def test_sigterm_sigint_and_sighup_do_not_stop_the_shipper(processes):
+    shipper = start_shipper(processes, shipper_env(None))
+    stdout = Output(shipper)
+    assert shipper.stdin is not None
+    shipper.stdin.write(b"before\n")
+    shipper.stdin.flush()
+    eventually(lambda: stdout.received == b"before\n", "echoed")
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        shipper.send_signal(signum)
+    shipper.stdin.write(b"the program saves a checkpoint\n")
+    shipper.stdin.flush()
+    eventually(lambda: stdout.received == b"before\nthe program saves a checkpoint\n", "echoed after the signals")
+    shipper.stdin.close()
+    assert shipper.wait(timeout=PATIENCE_S) == 0
+
+
+def test_the_collector_ends_on_sigterm_with_status_0(start_collector):
+    collector = start_collector()
+    collector.process.terminate()
+    assert collector.process.wait(timeout=PATIENCE_S) == 0

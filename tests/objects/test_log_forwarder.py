@@ -1,0 +1,130 @@
+"""The shell that starts each task's program with tfk8s:logs (program_container.LOG_FORWARDER), run
+with the real shipper and collector on 127.0.0.1: the program's output reaches the container's
+output and the archive, whole, even from a program that ends at once; it exits with the program's
+status; SIGTERM and SIGUSR1 reach the program and what it says on them is archived; without
+python3 the program runs as without tfk8s:logs. As a pod's PID 1 on real nodes:
+tests/realpods/test_logs.py."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.objects.program_container import FORWARDER_NAME, LOG_FORWARDER, SCRATCH_LOG_PIPE, SHIPPER_PATH
+from tests.objects.test_log_archive_scripts import (  # noqa: F401 (fixtures)
+    PATIENCE_S,
+    SHIPPER,
+    archive,
+    eventually,
+    processes,
+    shipper_env,
+    start_collector,
+)
+from tests.objects.test_signal_forwarder import HANDLES_TERM, SHELLS
+
+
+@pytest.fixture(params=list(SHELLS))
+def shell(request) -> list[str]:
+    shell = SHELLS[request.param]
+    if shutil.which(shell[0]) is None:
+        pytest.skip(f"{shell[0]} is not installed here")
+    return shell
+
+
+def forwarder(shell: list[str], folder: Path) -> list[str]:
+    """The script with the pod's paths (the scratch folder, the shipper's mount) in `folder` and here."""
+    script = LOG_FORWARDER.replace(SCRATCH_LOG_PIPE, str(folder / "pipe")).replace(SHIPPER_PATH, str(SHIPPER))
+    return [*shell, "-c", script, FORWARDER_NAME]
+
+
+def archived(collector, task: str = "ps-0") -> bytes:
+    head, _, text = collector.ask(f"read {task} 0\n".encode()).partition(b"\n")
+    return text if head.startswith(b"ok ") else b""
+
+
+def test_the_output_reaches_the_container_and_the_archive_and_the_status_is_the_programs(
+    shell, tmp_path, start_collector
+):
+    collector = start_collector()
+    program = [sys.executable, "-c", "import sys; print('to stdout'); print('to stderr', file=sys.stderr); sys.exit(3)"]
+    done = subprocess.run(
+        [*forwarder(shell, tmp_path), *program],
+        capture_output=True,
+        env=shipper_env(collector.ingest_port),
+        timeout=PATIENCE_S,
+    )
+    assert done.returncode == 3
+    assert sorted(done.stdout.splitlines()) == [b"to stderr", b"to stdout"]
+    assert sorted(archived(collector).splitlines()) == [b"to stderr", b"to stdout"]
+    assert not (tmp_path / "pipe").exists(), "the pipe is removed"
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_a_program_that_ends_at_once_still_has_its_line_archived(shell, tmp_path, start_collector, attempt):
+    """Repeated: the shipper must not die of the USR1 that says the program ended, even before it set
+    its handler."""
+    collector = start_collector()
+    env = shipper_env(collector.ingest_port, pod=f"pod-{attempt}")
+    done = subprocess.run([*forwarder(shell, tmp_path), "echo", "hi"], capture_output=True, env=env, timeout=PATIENCE_S)
+    assert (done.returncode, done.stdout) == (0, b"hi\n"), done.stderr
+    assert archived(collector) == b"hi\n"
+
+
+def test_sigterm_reaches_the_program_and_its_last_words_are_archived(shell, tmp_path, start_collector):
+    collector = start_collector()
+    started = subprocess.Popen(
+        [*forwarder(shell, tmp_path), sys.executable, "-c", HANDLES_TERM],
+        stdout=subprocess.PIPE,
+        env=shipper_env(collector.ingest_port),
+    )
+    try:
+        assert started.stdout is not None and started.stdout.readline() == b"training\n"
+        started.send_signal(signal.SIGTERM)
+        assert started.wait(timeout=PATIENCE_S) == 7
+        assert archived(collector) == b"training\nsaving a checkpoint\n"
+    finally:
+        started.kill()
+
+
+FINISHES_ON_USR1 = (
+    "import signal, sys, time\n"
+    "finish = []\n"
+    "signal.signal(signal.SIGUSR1, lambda *_: finish.append(1))\n"
+    "print('training', flush=True)\n"
+    "while not finish: time.sleep(0.05)\n"
+    "print('finished early', flush=True)\n"
+)
+
+
+def test_sigusr1_reaches_the_program_as_the_trainers_chief_expects(shell, tmp_path, start_collector):
+    collector = start_collector()
+    started = subprocess.Popen(
+        [*forwarder(shell, tmp_path), sys.executable, "-c", FINISHES_ON_USR1],
+        stdout=subprocess.PIPE,
+        env=shipper_env(collector.ingest_port, task_type="chief"),
+    )
+    try:
+        assert started.stdout is not None and started.stdout.readline() == b"training\n"
+        started.send_signal(signal.SIGUSR1)
+        assert started.wait(timeout=PATIENCE_S) == 0
+        eventually(lambda: archived(collector, "chief-0") == b"training\nfinished early\n", "archived")
+    finally:
+        started.kill()
+
+
+def test_without_python3_the_program_runs_as_without_logs_and_says_so(shell, tmp_path):
+    shell_path = shutil.which(shell[0])
+    assert shell_path is not None
+    done = subprocess.run(
+        [shell_path, *shell[1:], *forwarder(shell, tmp_path)[len(shell) :], "/bin/sh", "-c", "echo hi; exit 4"],
+        capture_output=True,
+        env={"PATH": str(tmp_path / "nothing")},
+        timeout=PATIENCE_S,
+    )
+    assert (done.returncode, done.stdout) == (4, b"hi\n")
+    assert done.stderr.count(b"tfk8s:") == 1 and b"not archived" in done.stderr

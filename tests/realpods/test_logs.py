@@ -1,0 +1,66 @@
+"""`tfk8s:logs` on real nodes: a PS's log outlives its pod, which JobSet deletes once the experiment
+succeeded, and `python -m components logs` prints it from the archive, as a user would read it.
+
+What a user checks: every line the PS logged while it ran, in order, and its last words after the
+experiment ended it (the shipper drains what the PS wrote on SIGTERM); the chief, whose pod stays,
+read from its pod; the task list saying where each log is; and the trainer's chief still finishing
+on SIGUSR1 sent to its PID 1, now the shell that starts it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from components.live.logs import show_logs
+from components.objects.loading import load_experiment
+from tests.realpods.conftest import UNTIL_STOPPED, scaled_to_real_nodes
+from tests.realpods.test_programs import ENDS_WITHIN_S, FAIL_WITHIN_S, wait_for_phase
+from tests.stack_variants import write_variant
+
+
+def test_a_ps_log_outlives_its_pod_and_logs_prints_it_after_the_experiment_succeeded(real_cluster, tmp_path, capsys):
+    def edit(values):
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED})(values)
+        values["tfk8s:logs"] = {"size": "64Mi"}
+
+    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-logs", edit)
+    experiment = load_experiment(stack)
+    kubeconfig = str(real_cluster.kubeconfig)
+
+    def logs(task, previous=False) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = show_logs(experiment, task, previous, False, kubeconfig, None)
+        said = capsys.readouterr()
+        return code, said.out, said.err
+
+    with real_cluster.running(stack, tmp_path) as namespace:
+        real_cluster.wait_for_log(stack, "chief", "examples/s")  # trained: every PS served
+        ps = real_cluster.task_pod(stack, "ps", 0).metadata.name
+        seen = [line for _, line in real_cluster.log(namespace, ps).lines]
+        assert seen, "the PS logged nothing while it served"
+        code, live, _ = logs("ps-0")
+        assert code == 0 and live.splitlines()[: len(seen)] == seen, "while the pod lives, its own log"
+
+        real_cluster.finish(stack)
+        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
+        completed = time.monotonic()
+        while real_cluster.pods(stack, "ps"):
+            assert time.monotonic() - completed < ENDS_WITHIN_S, "the PS still there after the experiment ended"
+            time.sleep(0.5)
+
+        code, archived, err = logs("ps-0")
+        assert code == 0, err
+        lines = archived.splitlines()
+        assert lines[: len(seen)] == seen, "the archive holds what the PS logged, in order"
+        assert any("stopping on SIGTERM" in line for line in lines[len(seen) :]), lines[-5:]
+
+        code, listed, err = logs(None)
+        assert code == 0, err
+        rows = {line.split()[0]: line for line in listed.splitlines()[1:] if line.strip()}
+        assert rows["ps-0"].split()[1:] == ["1", "archive"], listed
+        assert rows["chief-0"].split()[2] == "pod", "the chief's pod stays: its log is read there"
+        code, chief, _ = logs("chief-0")
+        assert code == 0 and "finishing early on SIGUSR1" in chief
+
+        code, _, err = logs("ps-0", previous=True)
+        assert code == 1 and "no earlier run" in err

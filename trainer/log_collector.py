@@ -1,0 +1,302 @@
+"""The log collector: one pod per experiment that keeps every task's log after the task's pod is gone.
+
+A task's pod is deleted when it ends or is retried, and `kubectl logs` with it; each task's shipper
+(log_shipper.py) also streams its output here, so the archive still says why a task ended. Bounded:
+each task keeps its last `--keep-runs` runs (pods), each run its newest `--run-bytes` bytes.
+
+Ingest (every task reaches it): a line `tfk8s-log 1 <task> <pod>\n`, then the log until the shipper
+closes; a reconnecting pod appends to its run. On disk: `<task>/runs` lists the pods oldest first,
+`<task>/<pod>.log` is a run's current part, `.log.1` the one before, `.truncated` says older bytes went.
+Read (127.0.0.1 only, through a port-forward): `list\n` answers `{"tasks": {task: [pods]}}\n`;
+`read <task> <n>\n` answers `ok <pod>\n` and the run (n = 0 the latest), `missing ...` or `error ...`.
+
+Standard library only, Python 3.8+: it runs as a single file in a stock image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import socketserver
+import sys
+import threading
+import time
+from typing import BinaryIO, Optional
+
+HEADER_TIMEOUT_S = 10.0
+MAX_HEADER_BYTES = 512
+CHUNK_BYTES = 65536
+TASK_NAME = re.compile(r"[a-z]+-[0-9]{1,6}")
+POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+RUN_INDEX = re.compile(r"[0-9]{1,6}")
+
+
+def is_task_name(name: str) -> bool:
+    return TASK_NAME.fullmatch(name) is not None
+
+
+def is_pod_name(name: str) -> bool:
+    # `..` would still be a name inside the task's folder, but no Kubernetes name has it: refuse it anyway.
+    return POD_NAME.fullmatch(name) is not None and ".." not in name
+
+
+def parse_header(line: bytes) -> Optional[tuple[str, str]]:
+    """(task, pod) of a shipper's header line without its newline; None unless it is exactly right."""
+    try:
+        words = line.decode("ascii").split(" ")
+    except UnicodeDecodeError:
+        return None
+    if len(words) != 4 or words[:2] != ["tfk8s-log", "1"]:
+        return None
+    task, pod = words[2], words[3]
+    return (task, pod) if is_task_name(task) and is_pod_name(pod) else None
+
+
+def read_line(sock: socket.socket, limit: int, timeout_s: float) -> Optional[tuple[bytes, bytes]]:
+    """The first line (without its newline) and what came after it; None when the peer sends no
+    newline within `limit` bytes and `timeout_s` seconds, or closes first."""
+    deadline = time.monotonic() + timeout_s
+    received = b""
+    while True:
+        end = received.find(b"\n")
+        if end >= 0:
+            return (received[:end], received[end + 1 :]) if end < limit else None
+        remaining = deadline - time.monotonic()
+        if len(received) >= limit or remaining <= 0:
+            return None
+        sock.settimeout(remaining)
+        try:
+            data = sock.recv(limit)
+        except OSError:
+            return None
+        if not data:
+            return None
+        received += data
+
+
+class Archive:
+    """The runs on disk. One lock guards the `runs` lists (taken first), one per pod its files, so that
+    two connections of a pod never interleave a rotation and a reader sees whole parts."""
+
+    def __init__(self, root: str, run_bytes: int, keep_runs: int) -> None:
+        self.root = root
+        self.run_bytes = run_bytes
+        self.keep_runs = keep_runs
+        self._runs_lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._pod_locks: dict[tuple[str, str], threading.Lock] = {}
+        # Runs dropped for newer ones while their pod may still be sending: their bytes are discarded,
+        # or the archive would outgrow its bound. Changed only under the pod's lock.
+        self._dropped: set[tuple[str, str]] = set()
+
+    def _pod_lock(self, task: str, pod: str) -> threading.Lock:
+        with self._guard:
+            return self._pod_locks.setdefault((task, pod), threading.Lock())
+
+    def _path(self, task: str, name: str) -> str:
+        return os.path.join(self.root, task, name)
+
+    def runs(self, task: str) -> list[str]:
+        try:
+            with open(self._path(task, "runs"), encoding="ascii") as listed:
+                return [pod for pod in listed.read().split("\n") if is_pod_name(pod)]
+        except (OSError, UnicodeDecodeError):
+            return []
+
+    def tasks(self) -> dict[str, list[str]]:
+        try:
+            names = sorted(name for name in os.listdir(self.root) if is_task_name(name))
+        except OSError:
+            names = []
+        listed = {task: self.runs(task) for task in names}
+        return {task: runs for task, runs in listed.items() if runs}
+
+    def open_run(self, task: str, pod: str) -> bool:
+        """Registers a pod's run; True when the pod is new to its task (the oldest run may make room)."""
+        with self._runs_lock:
+            runs = self.runs(task)
+            if pod in runs:
+                return False
+            os.makedirs(os.path.join(self.root, task), exist_ok=True)
+            while len(runs) >= self.keep_runs:
+                self._drop(task, runs.pop(0))
+            runs.append(pod)
+            temporary = self._path(task, "runs.tmp")
+            with open(temporary, "w", encoding="ascii") as listed:
+                listed.write("".join(run + "\n" for run in runs))
+            os.replace(temporary, self._path(task, "runs"))
+            with self._pod_lock(task, pod):
+                self._dropped.discard((task, pod))
+            return True
+
+    def _drop(self, task: str, pod: str) -> None:
+        with self._pod_lock(task, pod):
+            self._dropped.add((task, pod))
+            for suffix in (".log", ".log.1", ".truncated"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self._path(task, pod + suffix))
+
+    def append(self, task: str, pod: str, data: bytes) -> None:
+        """Adds bytes to a run, starting a new part when the current one would pass half the run's
+        bytes: the run then holds its newest bytes, between half of `run_bytes` and all of it."""
+        half = max(self.run_bytes // 2, 1)
+        current = self._path(task, pod + ".log")
+        with self._pod_lock(task, pod):
+            if (task, pod) in self._dropped:
+                return
+            while data:
+                size = os.path.getsize(current) if os.path.exists(current) else 0
+                if size >= half:
+                    self._rotate(task, pod)
+                    size = 0
+                part, data = data[: half - size], data[half - size :]
+                with open(current, "ab") as log:
+                    log.write(part)
+
+    def _rotate(self, task: str, pod: str) -> None:
+        previous = self._path(task, pod + ".log.1")
+        if os.path.exists(previous):
+            open(self._path(task, pod + ".truncated"), "ab").close()
+        os.replace(self._path(task, pod + ".log"), previous)
+
+    def open_parts(self, task: str, pod: str) -> tuple[bool, list[BinaryIO]]:
+        """Whether the run's start was dropped and its parts oldest first, opened together so that a
+        rotation after this returns changes nothing of what the reader gets."""
+        paths = [self._path(task, pod + suffix) for suffix in (".log.1", ".log")]
+        with self._pod_lock(task, pod):
+            parts: list[BinaryIO] = [open(path, "rb") for path in paths if os.path.exists(path)]
+            return os.path.exists(self._path(task, pod + ".truncated")), parts
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    archive: Archive
+
+
+class IngestHandler(socketserver.BaseRequestHandler):
+    server: Server
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        first = read_line(sock, MAX_HEADER_BYTES, HEADER_TIMEOUT_S)
+        names = parse_header(first[0]) if first else None
+        if first is None or names is None:
+            return
+        task, pod = names
+        # A pod whose node died never closes: keepalive ends its connection and thread.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.settimeout(None)
+        try:
+            self._keep(sock, task, pod, first[1])
+        except OSError as error:
+            # Closing tells the shipper, which connects again a second later.
+            print(f"{task}: pod {pod}: cannot keep its log: {error.strerror}", flush=True)
+
+    def _keep(self, sock: socket.socket, task: str, pod: str, data: bytes) -> None:
+        archive = self.server.archive
+        if archive.open_run(task, pod):
+            print(f"{task}: pod {pod}", flush=True)
+        while True:
+            archive.append(task, pod, data)
+            try:
+                data = sock.recv(CHUNK_BYTES)
+            except OSError:
+                return
+            if not data:
+                return
+
+
+class ReadHandler(socketserver.BaseRequestHandler):
+    server: Server
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        request = read_line(sock, MAX_HEADER_BYTES, HEADER_TIMEOUT_S)
+        sock.settimeout(None)
+        try:
+            self._answer(sock, request[0].decode("ascii", "replace").split(" ") if request else [])
+        except OSError:
+            pass  # the reader went away
+
+    def _answer(self, sock: socket.socket, words: list[str]) -> None:
+        archive = self.server.archive
+        if words == ["list"]:
+            sock.sendall(json.dumps({"tasks": archive.tasks()}).encode() + b"\n")
+        elif len(words) == 3 and words[0] == "read" and is_task_name(words[1]) and RUN_INDEX.fullmatch(words[2]):
+            runs = archive.runs(words[1])
+            if not runs:
+                sock.sendall(b"missing no such task\n")
+            elif int(words[2]) >= len(runs):
+                sock.sendall(f"missing the task has {len(runs)} runs\n".encode())
+            else:
+                self._send_run(sock, words[1], runs[-1 - int(words[2])])
+        else:
+            sock.sendall(b"error expected 'list' or 'read <task> <n>'\n")
+
+    def _send_run(self, sock: socket.socket, task: str, pod: str) -> None:
+        archive = self.server.archive
+        truncated, parts = archive.open_parts(task, pod)
+        try:
+            sock.sendall(f"ok {pod}\n".encode())
+            if truncated:
+                note = f"[tfk8s: the start of this run's log was not kept: more than {archive.run_bytes} bytes]\n"
+                sock.sendall(note.encode())
+            for part in parts:
+                data = part.read(CHUNK_BYTES)
+                while data:
+                    sock.sendall(data)
+                    data = part.read(CHUNK_BYTES)
+        finally:
+            for part in parts:
+                part.close()
+
+
+def serve(host: str, port: int, handler: type[socketserver.BaseRequestHandler], archive: Archive) -> Server:
+    server = Server((host, port), handler)
+    server.archive = archive
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="Keeps every task's log after its pod is gone (ports 0: any).")
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--ingest-port", type=int, required=True)
+    parser.add_argument("--read-port", type=int, required=True)
+    parser.add_argument("--run-bytes", type=int, required=True)
+    parser.add_argument("--keep-runs", type=int, default=2)
+    parser.add_argument("--ingest-host", default="0.0.0.0")
+    args = parser.parse_args(argv)
+    if args.run_bytes < 2 or args.keep_runs < 1:
+        parser.error("--run-bytes must be at least 2 and --keep-runs at least 1")
+    os.makedirs(args.dir, exist_ok=True)
+    archive = Archive(args.dir, args.run_bytes, args.keep_runs)
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    servers = [
+        serve(args.ingest_host, args.ingest_port, IngestHandler, archive),
+        serve("127.0.0.1", args.read_port, ReadHandler, archive),
+    ]
+    ingest_port, read_port = (server.server_address[1] for server in servers)
+    print(
+        f"tfk8s log collector: keeping logs in {args.dir}, at most {args.run_bytes} bytes a run and "
+        f"{args.keep_runs} runs a task; tasks send to :{ingest_port} "
+        f"(ingest port {ingest_port}, read port {read_port})",
+        flush=True,
+    )
+    # Waiting in slices: the signal handler runs between them even where a plain wait would not wake.
+    # Each chunk is on disk once appended, so nothing is left to save: the threads end with the process.
+    while not stopping.wait(0.5):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

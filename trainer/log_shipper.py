@@ -1,0 +1,272 @@
+"""The log shipper: copies a task's output to the container's stdout and to the experiment's log collector.
+
+A task's pod is deleted when it ends or is retried, and `kubectl logs` with it. Every task's program
+writes into a FIFO this reads (`python3 log_shipper.py < FIFO`): each chunk goes to stdout as it came,
+so `kubectl logs` is unchanged, and to the collector (log_collector.py), which keeps the log after the
+pod is gone. The program must never wait for the archive: sending runs in a thread from a bounded
+buffer that drops its oldest bytes when full, and says how many in the archive once it sends again.
+
+Environment: TFK8S_LOG_COLLECTOR (host:port), TFK8S_LOG_TASK_TYPE, TFK8S_LOG_TASK_INDEX, TFK8S_POD_NAME;
+without them the output still goes to stdout. The wrapper shell forwards SIGTERM to the program, so
+this ignores it (and SIGINT, SIGHUP) to copy the program's last words; SIGUSR1 says the program ended:
+whatever a left-behind child still writes is copied for at most DRAIN_S more. Nothing but status lines
+(`tfk8s: ...` on stderr) is ever added, and the log's content never appears in them.
+
+Standard library only, Python 3.8+: it runs as a single file in any team's image.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import select
+import signal
+import socket
+import threading
+import time
+from typing import Mapping, Optional
+
+DRAIN_S = 10.0
+BUFFER_BYTES = 4 * 2**20
+CHUNK_BYTES = 65536
+POLL_S = 0.5
+CONNECT_TIMEOUT_S = 5.0
+# A collector that takes no bytes for this long is treated as gone: connect again.
+SEND_TIMEOUT_S = 60.0
+FIRST_RETRY_S = 1.0
+LAST_RETRY_S = 5.0
+TASK_NAME = re.compile(r"[a-z]+-[0-9]{1,6}")
+POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def say(line: str) -> None:
+    """A status line on the container's stderr (the program's own output goes to stdout only)."""
+    try:
+        os.write(2, f"tfk8s: {line}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def write_all(fd: int, data: bytes) -> bool:
+    """Writes every byte; False when the file cannot take them (e.g. EPIPE)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [])
+        except OSError:
+            return False
+    return True
+
+
+class Outbox:
+    """The bytes still to send, at most `limit`: when the collector is away or slower than the program,
+    the oldest are dropped and counted, so the program never waits."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self._dropped = 0
+        self._in_flight = False
+        self._changed = threading.Condition()
+
+    def put(self, data: bytes) -> None:
+        with self._changed:
+            self._chunks.append(data)
+            self._size += len(data)
+            self._keep_limit()
+
+    def put_back(self, dropped: int, data: bytes) -> None:
+        """What a take returned and could not be sent: first in line again."""
+        with self._changed:
+            if data:
+                self._chunks.appendleft(data)
+            self._size += len(data)
+            self._dropped += dropped
+            self._in_flight = False
+            self._keep_limit()
+
+    def _keep_limit(self) -> None:
+        while self._size > self._limit:
+            cut = min(len(self._chunks[0]), self._size - self._limit)
+            self._chunks[0] = self._chunks[0][cut:]
+            if not self._chunks[0]:
+                self._chunks.popleft()
+            self._size -= cut
+            self._dropped += cut
+        self._changed.notify_all()
+
+    def take(self, timeout_s: float) -> tuple[int, bytes]:
+        """The count of bytes dropped since the last take and the next bytes to send; (0, b"") if none came."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._chunks or self._dropped, timeout_s)
+            dropped, self._dropped = self._dropped, 0
+            taken, size = [], 0
+            while self._chunks and size < CHUNK_BYTES:
+                taken.append(self._chunks.popleft())
+                size += len(taken[-1])
+            data = b"".join(taken)
+            self._size -= size
+            self._in_flight = bool(dropped or data)
+            return dropped, data
+
+    def sent(self) -> None:
+        with self._changed:
+            self._in_flight = False
+            self._changed.notify_all()
+
+    def wait_sent(self, timeout_s: float) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: not (self._chunks or self._dropped or self._in_flight), max(timeout_s, 0))
+
+
+class Sender:
+    """Sends the outbox to the collector, connecting again (and sending the header again) whenever the
+    connection breaks; says once when the collector cannot be reached and once when it is again."""
+
+    def __init__(self, outbox: Outbox, host: str, port: int, header: bytes) -> None:
+        self.outbox = outbox
+        self.address = (host, port)
+        self.header = header
+        self.away = False
+        self.failed = False
+
+    def run(self) -> None:
+        while True:
+            try:
+                self._connect_and_send()
+            except Exception as error:  # a fault of this script's: the archive stops a while, never the output
+                if not self.failed:
+                    say(f"archiving this log failed ({type(error).__name__}); trying again")
+                self.failed = True
+            time.sleep(FIRST_RETRY_S)
+
+    def _connect_and_send(self) -> None:
+        retry_s = FIRST_RETRY_S
+        while True:
+            try:
+                sock = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT_S)
+                break
+            except OSError as error:
+                if not self.away:
+                    reason = str(error) or type(error).__name__
+                    say(
+                        f"the log collector at {self.address[0]}:{self.address[1]} cannot be reached ({reason}); "
+                        "this log is kept only in the pod meanwhile"
+                    )
+                    self.away = True
+                time.sleep(retry_s)
+                retry_s = min(retry_s * 2, LAST_RETRY_S)
+        if self.away:
+            say(f"the log collector at {self.address[0]}:{self.address[1]} is reached again; archiving this log")
+            self.away = False
+        with sock:
+            sock.settimeout(SEND_TIMEOUT_S)
+            sock.sendall(self.header)
+            self._send_until_broken(sock)
+
+    def _send_until_broken(self, sock: socket.socket) -> None:
+        while not self._closed(sock):
+            dropped, data = self.outbox.take(FIRST_RETRY_S)
+            if not (dropped or data):
+                continue
+            note = f"[tfk8s: {dropped} bytes of this log could not be archived]\n".encode() if dropped else b""
+            try:
+                sock.sendall(note + data)
+            except OSError:
+                # What the collector got of it is unknown: send it again rather than lose it.
+                self.outbox.put_back(dropped, data)
+                return
+            self.outbox.sent()
+
+    @staticmethod
+    def _closed(sock: socket.socket) -> bool:
+        """Whether the collector went away: it never sends, so anything readable is its end."""
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            return bool(readable) and not sock.recv(CHUNK_BYTES)
+        except OSError:
+            return True
+
+
+def start_archive(environ: Mapping[str, str]) -> Optional[Outbox]:
+    """The outbox a background sender empties; None (said on stderr) when the environment names no collector."""
+    collector = environ.get("TFK8S_LOG_COLLECTOR", "")
+    host, _, port = collector.rpartition(":")
+    host = host.strip("[]")
+    task_type, index = environ.get("TFK8S_LOG_TASK_TYPE", ""), environ.get("TFK8S_LOG_TASK_INDEX", "")
+    task = f"{task_type}-{int(index)}" if re.fullmatch(r"[0-9]{1,6}", index) else ""
+    pod = environ.get("TFK8S_POD_NAME", "")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        problem = "TFK8S_LOG_COLLECTOR is not host:port"
+    elif not TASK_NAME.fullmatch(task):
+        problem = "TFK8S_LOG_TASK_TYPE and TFK8S_LOG_TASK_INDEX name no task"
+    elif not POD_NAME.fullmatch(pod) or ".." in pod:
+        problem = "TFK8S_POD_NAME is not a pod's name"
+    else:
+        outbox = Outbox(BUFFER_BYTES)
+        sender = Sender(outbox, host, int(port), f"tfk8s-log 1 {task} {pod}\n".encode("ascii"))
+        threading.Thread(target=sender.run, name="log-sender", daemon=True).start()
+        return outbox
+    say(f"{problem}: this log is not archived, only kept in the pod")
+    return None
+
+
+def copy_output(outbox: Optional[Outbox], program_ended: list[float]) -> None:
+    """Copies stdin to stdout and the outbox until EOF, or DRAIN_S after the program ended."""
+    stdout_open = True
+    while True:
+        timeout_s = POLL_S
+        if program_ended:
+            timeout_s = min(POLL_S, program_ended[0] + DRAIN_S - time.monotonic())
+            if timeout_s <= 0:
+                return
+        try:
+            readable, _, _ = select.select([0], [], [], timeout_s)
+            data = os.read(0, CHUNK_BYTES) if readable else None
+        except BlockingIOError:
+            continue
+        except OSError:
+            return
+        if data == b"":
+            return
+        if data is None:
+            continue
+        if stdout_open and not write_all(1, data):
+            stdout_open = False
+            say("the container's stdout is closed: this log goes to the archive only")
+        if outbox is not None:
+            try:
+                outbox.put(data)
+            except Exception as error:  # the archive may fail, the copy to stdout must not
+                say(f"archiving this log failed ({type(error).__name__}); it is kept only in the pod")
+                outbox = None
+
+
+def main() -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    program_ended: list[float] = []
+    signal.signal(signal.SIGUSR1, lambda *_: program_ended.append(time.monotonic()))
+    try:
+        outbox = start_archive(os.environ)
+    except Exception as error:
+        say(f"archiving this log failed ({type(error).__name__}); it is kept only in the pod")
+        outbox = None
+    try:
+        copy_output(outbox, program_ended)
+        if outbox is not None:
+            deadline = time.monotonic() + DRAIN_S
+            if program_ended:
+                deadline = min(deadline, program_ended[0] + DRAIN_S)
+            outbox.wait_sent(deadline - time.monotonic())
+    finally:
+        # Always 0, and not sys.exit: the sender may be blocked in a send, and the pod waits on nothing of it.
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

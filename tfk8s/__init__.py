@@ -15,6 +15,7 @@ from importlib.metadata import version
 from .components.resources.node_pool import NodePool
 from .components.resources.tf_cluster import TFCluster
 from .components.resources.tf_experiment import TFExperiment, TFExperimentArgs
+from .components.spec.logs import LogsSpec
 from .components.spec.models import ClusterSpec, StackConfigError
 from .components.spec.pools import NodePoolSpec
 from .components.spec.program import ProgramSpec
@@ -25,6 +26,7 @@ __version__ = version("tfk8s")
 
 __all__ = [
     "ClusterSpec",
+    "LogsSpec",
     "NodePool",
     "NodePoolSpec",
     "ProgramSpec",

@@ -23,6 +23,7 @@ from .status import with_cluster
 from .table import aligned
 from .tasks import pod_task
 
+TASKS_SHOWN = 12  # of a refused task's experiment: the first ones show how they are named
 NO_ARCHIVE_HELP = "add tfk8s:logs: {} to the stack and `pulumi up` to keep every task's log after its pod is gone"
 
 
@@ -44,7 +45,10 @@ def show_logs(
     task or a cluster that cannot be read."""
     tasks = experiment_tasks(experiment)
     if task is not None and task not in tasks:
-        print(f"stack '{experiment.stack}': no task '{task}'; its tasks are {', '.join(tasks)}", file=sys.stderr)
+        shown = ", ".join(tasks[:TASKS_SHOWN]) + (
+            f" and {len(tasks) - TASKS_SHOWN} more" if len(tasks) > TASKS_SHOWN else ""
+        )
+        print(f"stack '{experiment.stack}': no task '{task}'; its tasks are {shown}", file=sys.stderr)
         return 2
 
     def show(api: Any) -> int:

@@ -157,11 +157,24 @@ def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
             )
         )
     lines += aligned(rows)
+    if status.phase.name in ("Succeeded", "Failed"):
+        lines += ["", logs_after_the_run(experiment)]
     if status.servers:
         lines += ["", *servers_table(status.servers)]
     if status.not_read:
         lines += ["", *status.not_read]
     return "\n".join(lines)
+
+
+def logs_after_the_run(experiment: Experiment) -> str:
+    """Where a finished experiment's logs are: JobSet deleted the tasks it stopped, their logs with them."""
+    command = f"python -m components logs {experiment.stack} TASK"
+    if experiment.config.logs is not None:
+        return f"logs: every task's, from its pod or the log archive: {command}"
+    return (
+        f"logs: the finished tasks' pods keep theirs ({command}); the PS and workers the experiment's end "
+        "stopped went with their pods (tfk8s:logs keeps them)"
+    )
 
 
 def status_json(experiment: Experiment, status: ExperimentStatus) -> str:

@@ -10,9 +10,9 @@
     ), opts=pulumi.ResourceOptions(providers=[cluster_provider]))
 
 The arguments are a stack file's `tfk8s:nodePools`, `tfk8s:cluster`,
-`tfk8s:trainer`, `tfk8s:program` and `tfk8s:tensorboard`, as mappings or as the
-typed models (NodePoolSpec, ClusterSpec, TrainerSettings, ProgramSpec,
-TensorBoardSpec), validated by the
+`tfk8s:trainer`, `tfk8s:program`, `tfk8s:tensorboard` and `tfk8s:logs`, as mappings or
+as the typed models (NodePoolSpec, ClusterSpec, TrainerSettings, ProgramSpec,
+TensorBoardSpec, LogsSpec), validated by the
 same schema: a bad value raises StackConfigError naming the experiment and the
 field before anything is registered. A program's `source` folder is read from
 `project_root`: the Pulumi project's folder (the working directory the CLI
@@ -45,6 +45,7 @@ from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.labels import selector_text
 from ..plan.trainer_bundle import load_trainer_bundle
+from ..spec.logs import LogsSpec
 from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfigError
 from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
@@ -69,6 +70,8 @@ class TFExperimentArgs:
     project_root: Optional[Path] = None
     # TensorBoard for the experiment (docs/lifecycle.md).
     tensorboard: Optional[Union[TensorBoardSpec, Mapping[str, Any]]] = None
+    # Every task's log kept after its pod is gone (docs/lifecycle.md).
+    logs: Optional[Union[LogsSpec, Mapping[str, Any]]] = None
 
     def stack_values(self) -> dict[str, Any]:
         """The arguments as a stack file's `tfk8s:*` values (a program's stack has no `tfk8s:trainer`
@@ -83,6 +86,8 @@ class TFExperimentArgs:
             values[f"{CONFIG_NAMESPACE}:program"] = _as_values(self.program)
         if self.tensorboard is not None:
             values[f"{CONFIG_NAMESPACE}:tensorboard"] = _as_values(self.tensorboard)
+        if self.logs is not None:
+            values[f"{CONFIG_NAMESPACE}:logs"] = _as_values(self.logs)
         return values
 
 

@@ -606,6 +606,10 @@ def _words(text: str) -> str:
     pytest.param(["tensorboard", "/nonexistent/Pulumi.x.yaml"], id="tensorboard"),
     pytest.param(["tensorboard", "scene1-case1"], id="tensorboard of a stack without it"),
     pytest.param(["tensorboard", "scene1-case1", "--port", "70000"], id="tensorboard --port 70000"),
+    pytest.param(["logs", "/nonexistent/Pulumi.x.yaml"], id="logs"),
+    pytest.param(["logs", "scene1-case1", "ps-9"], id="logs of a task the stack has not"),
+    pytest.param(["logs", "scene1-case1", "worker-0", "--kubeconfig", "/nonexistent/kubeconfig"],
+                 id="logs with a kubeconfig that is not there"),
     pytest.param(["no-such-command"], id="an unknown command"),
 ])
 def test_every_subcommand_exits_2_for_bad_input_or_usage(argv, capsys):

@@ -51,3 +51,20 @@ def test_a_task_the_scheduler_placed_outside_its_pool_is_off_the_plan():
     status = task_status(UNPINNED, pod("gpu-00", "Running"), NODES, True, "", pool_servers=frozenset(NODES))
     assert (status.as_planned, status.reason) == (False, "on gpu-00, outside pool managed")
     assert task_status(UNPINNED, pod("srv-01", "Running"), NODES, True, "", pool_servers=frozenset(NODES)).as_planned
+
+
+def test_a_finished_experiments_status_says_where_its_tasks_logs_are(tmp_path):
+    from components.live.phase import Phase
+    from components.live.tasks import ExperimentStatus, status_table
+    from components.objects.loading import load_experiment
+    from tests.stack_variants import write_variant
+
+    plain = load_experiment(write_variant(tmp_path, "scene1-case1", "plain", lambda values: None))
+    archived = load_experiment(write_variant(tmp_path, "scene1-case1", "kept", lambda v: v.update({"tfk8s:logs": {}})))
+    for phase in ("Succeeded", "Failed"):
+        said = status_table(plain, ExperimentStatus(Phase(phase), [])).splitlines()
+        assert said[-1].startswith("logs: ") and "tfk8s:logs keeps them" in said[-1]
+        said = status_table(archived, ExperimentStatus(Phase(phase), [])).splitlines()
+        assert said[-1] == "logs: every task's, from its pod or the log archive: python -m components logs kept TASK"
+    running = status_table(archived, ExperimentStatus(Phase("Running"), []))
+    assert "logs:" not in running, "a running experiment's logs are its pods'"

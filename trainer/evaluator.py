@@ -5,9 +5,10 @@ It follows the chief's checkpoints and evaluates each new one on a held-out synt
 read into it. A table the chief saved in N shards over the PS restores into the one local
 variable, since TensorFlow saves a sharded variable as slices of the whole
 (tests/trainer/test_evaluator.py). It joins no cluster and serves nothing, so the chief waits
-for nothing of it; it never writes into the checkpoint folder (read-only in a pod), and exits 0
-once it has evaluated the checkpoint of the final step. SIGTERM ends it at once wherever it is
-(trainer/termination.py).
+for nothing of it; it never writes into the checkpoint folder (read-only in a pod but for
+TensorBoard's folder), and exits 0 once it has evaluated the checkpoint of the final step. With
+tfk8s:tensorboard it writes each `eval_loss` as a scalar of run `eval`, beside the chief's run
+`train`. SIGTERM ends it at once wherever it is (trainer/termination.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .data import evaluation_examples
 from .devices import log_devices
 from .log_lines import evaluation_event, evaluation_line
 from .model import SparseModel
+from .scalars import EVAL_RUN, ScalarWriter, scalar_writer
 from .settings import TrainerSettings
 from .shared_names import CHECKPOINT_DIR_ENV
 
@@ -97,10 +99,18 @@ def checkpoint_step(path: str) -> Optional[int]:
 class Evaluator:
     """The local model, the held-out set, and the steps already evaluated."""
 
-    def __init__(self, settings: TrainerSettings, directory: str, name: str = "evaluator-0") -> None:
+    def __init__(
+        self,
+        settings: TrainerSettings,
+        directory: str,
+        name: str = "evaluator-0",
+        scalars: Optional[ScalarWriter] = None,
+    ) -> None:
         self.settings = settings
         self.directory = directory
         self.name = name
+        # tfk8s:tensorboard: each evaluation's eval_loss, as the chief writes its loss.
+        self.scalars = scalars
         self.evaluated_step = -1
         self._unreadable: set[str] = set()  # said once each
         with tf.device(LOCAL_CPU):
@@ -164,6 +174,8 @@ class Evaluator:
             evaluations.append(evaluation)
             print(evaluation_line(evaluation.step, evaluation.eval_loss), file=out, flush=True)
             print(evaluation_event(evaluation.step, evaluation.eval_loss, path), file=out, flush=True)
+            if self.scalars is not None:
+                self.scalars.write(evaluation.step, {"eval_loss": evaluation.eval_loss})
         return evaluations
 
     @property
@@ -194,7 +206,7 @@ def main(task: TaskConfig, settings: TrainerSettings, environ: Mapping[str, str]
         print(f"{task.name}: {error}", file=sys.stderr, flush=True)
         return EXIT_BAD_SETUP
     try:
-        return Evaluator(settings, directory, task.name).run()
+        return Evaluator(settings, directory, task.name, scalar_writer(EVAL_RUN)).run()
     except CheckpointMismatch as error:
         print(f"{task.name}: {error}", file=sys.stderr, flush=True)
         return EXIT_MISMATCH

@@ -18,6 +18,7 @@ from .shared_names import TENSORBOARD_DIR_ENV
 SCALARS_PLUGIN = "scalars"
 # Each writer's run: TensorBoard lists the folders under its log dir as runs.
 TRAIN_RUN = "train"
+EVAL_RUN = "eval"  # the evaluator's
 
 
 class ScalarWriter:

@@ -20,10 +20,10 @@ from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..spec.logs import CODE_MOUNT, COLLECTOR, INGEST_PORT, KEPT_RUNS, READ_PORT, LogsSpec
 from ..spec.logs_rules import run_bytes
-from .log_shipping import collector_pod_labels, shipper_mount, shipper_volume
+from .log_shipping import shipper_mount, shipper_volume
 from .manifests import SKIP_AWAIT
 from .pods import RUN_AS_USER, restricted_container_security
-from .side_pods import headless_service, side_deployment, side_metadata, side_pod_spec
+from .side_pods import headless_service, side_deployment, side_metadata, side_network_policy, side_pod_spec
 
 Manifest = dict[str, Any]
 
@@ -59,23 +59,10 @@ def _code_config_map(experiment: Experiment) -> Manifest:
 
 
 def _network_policy(experiment: Experiment) -> Manifest:
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": side_metadata(experiment, experiment.names.log_archive, L.LOG_COLLECTOR),
-        "spec": {
-            "podSelector": {"matchLabels": collector_pod_labels(experiment)},
-            # It only listens: no egress rule, so it connects nowhere.
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [
-                {
-                    "from": [{"podSelector": {"matchLabels": L.experiment_selector(experiment.stack)}}],
-                    "ports": [{"protocol": "TCP", "port": INGEST_PORT}],
-                }
-            ],
-            "egress": [],
-        },
-    }
+    tasks = {"from": [{"podSelector": {"matchLabels": L.experiment_selector(experiment.stack)}}]}
+    # It only listens: no egress rule, so it connects nowhere.
+    ingress = [tasks | {"ports": [{"protocol": "TCP", "port": INGEST_PORT}]}]
+    return side_network_policy(experiment, experiment.names.log_archive, L.LOG_COLLECTOR, ingress, egress=[])
 
 
 def _claim(experiment: Experiment, spec: LogsSpec) -> Manifest:

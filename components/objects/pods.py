@@ -195,7 +195,18 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
             {"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT}
             | ({"readOnly": True} if group.task_type == EVALUATOR else {})
         )
+        if group.task_type == EVALUATOR:
+            container["volumeMounts"] += _evaluator_scalars_mount(experiment)
     return container
+
+
+def _evaluator_scalars_mount(experiment: Experiment) -> list[Manifest]:
+    """TensorBoard's folder on the volume, the one the evaluator may write (its eval_loss): the kubelet
+    makes a missing subPath folder with the mode and, under fsGroup, the group of the volume's root."""
+    log_dir = experiment.tensorboard_log_dir
+    if log_dir is None or not log_dir.startswith(f"{CHECKPOINT_MOUNT}/"):
+        return []
+    return [{"name": CHECKPOINT_VOLUME, "mountPath": log_dir, "subPath": log_dir[len(CHECKPOINT_MOUNT) + 1 :]}]
 
 
 def _reads_checkpoint_volume(experiment: Experiment, group: TaskGroup) -> bool:

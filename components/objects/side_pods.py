@@ -8,7 +8,7 @@ own NetworkPolicy sets. It runs on after the experiment ended, until `pulumi des
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
@@ -71,6 +71,25 @@ def side_deployment(experiment: Experiment, name: str, component: str, pod: Mani
             "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": pod},
         },
+    }
+
+
+def side_network_policy(
+    experiment: Experiment, name: str, component: str, ingress: list[Manifest], egress: Optional[list[Manifest]] = None
+) -> Manifest:
+    """Who may connect to the pod (`ingress`), and with `egress` where it may connect."""
+    spec: Manifest = {
+        "podSelector": {"matchLabels": side_pod_labels(experiment, component)},
+        "policyTypes": ["Ingress"] if egress is None else ["Ingress", "Egress"],
+        "ingress": ingress,
+    }
+    if egress is not None:
+        spec["egress"] = egress
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": side_metadata(experiment, name, component),
+        "spec": spec,
     }
 
 

@@ -21,7 +21,7 @@ from ..plan.experiment import Experiment
 from ..spec.roles import CHECKPOINT_MOUNT
 from ..spec.tensorboard import TENSORBOARD_PORT, TensorBoardSpec
 from .pods import CHECKPOINT_VOLUME, restricted_container_security, with_checkpoint_claim
-from .side_pods import headless_service, side_deployment, side_metadata, side_pod_labels, side_pod_spec
+from .side_pods import headless_service, side_deployment, side_network_policy, side_pod_labels, side_pod_spec
 
 Manifest = dict[str, Any]
 
@@ -51,17 +51,9 @@ def tensorboard_objects(experiment: Experiment) -> list[tuple[str, Manifest]]:
 
 def _network_policy(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
     peers = [_peer(peer.namespace, peer.pod_labels) for peer in spec.allow_from]
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": side_metadata(experiment, experiment.names.tensorboard, L.TENSORBOARD),
-        "spec": {
-            "podSelector": {"matchLabels": pod_labels(experiment)},
-            "policyTypes": ["Ingress"],
-            # No rule: no one connects (a port-forward does not pass through the network).
-            "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": TENSORBOARD_PORT}]}] if peers else [],
-        },
-    }
+    # No rule: no one connects (a port-forward does not pass through the network).
+    ingress = [{"from": peers, "ports": [{"protocol": "TCP", "port": TENSORBOARD_PORT}]}] if peers else []
+    return side_network_policy(experiment, experiment.names.tensorboard, L.TENSORBOARD, ingress)
 
 
 def _peer(namespace: Optional[str], labels: dict[str, str]) -> Manifest:

@@ -38,8 +38,8 @@ class TensorBoardSpec(_Model):
         default=None,
         description="what TensorBoard reads: a folder under /checkpoints (the chief's checkpointVolume) or a remote "
         "URL (gs://, s3://); default: /checkpoints/tensorboard, or checkpointDir/tensorboard with a remote "
-        "checkpointDir; tfk8s's trainer's chief writes its scalars there, and every task has it as "
-        "TFK8S_TENSORBOARD_DIR (on the volume only the chief may write)",
+        "checkpointDir; tfk8s's trainer's chief and evaluator write their scalars there, and every task has "
+        "it as TFK8S_TENSORBOARD_DIR (on the volume only the chief and the evaluator may write)",
     )
     allow_from: tuple[TensorBoardPeer, ...] = Field(
         default=(),

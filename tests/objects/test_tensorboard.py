@@ -117,3 +117,24 @@ def test_in_the_chiefs_pool_it_tolerates_what_the_chief_tolerates():
     assert spec["tolerations"] == [toleration]
     expressions = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert expressions["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "pool.tfk8s.io/scene1-case1"
+
+
+def test_the_evaluator_writes_its_eval_loss_into_tensorboards_folder_and_reads_the_rest_only():
+    from tests.pods import pods_of
+
+    name, values = _values({"image": IMAGE})
+    values["tfk8s:cluster"]["evaluator"] = {"replicas": 1}
+    pods = {pod.task: pod for pod in pods_of(run_program(name, values))}
+    mounts = [m for m in pods["evaluator-0"].container["volumeMounts"] if m["name"] == "checkpoints"]
+    assert mounts == [
+        {"name": "checkpoints", "mountPath": "/checkpoints", "readOnly": True},
+        {"name": "checkpoints", "mountPath": "/checkpoints/tensorboard", "subPath": "tensorboard"},
+    ]
+    chief = [m for m in pods["chief-0"].container["volumeMounts"] if m["name"] == "checkpoints"]
+    assert chief == [{"name": "checkpoints", "mountPath": "/checkpoints"}]
+
+    name, values = _values({"image": IMAGE, "logDir": "gs://team-bucket/tb"})
+    values["tfk8s:cluster"]["evaluator"] = {"replicas": 1}
+    pods = {pod.task: pod for pod in pods_of(run_program(name, values))}
+    mounts = [m for m in pods["evaluator-0"].container["volumeMounts"] if m["name"] == "checkpoints"]
+    assert mounts == [{"name": "checkpoints", "mountPath": "/checkpoints", "readOnly": True}]

@@ -3,7 +3,8 @@ scalars from the checkpoint volume, and `python -m components tensorboard` serve
 127.0.0.1 through a port-forward, as a user would open it.
 
 What a user checks: TensorBoard's scalars API returns the trainer's loss at the steps the chief
-reported, and the chief, sharing the volume, trains and finishes as without it.
+reported and the evaluator's eval_loss at the checkpoints' steps, and the chief, sharing the volume,
+trains and finishes as without it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from components.live.tensorboard_forward import serve_tensorboard
 from components.objects.loading import load_experiment
 from tests.harness import PROJECT_ROOT
 from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS, UNTIL_STOPPED, scaled_to_real_nodes
+from tests.realpods.test_evaluator import EVALUATOR
 from tests.realpods.test_programs import FAIL_WITHIN_S, wait_for_phase
 from tests.stack_variants import write_variant
 from tools.localcluster import realnodes
@@ -40,6 +42,7 @@ def test_tensorboard_serves_the_trainers_loss_through_the_port_forward(real_clus
         scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 200})(values)
         values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
         values["tfk8s:tensorboard"] = {"image": image.reference, "cpu": "100m", "memory": "768Mi"}
+        values["tfk8s:cluster"]["evaluator"] = dict(EVALUATOR)
 
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-tensorboard", edit)
     experiment = load_experiment(stack)
@@ -72,6 +75,13 @@ def test_tensorboard_serves_the_trainers_loss_through_the_port_forward(real_clus
             assert all(0.0 < value < 10.0 for _, _, value in points), points
             tags = _get(f"{url}data/plugin/scalars/tags")
             assert set(tags["train"]) >= {"loss", "examples_per_sec"}, tags
+            # The evaluator's, written into TensorBoard's folder of the volume it otherwise only reads.
+            deadline = time.monotonic() + SCALARS_WITHIN_S
+            while not (evaluated := _get(f"{url}data/plugin/scalars/scalars?run=eval&tag=eval_loss") if "eval" in
+                       _get(f"{url}data/runs") else []):
+                assert time.monotonic() < deadline, f"no eval_loss in TensorBoard within {SCALARS_WITHIN_S:.0f} s"
+                time.sleep(2.0)
+            assert all(step % 200 == 0 and 0.0 < value < 10.0 for _, step, value in evaluated), evaluated
         finally:
             stop.set()
             serving.join(timeout=30)

@@ -255,3 +255,20 @@ def test_a_checkpoint_of_another_model_is_said_to_be_one(tmp_path):
     evaluator = Evaluator(dataclasses.replace(SMALL, embedding_dim=4), str(tmp_path))
     with pytest.raises(CheckpointMismatch, match=r"ckpt-8 does not hold this model .*incompatible tensor with shape"):
         evaluator.poll(io.StringIO())
+
+
+def test_with_tensorboard_each_evaluation_is_an_eval_loss_scalar_of_run_eval(tmp_path, monkeypatch):
+    from tests.trainer.test_scalars import _scalars
+    from trainer.scalars import EVAL_RUN, SCALARS_PLUGIN, scalar_writer
+    from trainer.shared_names import TENSORBOARD_DIR_ENV
+
+    checkpoints, tensorboard = tmp_path / "checkpoints", tmp_path / "tensorboard"
+    write_checkpoints(checkpoints, [4, 8])
+    monkeypatch.setenv(TENSORBOARD_DIR_ENV, str(tensorboard))
+    evaluator = Evaluator(SMALL, str(checkpoints), scalars=scalar_writer(EVAL_RUN))
+    evaluations = evaluator.poll(io.StringIO())
+    evaluator.scalars.close()
+    assert _scalars(tensorboard / EVAL_RUN) == [
+        (e.step, "eval_loss", round(e.eval_loss, 4), SCALARS_PLUGIN) for e in evaluations
+    ]
+    assert [e.step for e in evaluations] == [4, 8]

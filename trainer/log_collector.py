@@ -176,6 +176,8 @@ class Archive:
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # Every task of an experiment connects at its start: a queue of 5 would turn most away for a while.
+    request_queue_size = 1024
     archive: Archive
 
 

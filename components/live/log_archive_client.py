@@ -11,6 +11,7 @@ from ..objects.api_errors import api_error_text
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..spec.logs import READ_PORT
+from .ready_pods import ready_pod
 
 CHUNK = 65536
 
@@ -42,10 +43,11 @@ class LogArchive:
         assert pod in pods, "read a run runs() listed"
         answer = self._request(f"read {task} {len(pods) - 1 - pods.index(pod)}")
         head, _, text = answer.partition(b"\n")
-        if head.startswith(b"ok "):
+        if head == f"ok {pod}".encode():
             return text
-        # `missing`: the collector dropped the run since (a newer one took its place).
-        raise ArchiveUnreadable(f"the log archive has no run {pod} of {task}: {head.decode(errors='replace')}")
+        # Another run: one began since `list`, and the collector dropped this one for it.
+        said = head.decode(errors="replace") or "nothing"
+        raise ArchiveUnreadable(f"the log archive no longer holds run {pod} of {task} (it answered {said}); run again")
 
     def _request(self, line: str) -> bytes:
         from kubernetes.client.exceptions import ApiException
@@ -66,23 +68,24 @@ class LogArchive:
             while chunk := remote.recv(CHUNK):
                 received.append(chunk)
             remote.close()
+            refused = forwarded.error(READ_PORT) if not received else None
         except ApiException as error:
             why = api_error_text(error.status, error.reason, error.body)
             raise ArchiveUnreadable(f"cannot reach the log collector {pod}: {why}") from None
         except (OSError, RuntimeError) as error:
             raise ArchiveUnreadable(f"cannot reach the log collector {pod}: {error}") from None
+        if refused:
+            raise ArchiveUnreadable(f"the log collector {pod} did not answer on its port {READ_PORT}: {refused}")
         return b"".join(received)
 
     def _collector_pod(self) -> str:
         experiment = self._experiment
         labels = L.side_pod_labels(experiment.stack, L.LOG_COLLECTOR)
-        selector = ",".join(f"{key}={value}" for key, value in labels.items())
-        for pod in self._core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
-            running = pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
-            if running:
-                return str(pod.metadata.name)
+        pod, state = ready_pod(self._core, experiment.namespace, labels)
+        if pod is not None:
+            return pod
         namespace, deployment = experiment.namespace, experiment.names.log_archive
         raise ArchiveUnreadable(
-            f"the log collector (Deployment {deployment} in {namespace}) has no running pod; "
+            f"the log collector (Deployment {deployment} in {namespace}) has no ready pod ({state}); "
             f"`kubectl -n {namespace} describe deployment {deployment}` says why"
         )

@@ -23,6 +23,8 @@ from .status import with_cluster
 from .table import aligned
 from .tasks import pod_task
 
+# A pod of these phases has ended: one the archive does not list ran before those it kept.
+FINISHED = ("Succeeded", "Failed")
 TASKS_SHOWN = 12  # of a refused task's experiment: the first ones show how they are named
 NO_ARCHIVE_HELP = "add tfk8s:logs: {} to the stack and `pulumi up` to keep every task's log after its pod is gone"
 
@@ -55,18 +57,14 @@ def show_logs(
         from kubernetes import client
 
         core = client.CoreV1Api(api)
-        archive = LogArchive(core, experiment) if experiment.config.logs is not None else None
-        runs = _runs_by_task(core, experiment, archive)
+        archive = Archive.read_from(core, experiment)
+        runs = task_runs(_live_pods_by_task(core, experiment), archive.runs)
         if task is None:
             print("\n".join(_task_table(tasks, runs, archive)))
             return 0
         return _show_run(core, experiment, archive, task, runs.get(task, []), previous, follow)
 
-    try:
-        return with_cluster(experiment, kubeconfig, context, show)
-    except ArchiveUnreadable as why:
-        print(f"stack '{experiment.stack}': {why}", file=sys.stderr)
-        return 2
+    return with_cluster(experiment, kubeconfig, context, show)
 
 
 def experiment_tasks(experiment: Experiment) -> list[str]:
@@ -74,7 +72,27 @@ def experiment_tasks(experiment: Experiment) -> list[str]:
     return [placement.task.name for placement in experiment.plan.placements]
 
 
-def _runs_by_task(core: Any, experiment: Experiment, archive: Optional[LogArchive]) -> dict[str, list[Run]]:
+@dataclass
+class Archive:
+    """The stack's log archive as this command found it: its runs, or why there are none."""
+
+    reader: Optional[LogArchive]  # None: the stack keeps none
+    runs: dict[str, list[str]]
+    unreadable: str = ""  # why it could not be read; the pods' own logs are shown meanwhile
+
+    @classmethod
+    def read_from(cls, core: Any, experiment: Experiment) -> "Archive":
+        if experiment.config.logs is None:
+            return cls(None, {})
+        reader = LogArchive(core, experiment)
+        try:
+            return cls(reader, reader.runs())
+        except ArchiveUnreadable as why:
+            print(f"stack '{experiment.stack}': {why}; showing the pods' own logs", file=sys.stderr)
+            return cls(reader, {}, str(why))
+
+
+def _live_pods_by_task(core: Any, experiment: Experiment) -> dict[str, list[Any]]:
     first_index = {group.name: group.first_index for group in experiment.groups}
     pods = core.list_namespaced_pod(experiment.namespace, label_selector=L.selector_text(experiment.stack)).items
     live: dict[str, list[Any]] = {}
@@ -82,31 +100,37 @@ def _runs_by_task(core: Any, experiment: Experiment, archive: Optional[LogArchiv
         name = pod_task(pod, first_index)
         if name is not None:
             live.setdefault(name, []).append(pod)
-    archived = archive.runs() if archive is not None else {}
+    return live
+
+
+def task_runs(live: dict[str, list[Any]], archived: dict[str, list[str]]) -> dict[str, list[Run]]:
+    """Each task's runs, oldest first (pure). The archive lists the pods it kept in the order they
+    ran; a pod in the cluster it does not list either ran before them (a finished pod whose run it
+    dropped: it keeps the last two) or after (one running, its first line not sent yet)."""
     runs: dict[str, list[Run]] = {}
     for name in set(live) | set(archived):
-        by_name = {pod.metadata.name: pod for pod in live.get(name, [])}
-        # The archive saw each pod's first line in the order the pods ran; pods it has not seen
-        # (their first line not sent yet) come after, oldest first.
-        order = list(archived.get(name, []))
-        order += [pod for pod in by_name if pod not in order]
-        runs[name] = [Run(pod, by_name.get(pod)) for pod in order]
+        pods = live.get(name, [])  # oldest first
+        kept = archived.get(name, [])
+        by_name = {pod.metadata.name: pod for pod in pods}
+        unlisted = [pod for pod in pods if pod.metadata.name not in kept]
+        older = [pod.metadata.name for pod in unlisted if pod.status.phase in FINISHED]
+        newer = [pod.metadata.name for pod in unlisted if pod.status.phase not in FINISHED]
+        runs[name] = [Run(pod, by_name.get(pod)) for pod in [*older, *kept, *newer]]
     return runs
 
 
-def _task_table(tasks: list[str], runs: dict[str, list[Run]], archive: Optional[LogArchive]) -> list[str]:
+def _task_table(tasks: list[str], runs: dict[str, list[Run]], archive: Archive) -> list[str]:
+    gone = "archive" if archive.reader is not None else "none (its pod is gone)"
     rows = [("TASK", "RUNS", "LOG OF THE LAST RUN")]
     for task in tasks:
         task_runs = runs.get(task, [])
         if not task_runs:
-            where = "none yet" if archive is not None else "none (its pod is gone)"
-        elif task_runs[-1].live is not None:
-            where = f"pod {task_runs[-1].pod}"
+            where = "none yet" if archive.reader is not None else "none (its pod is gone)"
         else:
-            where = "archive" if archive is not None else "none (its pod is gone)"
+            where = f"pod {task_runs[-1].pod}" if task_runs[-1].live is not None else gone
         rows.append((task, str(len(task_runs)), where))
     lines = aligned(rows)
-    if archive is None:
+    if archive.reader is None:
         lines += ["", f"this stack keeps no log archive: a task's log goes with its pod; {NO_ARCHIVE_HELP}"]
     return lines
 
@@ -114,7 +138,7 @@ def _task_table(tasks: list[str], runs: dict[str, list[Run]], archive: Optional[
 def _show_run(
     core: Any,
     experiment: Experiment,
-    archive: Optional[LogArchive],
+    archive: Archive,
     task: str,
     runs: list[Run],
     previous: bool,
@@ -124,22 +148,29 @@ def _show_run(
     newest = runs[-1].live if runs else None
     # A StatefulSet's task restarts in its pod: its previous run is the container's previous one.
     if previous and newest is not None and _restarts(newest):
-        return _print_pod_log(core, newest, previous=True, follow=follow)
+        return _print_pod_log(core, stack, newest, previous=True, follow=follow)
     wanted = len(runs) - (2 if previous else 1)
     if wanted < 0:
         which = "no earlier run" if previous and runs else "no log yet"
-        hint = "" if archive is not None or runs else f" (its pod is gone, or never ran; {NO_ARCHIVE_HELP})"
-        print(f"stack '{stack}': {task} has {which}{hint}", file=sys.stderr)
+        if archive.unreadable:
+            which += f" that its pods show (the log archive cannot be read: {archive.unreadable})"
+        elif archive.reader is None and not runs:
+            which += f" (its pod is gone, or never ran; {NO_ARCHIVE_HELP})"
+        print(f"stack '{stack}': {task} has {which}", file=sys.stderr)
         return 1
     run = runs[wanted]
     if run.live is not None:
-        return _print_pod_log(core, run.live, previous=False, follow=follow)
-    if archive is None:
+        return _print_pod_log(core, stack, run.live, previous=False, follow=follow)
+    if archive.reader is None:
         print(
             f"stack '{stack}': {task}'s pod {run.pod} is gone, and its log with it; {NO_ARCHIVE_HELP}", file=sys.stderr
         )
         return 1
-    text = archive.read(task, run.pod)
+    try:
+        text = archive.reader.read(task, run.pod)
+    except ArchiveUnreadable as why:
+        print(f"stack '{stack}': {why}", file=sys.stderr)
+        return 2
     sys.stdout.buffer.write(text)
     sys.stdout.flush()
     if follow:
@@ -152,7 +183,7 @@ def _restarts(pod: Any) -> int:
     return sum(status.restart_count or 0 for status in statuses if status.name == CONTAINER_NAME)
 
 
-def _print_pod_log(core: Any, pod: Any, previous: bool, follow: bool) -> int:
+def _print_pod_log(core: Any, stack: str, pod: Any, previous: bool, follow: bool) -> int:
     """The pod's log as `kubectl logs` prints it, followed until the container ends with `follow`."""
     from kubernetes.client.exceptions import ApiException
 
@@ -165,7 +196,8 @@ def _print_pod_log(core: Any, pod: Any, previous: bool, follow: bool) -> int:
         if error.status != 400:
             raise
         # The container has not started (Pending, its image pulling), or kept no previous run.
-        print(f"pod {name}: no log to show: {api_error_text(error.status, error.reason, error.body)}", file=sys.stderr)
+        why = api_error_text(error.status, error.reason, error.body)
+        print(f"stack '{stack}': pod {name} has no log to show: {why}", file=sys.stderr)
         return 1
     try:
         for chunk in response.stream(65536):

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 from ..objects.api_errors import api_error_text
 from ..plan.experiment import Experiment
 from ..spec.tensorboard import TENSORBOARD_PORT
+from .ready_pods import ready_pod
 from .status import with_cluster
 
 POLL_S = 2.0
@@ -92,15 +93,11 @@ def _wait_for_ready_pod(core: Any, experiment: Experiment, stop: threading.Event
     """The name of TensorBoard's ready pod, saying what it waits for while there is none."""
     from ..objects.tensorboard import pod_labels
 
-    selector = ",".join(f"{key}={value}" for key, value in pod_labels(experiment).items())
     said = ""
     while not stop.is_set():
-        pods = core.list_namespaced_pod(experiment.namespace, label_selector=selector).items
-        for pod in pods:
-            ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ())
-            if ready and pod.metadata.deletion_timestamp is None:
-                return str(pod.metadata.name)
-        state = ", ".join(f"{p.metadata.name} {p.status.phase}" for p in pods) or "no pod yet"
+        pod, state = ready_pod(core, experiment.namespace, pod_labels(experiment))
+        if pod is not None:
+            return pod
         if state != said:
             print(f"waiting for TensorBoard's pod in {experiment.namespace} to be ready: {state}", flush=True)
             said = state

@@ -29,10 +29,10 @@ from .program_container import (
     program_mounts,
     program_task_env,
     program_volumes,
-    shell_started,
     task_index_source,
 )
 from .start_barrier import start_barrier
+from .task_shell import shell_started
 
 Manifest = dict[str, Any]
 

@@ -10,10 +10,8 @@ StatefulSet ordinal, through the downward API) and `TF_CONFIG`, composed of both
 expands `$(NAME)` in `command` and `args` from the same environment (the seed's `run.sh`
 arguments).
 
-A program given a `command` is started by a POSIX shell (`/bin/sh`, in every image a TensorFlow
-program runs from) that is its container's first process and passes SIGTERM on: the kernel drops
-a signal sent to a PID 1 that set no handler, so a program that never handles SIGTERM would keep
-its pod for the whole grace period. The pod shares no process namespace (the policy pack refuses
+A program given a `command` is started by a POSIX shell that passes SIGTERM on
+(components/objects/task_shell.py). The pod shares no process namespace (the policy pack refuses
 it for any TF pod). Without a `command` the image's entrypoint is PID 1 as the image made it.
 """
 
@@ -24,74 +22,11 @@ from typing import Any
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.workloads import TaskGroup
-from ..spec.logs import CODE_MOUNT, SHIPPER
 from ..spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
 from ..spec.trainer_contract import CLUSTER_ENV
+from .task_shell import shell_started
 
 Manifest = dict[str, Any]
-
-# The pipe between a task's program and its log shipper (tfk8s:logs), in the scratch folder every
-# task has (components/objects/pods.py SCRATCH_DIR).
-SCRATCH_LOG_PIPE = "/scratch/.tfk8s-log-pipe"
-SHIPPER_PATH = f"{CODE_MOUNT}/{SHIPPER}"
-
-# The shell script that starts the program (its argv: the script's arguments; `exec`, so that a
-# first word such as `echo` is the program, not a builtin) as its child and passes SIGTERM on, then
-# exits with the program's exit status. A SIGTERM before the child exists is passed on as soon as
-# it does. A `wait` that the signal cut short (status above 128 with the trap run) is waited
-# again: dash keeps the child for it, bash and busybox reaped it already and still answer with its
-# status; only a shell that kept nothing (127, the child gone) leaves the cut-short status.
-# No `$(` or `$$` in it: the kubelet would expand them.
-_PASS_SIGTERM = """\
-trap 'stop=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM
-"""
-_WAIT_FOR_CHILD = """\
-child=$!
-[ -z "$stop" ] || kill -TERM "$child" 2>/dev/null
-while :; do
-  stop=
-  wait "$child"
-  code=$?
-  if [ -n "$again" ] && [ "$code" -eq 127 ] && ! kill -0 "$child" 2>/dev/null; then break; fi
-  status=$code
-  if [ -z "$stop" ] || [ "$code" -le 128 ]; then break; fi
-  again=1
-done
-"""
-SIGNAL_FORWARDER = _PASS_SIGTERM + 'exec "$@" &\n' + _WAIT_FOR_CHILD + 'exit "$status"\n'
-# The same, with the program's output (stdout and stderr) through the log shipper (tfk8s:logs),
-# which copies it to the container's output and sends it to the log archive: through a pipe in the
-# task's scratch folder, so that the program stays the shell's child, whose status it exits with.
-# Once the program ended, the shipper is told (USR1) and waited for, bounded: it sends what it
-# still holds. It starts with USR1 ignored, until its own handler is set: a program that ends at once
-# would otherwise have it killed before it read a line. Without python3 or a pipe, the program runs
-# as without tfk8s:logs, said once. It passes SIGUSR1 on as well.
-LOG_FORWARDER = (
-    f"""\
-log={SCRATCH_LOG_PIPE}
-shipper=
-if command -v python3 >/dev/null 2>&1 && rm -f "$log" && mkfifo "$log"; then
-  (trap '' USR1; exec python3 {SHIPPER_PATH} < "$log") &
-  shipper=$!
-else
-  echo "tfk8s: no python3 or no pipe in /scratch: this task's log is not archived" >&2
-fi
-"""
-    + _PASS_SIGTERM
-    # SIGUSR1 too: tfk8s's trainer's chief finishes where it stands on it, sent to PID 1.
-    + """trap 'stop=1; [ -z "$child" ] || kill -USR1 "$child" 2>/dev/null' USR1\n"""
-    + 'if [ -n "$shipper" ]; then exec "$@" > "$log" 2>&1 & else exec "$@" & fi\n'
-    + _WAIT_FOR_CHILD
-    + """\
-if [ -n "$shipper" ]; then
-  kill -USR1 "$shipper" 2>/dev/null
-  while kill -0 "$shipper" 2>/dev/null; do wait "$shipper"; done
-  rm -f "$log"
-fi
-exit "$status"
-"""
-)
-FORWARDER_NAME = "tfk8s-program"  # the shell's $0, in its error messages
 
 PROGRAM_VOLUME = "program"
 TMP_VOLUME = "tmp"
@@ -158,12 +93,6 @@ def program_command(program: ProgramSpec, task_type: str, archived: bool) -> Man
         assert not archived, "tfk8s:logs needs a command (log_archive_checks)"
         return {"args": list(args)} if args is not None else {}
     return shell_started([*command, *(args or ())], archived)
-
-
-def shell_started(argv: list[str], archived: bool) -> Manifest:
-    """Run `argv` as the shell's child: SIGTERM passed on, and with tfk8s:logs its output archived."""
-    script = LOG_FORWARDER if archived else SIGNAL_FORWARDER
-    return {"command": ["/bin/sh", "-c", script, FORWARDER_NAME], "args": argv}
 
 
 def program_volumes(experiment: Experiment) -> list[Manifest]:

@@ -42,7 +42,8 @@ class LogsSpec(_Model):
         default=None,
         description="keep the archive on a PersistentVolumeClaim of this StorageClass, which outlives the "
         "collector's pod (default: the collector pod's own emptyDir: kept until `pulumi destroy` unless that pod "
-        "is evicted or its server lost)",
+        "is replaced: evicted, its server lost, or a `pulumi up` that changes it, as a new image or number of "
+        "tasks does)",
     )
     cpu: CpuQuantity = Field(default="100m", description="CPU request of the collector's pod")
     memory: MemoryQuantity = Field(default="128Mi", description="memory request and limit of the collector's pod")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from typing import Optional
 
 from .models import CONFIG_NAMESPACE, StackConfig
@@ -16,7 +17,8 @@ def tensorboard_log_dir(config: StackConfig) -> Optional[str]:
     if tensorboard is None:
         return None
     if tensorboard.log_dir is not None:
-        return tensorboard.log_dir.rstrip("/") or tensorboard.log_dir
+        # A path as the kubelet takes it (a subPath of the evaluator's: no '//', no trailing '/').
+        return tensorboard.log_dir if is_remote(tensorboard.log_dir) else posixpath.normpath(tensorboard.log_dir)
     if config.cluster.chief.checkpoint_volume is not None:
         return f"{CHECKPOINT_MOUNT}/{DEFAULT_LOG_FOLDER}"
     if config.program is None and is_remote(config.trainer.checkpoint_dir):

@@ -103,3 +103,34 @@ def test_a_retried_tasks_last_run_is_its_live_pod_and_the_one_before_comes_from_
     assert "keeps no log archive" not in out
     code, _, err = _logs(cluster, capsys, stack, "worker-0", "--previous")
     assert code == 1 and "no earlier run" in err
+
+
+def _pod(name: str, phase: str):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(metadata=SimpleNamespace(name=name), status=SimpleNamespace(phase=phase))
+
+
+def test_runs_are_ordered_as_they_ran_whether_the_archive_kept_them_or_the_cluster_did():
+    from components.live.logs import task_runs
+
+    # Job pods stay after they failed: r0's run is older than the two the archive kept; r3 is new.
+    live = {"worker-1": [_pod("r0", "Failed"), _pod("r2", "Running"), _pod("r3", "Pending")]}
+    runs = task_runs(live, {"worker-1": ["r1", "r2"]})["worker-1"]
+    assert [run.pod for run in runs] == ["r0", "r1", "r2", "r3"]
+    assert [run.live is not None for run in runs] == [True, False, True, True]
+    assert [run.pod for run in task_runs({}, {"ps-0": ["a", "b"]})["ps-0"]] == ["a", "b"]
+
+
+def test_an_archive_out_of_reach_costs_only_the_gone_pods_logs_said_in_one_line(cluster, capsys, tmp_path):
+    stack = _stack(tmp_path, archived=True)
+    experiment = load_experiment(stack)
+    pods = task_pods(experiment, {p.task.name: "srv-00" for p in experiment.plan.placements})
+    ps = pods["ps-0"]["metadata"]["name"]
+    del pods["worker-0"]
+    _serve_pods(cluster, experiment, pods, {ps: "ps-0: serving\n"})  # no collector pod is ready
+    code, out, err = _logs(cluster, capsys, stack, "ps-0")
+    assert (code, out) == (0, "ps-0: serving\n")
+    assert err.count("\n") == 1 and "the log collector" in err and "no ready pod" in err, err
+    code, out, err = _logs(cluster, capsys, stack, "worker-0")
+    assert code == 1 and "the log archive cannot be read" in err and "Traceback" not in err, err

@@ -10,7 +10,7 @@ import copy
 import pulumi
 import pytest
 
-from components.objects.program_container import LOG_FORWARDER, SIGNAL_FORWARDER
+from components.objects.task_shell import LOG_FORWARDER, SIGNAL_FORWARDER
 from components.spec.logs import INGEST_PORT, SCRIPTS
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 from components.spec.trainer_contract import TRAINER_COMMAND

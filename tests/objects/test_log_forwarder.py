@@ -7,6 +7,7 @@ tests/realpods/test_logs.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.objects.program_container import FORWARDER_NAME, LOG_FORWARDER, SCRATCH_LOG_PIPE, SHIPPER_PATH
+from components.objects.task_shell import FORWARDER_NAME, LOG_FORWARDER, SCRATCH_LOG_PIPE, SHIPPER_PATH
 from tests.objects.test_log_archive_scripts import (  # noqa: F401 (fixtures)
     PATIENCE_S,
     SHIPPER,
@@ -60,7 +61,7 @@ def test_the_output_reaches_the_container_and_the_archive_and_the_status_is_the_
     )
     assert done.returncode == 3
     assert sorted(done.stdout.splitlines()) == [b"to stderr", b"to stdout"]
-    assert sorted(archived(collector).splitlines()) == [b"to stderr", b"to stdout"]
+    eventually(lambda: sorted(archived(collector).splitlines()) == [b"to stderr", b"to stdout"], "archived")
     assert not (tmp_path / "pipe").exists(), "the pipe is removed"
 
 
@@ -72,7 +73,7 @@ def test_a_program_that_ends_at_once_still_has_its_line_archived(shell, tmp_path
     env = shipper_env(collector.ingest_port, pod=f"pod-{attempt}")
     done = subprocess.run([*forwarder(shell, tmp_path), "echo", "hi"], capture_output=True, env=env, timeout=PATIENCE_S)
     assert (done.returncode, done.stdout) == (0, b"hi\n"), done.stderr
-    assert archived(collector) == b"hi\n"
+    eventually(lambda: archived(collector) == b"hi\n", "archived")
 
 
 def test_sigterm_reaches_the_program_and_its_last_words_are_archived(shell, tmp_path, start_collector):
@@ -86,7 +87,7 @@ def test_sigterm_reaches_the_program_and_its_last_words_are_archived(shell, tmp_
         assert started.stdout is not None and started.stdout.readline() == b"training\n"
         started.send_signal(signal.SIGTERM)
         assert started.wait(timeout=PATIENCE_S) == 7
-        assert archived(collector) == b"training\nsaving a checkpoint\n"
+        eventually(lambda: archived(collector) == b"training\nsaving a checkpoint\n", "archived")
     finally:
         started.kill()
 
@@ -115,6 +116,41 @@ def test_sigusr1_reaches_the_program_as_the_trainers_chief_expects(shell, tmp_pa
         eventually(lambda: archived(collector, "chief-0") == b"training\nfinished early\n", "archived")
     finally:
         started.kill()
+
+
+def test_a_child_the_program_left_holding_the_pipe_keeps_the_container_a_bounded_while(
+    shell, tmp_path, start_collector
+):
+    """The program ends at once, leaving a child that holds its output for ten minutes: the shell
+    ends after the shipper's bounded wait, not the child's."""
+    collector = start_collector()
+    started = subprocess.Popen(
+        [*forwarder(shell, tmp_path), "sh", "-c", "sleep 600 & echo started"],
+        stdout=subprocess.PIPE,
+        env=shipper_env(collector.ingest_port),
+        start_new_session=True,
+    )
+    try:
+        assert started.wait(timeout=PATIENCE_S) == 0
+        eventually(lambda: archived(collector) == b"started\n", "archived")
+    finally:
+        os.killpg(started.pid, signal.SIGKILL)  # the left child, in the shell's session
+        started.wait()
+
+
+def test_an_older_python3_is_not_used_and_the_program_runs_as_without_logs(shell, tmp_path):
+    old = tmp_path / "bin"
+    old.mkdir()
+    (old / "python3").write_text("#!/bin/sh\nexit 1\n")  # as Python 3.6 answers the version check
+    (old / "python3").chmod(0o755)
+    done = subprocess.run(
+        [*forwarder(shell, tmp_path), "/bin/sh", "-c", "echo hi; exit 4"],
+        capture_output=True,
+        env={"PATH": f"{old}:/usr/bin:/bin"},
+        timeout=PATIENCE_S,
+    )
+    assert (done.returncode, done.stdout) == (4, b"hi\n")
+    assert done.stderr.count(b"tfk8s:") == 1 and b"3.8" in done.stderr
 
 
 def test_without_python3_the_program_runs_as_without_logs_and_says_so(shell, tmp_path):

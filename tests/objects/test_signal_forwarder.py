@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from components.objects.program_container import FORWARDER_NAME, SIGNAL_FORWARDER
+from components.objects.task_shell import FORWARDER_NAME, SIGNAL_FORWARDER
 
 SHELLS = {"dash": ["dash"], "bash": ["bash"], "busybox": ["busybox", "sh"]}
 

@@ -138,3 +138,15 @@ def test_the_evaluator_writes_its_eval_loss_into_tensorboards_folder_and_reads_t
     pods = {pod.task: pod for pod in pods_of(run_program(name, values))}
     mounts = [m for m in pods["evaluator-0"].container["volumeMounts"] if m["name"] == "checkpoints"]
     assert mounts == [{"name": "checkpoints", "mountPath": "/checkpoints", "readOnly": True}]
+
+
+def test_a_log_dir_written_with_doubled_or_trailing_slashes_is_one_folder_for_tensorboard_and_the_evaluator():
+    from tests.pods import pods_of
+
+    name, values = _values({"image": IMAGE, "logDir": "/checkpoints//team-tb/"})
+    values["tfk8s:cluster"]["evaluator"] = {"replicas": 1}
+    run = run_program(name, values)
+    assert _pod_spec(run)["containers"][0]["args"][:2] == ["--logdir", "/checkpoints/team-tb"]
+    (evaluator,) = [pod for pod in pods_of(run) if pod.task == "evaluator-0"]
+    (scalars,) = [m for m in evaluator.container["volumeMounts"] if m.get("subPath")]
+    assert scalars["subPath"] == "team-tb", "a relative path, as the API server requires"

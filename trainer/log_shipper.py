@@ -36,6 +36,8 @@ CONNECT_TIMEOUT_S = 5.0
 SEND_TIMEOUT_S = 60.0
 FIRST_RETRY_S = 1.0
 LAST_RETRY_S = 5.0
+# A collector out of reach for this long is said on stderr (before, it is most likely starting).
+QUIET_S = 30.0
 TASK_NAME = re.compile(r"[a-z]+-[0-9]{1,6}")
 POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
@@ -118,6 +120,11 @@ class Outbox:
             self._in_flight = False
             self._changed.notify_all()
 
+    def pending(self) -> int:
+        """Bytes not sent (yet), dropped ones included."""
+        with self._changed:
+            return self._size + self._dropped
+
     def wait_sent(self, timeout_s: float) -> None:
         with self._changed:
             self._changed.wait_for(lambda: not (self._chunks or self._dropped or self._in_flight), max(timeout_s, 0))
@@ -133,6 +140,7 @@ class Sender:
         self.header = header
         self.away = False
         self.failed = False
+        self.unreached = ""  # why the collector could not be reached, while it cannot
 
     def run(self) -> None:
         while True:
@@ -146,13 +154,16 @@ class Sender:
 
     def _connect_and_send(self) -> None:
         retry_s = FIRST_RETRY_S
+        since = time.monotonic()
         while True:
             try:
                 sock = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT_S)
                 break
             except OSError as error:
-                if not self.away:
-                    reason = str(error) or type(error).__name__
+                reason = self.unreached = str(error) or type(error).__name__
+                # The collector starting beside the tasks, its name not published yet: the outbox
+                # holds the first lines meanwhile, and the task's log says nothing of it.
+                if not self.away and time.monotonic() - since >= QUIET_S:
                     say(
                         f"the log collector at {self.address[0]}:{self.address[1]} cannot be reached ({reason}); "
                         "this log is kept only in the pod meanwhile"
@@ -163,6 +174,7 @@ class Sender:
         if self.away:
             say(f"the log collector at {self.address[0]}:{self.address[1]} is reached again; archiving this log")
             self.away = False
+        self.unreached = ""
         with sock:
             sock.settimeout(SEND_TIMEOUT_S)
             sock.sendall(self.header)
@@ -192,8 +204,9 @@ class Sender:
             return True
 
 
-def start_archive(environ: Mapping[str, str]) -> Optional[Outbox]:
-    """The outbox a background sender empties; None (said on stderr) when the environment names no collector."""
+def start_archive(environ: Mapping[str, str]) -> Optional[Sender]:
+    """The sender that empties its outbox in the background; None (said on stderr) when the environment
+    names no collector."""
     collector = environ.get("TFK8S_LOG_COLLECTOR", "")
     host, _, port = collector.rpartition(":")
     host = host.strip("[]")
@@ -210,7 +223,7 @@ def start_archive(environ: Mapping[str, str]) -> Optional[Outbox]:
         outbox = Outbox(BUFFER_BYTES)
         sender = Sender(outbox, host, int(port), f"tfk8s-log 1 {task} {pod}\n".encode("ascii"))
         threading.Thread(target=sender.run, name="log-sender", daemon=True).start()
-        return outbox
+        return sender
     say(f"{problem}: this log is not archived, only kept in the pod")
     return None
 
@@ -252,17 +265,23 @@ def main() -> None:
     program_ended: list[float] = []
     signal.signal(signal.SIGUSR1, lambda *_: program_ended.append(time.monotonic()))
     try:
-        outbox = start_archive(os.environ)
+        sender = start_archive(os.environ)
     except Exception as error:
         say(f"archiving this log failed ({type(error).__name__}); it is kept only in the pod")
-        outbox = None
+        sender = None
     try:
-        copy_output(outbox, program_ended)
-        if outbox is not None:
+        copy_output(sender.outbox if sender is not None else None, program_ended)
+        if sender is not None:
             deadline = time.monotonic() + DRAIN_S
             if program_ended:
                 deadline = min(deadline, program_ended[0] + DRAIN_S)
-            outbox.wait_sent(deadline - time.monotonic())
+            sender.outbox.wait_sent(deadline - time.monotonic())
+            left, why = sender.outbox.pending(), sender.unreached
+            if left and why:
+                where = f"{sender.address[0]}:{sender.address[1]}"
+                say(
+                    f"{left} bytes of this log are not archived: the log collector at {where} cannot be reached ({why})"
+                )
     finally:
         # Always 0, and not sys.exit: the sender may be blocked in a send, and the pod waits on nothing of it.
         os._exit(0)

@@ -35,7 +35,9 @@ INPUT_PATHS = (
     re.compile(rf"{_ENV}\.(secret|key)"),
 )
 _ENV_VALUE = re.compile(_ENV)
-_PLACEHOLDER = re.compile(r"tfk8s-input-(\d+)-[0-9a-f]{8}(?:@sha256:0{64}|\.n{56})?")
+# What starts every stand-in: `tfk8s-input-<n>-<token>`, with an image's or a node's tail.
+_MARKER = "tfk8s-input-"
+_PLACEHOLDER = re.compile(_MARKER + r"(\d+)-[0-9a-f]{8}(?:@sha256:0{64}|\.n{56})?")
 # The placeholder's digest makes an image Input read as pinned: an image build's reference is a digest.
 _DIGEST = "@sha256:" + "0" * 64
 # A node's is longer than a label value may be, as a node's name may be: its pool's servers are then
@@ -62,7 +64,7 @@ class InputSlots:
             return value
         if isinstance(value, Mapping):
             resolved = {key: self.resolve(item) for key, item in value.items()}
-            if not any(isinstance(key, str) and "tfk8s-input-" in key for key in resolved):
+            if not any(isinstance(key, str) and _MARKER in key for key in resolved):
                 return resolved
             # A key can be no Output (a server's name in `perServer`): the mapping becomes one.
             keys = [self.resolve(key) for key in resolved]
@@ -71,7 +73,7 @@ class InputSlots:
             )
         if isinstance(value, (list, tuple)):
             return [self.resolve(item) for item in value]
-        if isinstance(value, str) and "tfk8s-input-" in value:
+        if isinstance(value, str) and _MARKER in value:
             return self._resolve_text(value)
         return value
 
@@ -90,7 +92,7 @@ class InputSlots:
         return pulumi.Output.concat(*parts)
 
     def _prefix(self, index: int) -> str:
-        return f"tfk8s-input-{index}-{self.token}"
+        return f"{_MARKER}{index}-{self.token}"
 
     def shown(self, text: str) -> str:
         """`text` (an error message) with each placeholder read as what it stands for."""
@@ -116,7 +118,7 @@ def lift(stack: str, values: Mapping[str, Any], token: str) -> tuple[dict[str, A
                     "cluster.gpuImage, program.env values and their Secret references)"
                 )
                 return None
-            placeholder = f"tfk8s-input-{len(outputs)}-{token}"
+            placeholder = f"{_MARKER}{len(outputs)}-{token}"
             outputs.append(pulumi.Output.from_input(value))
             if _ENV_VALUE.fullmatch(path):
                 env_names.add(path.rsplit(".", 1)[1])

@@ -1,6 +1,6 @@
 """`tfk8s:logs`: what each task is given to send its log to the archive's collector
 (components/objects/log_archive.py): the shipper's code, which task it is, and the shell that
-starts its program with its output through the shipper (components/objects/program_container.py
+starts its program with its output through the shipper (components/objects/task_shell.py
 LOG_FORWARDER).
 """
 
@@ -49,7 +49,7 @@ def shipper_mount() -> Manifest:
 
 def with_log_shipper(experiment: Experiment, group: TaskGroup, pod: Manifest, container: Manifest) -> None:
     """With tfk8s:logs, give the task's pod the shipper's code and the task's name (its command is
-    started by program_container.LOG_FORWARDER, shell_started's)."""
+    started by task_shell.LOG_FORWARDER)."""
     if experiment.config.logs is None:
         return
     container["env"] += shipper_env(experiment, group)

@@ -1,4 +1,4 @@
-"""The shell that starts each task's program with tfk8s:logs (program_container.LOG_FORWARDER), run
+"""The shell that starts each task's program with tfk8s:logs (task_shell.LOG_FORWARDER), run
 with the real shipper and collector on 127.0.0.1: the program's output reaches the container's
 output and the archive, whole, even from a program that ends at once; it exits with the program's
 status; SIGTERM and SIGUSR1 reach the program and what it says on them is archived; without

@@ -22,7 +22,7 @@ from ..spec.logs import CODE_MOUNT, COLLECTOR, INGEST_PORT, KEPT_RUNS, READ_PORT
 from ..spec.logs_rules import run_bytes
 from .log_shipping import shipper_mount, shipper_volume
 from .manifests import SKIP_AWAIT
-from .pods import RUN_AS_USER, restricted_container_security
+from .pods import restricted_container_security, with_volumes_of_its_group
 from .side_pods import headless_service, side_deployment, side_metadata, side_network_policy, side_pod_spec
 
 Manifest = dict[str, Any]
@@ -107,5 +107,5 @@ def _deployment(experiment: Experiment, spec: LogsSpec) -> Manifest:
     pod = side_pod_spec(experiment, container, [shipper_volume(experiment), {"name": ARCHIVE_VOLUME, **archive}])
     if spec.storage_class is not None:
         # The claim's files belong to the pod's group, so the unprivileged collector can write them.
-        pod["securityContext"] |= {"fsGroup": RUN_AS_USER, "fsGroupChangePolicy": "OnRootMismatch"}
+        with_volumes_of_its_group(pod)
     return side_deployment(experiment, experiment.names.log_archive, L.LOG_COLLECTOR, pod)

@@ -124,11 +124,8 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
 
 
 def with_checkpoint_claim(experiment: Experiment, spec: Manifest) -> None:
-    """Give the pod `spec` the chief's checkpoint claim, writable at the pod, its files the pod's group.
-
-    The volume's files belong to the pod's group, so the unprivileged chief can write them;
-    re-owned only when the volume's root is not the group's yet, not file by file at every start
-    of a chief whose volume holds many checkpoints. A pod that only reads it (the evaluator,
+    """Give the pod `spec` the chief's checkpoint claim, writable at the pod, its files the pod's group
+    (with_volumes_of_its_group), so the unprivileged chief can write them. A pod that only reads it (the evaluator,
     TensorBoard) asks the same and mounts it read-only in its container alone: Kubernetes re-owns a
     local volume only for the first pod that mounts it, and only through a writable mount (seen on
     real nodes: an evaluator that mounted the claim read-only first left its root to root, and the
@@ -137,6 +134,12 @@ def with_checkpoint_claim(experiment: Experiment, spec: Manifest) -> None:
     spec["volumes"].append(
         {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": experiment.names.checkpoint_claim}}
     )
+    with_volumes_of_its_group(spec)
+
+
+def with_volumes_of_its_group(spec: Manifest) -> None:
+    """The pod's volumes' files belong to its group: re-owned only when a volume's root is not the group's
+    yet, not file by file at every start of a pod whose volume holds many files (checkpoints, logs)."""
     spec["securityContext"] |= {"fsGroup": RUN_AS_USER, "fsGroupChangePolicy": "OnRootMismatch"}
 
 

@@ -20,6 +20,8 @@ from tests.stack_variants import write_variant
 from trainer.log_lines import EVALUATION
 
 EVALUATOR_TEAM_SOURCE = "tests/team_programs/tf2-ps-evaluator"
+# In the chief's writable scratch folder (its root filesystem is read-only).
+TEAM_FINISH_FILE = "/scratch/finish"
 # An evaluator's pod is small: the real servers also hold the chief, 2 PS and 2 workers.
 EVALUATOR = {"replicas": 1, "cpu": "100m", "memory": "1Gi"}
 EVALUATES_WITHIN_S = 240.0
@@ -128,10 +130,13 @@ def test_the_trainers_evaluator_follows_the_checkpoints_and_is_replaced_alone(
 def test_a_teams_tf2_program_with_an_evaluator_succeeds_and_the_evaluator_evaluated(
     real_cluster, local_volume, tmp_path, capsys
 ):
+    """The chief trains until told (its finish file), which the test does only once the evaluator
+    reported an evaluation: however fast the chief trains, the evaluator has a checkpoint to read."""
     program = {
         "source": EVALUATOR_TEAM_SOURCE,
         "command": ["python", "train.py"],
-        "args": ["--steps", "400", "--checkpoint-every", "100", "--checkpoint-dir", "/checkpoints"],
+        "args": ["--steps", str(UNTIL_STOPPED), "--checkpoint-every", "100", "--checkpoint-dir", "/checkpoints",
+                 "--finish-file", TEAM_FINISH_FILE],
     }
 
     def edit(cluster):
@@ -141,16 +146,27 @@ def test_a_teams_tf2_program_with_an_evaluator_succeeds_and_the_evaluator_evalua
     stack = program_stack(real_cluster, "real-tf2-evaluator", program, edit)
     namespace = load_experiment(stack).namespace
     with real_cluster.running(stack, tmp_path):
-        seen: list[str] = []
-        deadline = time.monotonic() + FAIL_WITHIN_S
-        while (status := status_of(stack, real_cluster, capsys))["phase"] != "Succeeded":
-            assert status["phase"] != "Failed", status["phaseDetail"]
-            assert time.monotonic() < deadline, f"not Succeeded within {FAIL_WITHIN_S:.0f} s: {status['phase']}"
-            for pod in _evaluator_pods(real_cluster, stack):
-                if pod.status.phase in ("Running", "Succeeded"):
-                    lines = real_cluster.log(namespace, pod.metadata.name).lines
-                    seen += [text for _, text in lines if text.startswith("evaluator: step ") and text not in seen]
+        deadline = time.monotonic() + EVALUATES_WITHIN_S
+        while not (seen := _evaluated_lines(real_cluster, stack, namespace)):
+            status = status_of(stack, real_cluster, capsys)
+            assert status["phase"] not in ("Failed", "Succeeded"), status["phaseDetail"]
+            assert time.monotonic() < deadline, (
+                f"no evaluation within {EVALUATES_WITHIN_S:.0f} s: {_evaluator_state(real_cluster, stack, namespace)}"
+            )
             time.sleep(1.0)
-        assert seen, "the evaluator reported no evaluation while the experiment ran"
         assert all("eval_loss" in line for line in seen), seen
+
+        _run_in(real_cluster, real_cluster.running_chief(stack), f"touch {TEAM_FINISH_FILE}")
+        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
         _wait_until_no_evaluator_runs(real_cluster, stack)
+
+
+def _evaluated_lines(cluster: RealCluster, stack: str, namespace: str) -> list[str]:
+    """The team's evaluator's `evaluator: step N eval_loss X` lines, from its running pods."""
+    return [
+        text
+        for pod in _evaluator_pods(cluster, stack)
+        if pod.status.phase == "Running"
+        for _, text in cluster.log(namespace, pod.metadata.name).lines
+        if text.startswith("evaluator: step ")
+    ]

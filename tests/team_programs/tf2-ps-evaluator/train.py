@@ -3,7 +3,9 @@ TensorFlow's ParameterServerStrategy guide writes one.
 
 The chief coordinates: it builds the variables on the PS (each partitioned over them), schedules
 steps on the workers through a ClusterCoordinator, writes a checkpoint every `--checkpoint-every`
-steps and at the last step, and exits 0 when done. PS and workers only serve. The evaluator
+steps and at the last step, and exits 0 when done (or, with `--finish-file`, after the checkpoint
+that follows that file's appearance: training until told, as a team's long run is). PS and
+workers only serve. The evaluator
 (TF_CONFIG task type `evaluator`, a task outside the training cluster) builds the same variables
 on its own CPU, follows the checkpoints with tf.train.checkpoints_iterator, prints a line per
 checkpoint it evaluated (`evaluator: step 40 eval_loss 0.6912`) and exits 0 once it has
@@ -78,6 +80,10 @@ def save(manager: tf.train.CheckpointManager, step: int) -> str:
             time.sleep(1.0)
 
 
+def finish_asked(options: argparse.Namespace) -> bool:
+    return bool(options.finish_file) and os.path.exists(options.finish_file)
+
+
 def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, options: argparse.Namespace) -> None:
     partitioner = tf.distribute.experimental.partitioners.FixedShardsPartitioner(
         num_shards=resolver.cluster_spec().num_tasks("ps")
@@ -112,7 +118,7 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, options
     started = time.monotonic()
     done = 0
     result = None
-    while done < options.steps:
+    while done < options.steps and not finish_asked(options):
         count = min(options.checkpoint_every, options.steps - done)
         for _ in range(count):
             result = coordinator.schedule(step, args=(iterator,))
@@ -153,6 +159,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--checkpoint-dir", required=True)
     parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--finish-file", default="", help="the chief finishes once this file exists")
     options = parser.parse_args()
     if options.steps < 1 or options.checkpoint_every < 1:
         parser.error("--steps and --checkpoint-every must be at least 1")

@@ -23,6 +23,7 @@ from typing import Callable, Iterator, Optional
 import pytest
 
 from components.spec.stack_files import PROJECT_ROOT
+from trainer.log_shipper import QUIET_S
 
 SHIPPER = PROJECT_ROOT / "trainer" / "log_shipper.py"
 COLLECTOR = PROJECT_ROOT / "trainer" / "log_collector.py"
@@ -244,12 +245,13 @@ def test_without_its_settings_the_shipper_still_copies_the_output(processes, cha
 
 
 class Output:
-    """A running process's stdout, read as it comes."""
+    """A running process's stdout (or stderr), read as it comes."""
 
-    def __init__(self, process: subprocess.Popen) -> None:
+    def __init__(self, process: subprocess.Popen, stream: str = "stdout") -> None:
         self.received = b""
-        assert process.stdout is not None
-        threading.Thread(target=self._read, args=(process.stdout.fileno(),), daemon=True).start()
+        pipe = getattr(process, stream)
+        assert pipe is not None
+        threading.Thread(target=self._read, args=(pipe.fileno(),), daemon=True).start()
 
     def _read(self, fd: int) -> None:
         while data := os.read(fd, 65536):
@@ -294,6 +296,36 @@ def test_a_collector_started_late_or_restarted_gets_the_later_output(processes, 
     assert shipper.stderr is not None
     said = shipper.stderr.read().decode().splitlines()
     assert said == [], "a collector that comes within a while (one starting beside the tasks) is no news"
+
+
+def test_a_collector_away_past_the_quiet_time_is_said_once_and_so_is_its_return(processes, start_collector):
+    """The one test that waits out QUIET_S (30 s): a collector still out of reach then is news, said
+    once on stderr (never the log's content); once it is back, so is that, and the log is archived."""
+    reserved = refusing_port()
+    port = reserved.getsockname()[1]
+    shipper = start_shipper(processes, shipper_env(port))
+    stdout, stderr = Output(shipper), Output(shipper, "stderr")
+    assert shipper.stdin is not None
+    sent = b"secret line while the collector is away\n"
+    shipper.stdin.write(sent)
+    shipper.stdin.flush()
+    started = time.monotonic()
+    away = f"tfk8s: the log collector at 127.0.0.1:{port} cannot be reached ("
+    deadline = started + QUIET_S + PATIENCE_S
+    while away.encode() not in stderr.received:
+        assert time.monotonic() < deadline, f"not said within {QUIET_S + PATIENCE_S:.0f} s: {stderr.received!r}"
+        time.sleep(0.1)
+    assert time.monotonic() - started >= QUIET_S, "said before the collector had its time to start"
+    reserved.close()
+    collector = start_collector(ingest_port=port)
+    eventually(lambda: sent in collector.ask(b"read ps-0 0\n"), "archived once the collector is back")
+    shipper.stdin.close()
+    assert shipper.wait(timeout=PATIENCE_S) == 0
+    assert stdout.received == sent
+    said = stderr.received.decode().splitlines()
+    assert len(said) == 2 and said[0].startswith(away), said
+    assert said[1] == f"tfk8s: the log collector at 127.0.0.1:{port} is reached again; archiving this log", said
+    assert b"secret" not in stderr.received
 
 
 def test_what_the_shipper_could_not_hold_for_an_absent_collector_is_counted_in_the_archive(processes, start_collector):

@@ -19,7 +19,7 @@ PARTITIONS ?= none auto
 # default model the PS work is mostly fixed per-call overhead and no PS stands out.
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
-.PHONY: setup demo plan local test lint test-program test-trainer test-cluster bench bench-trainer bench-cluster \
+.PHONY: setup demo plan local test lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-cluster \
 	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -59,7 +59,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/mypy
 
-test-program: $(STAMP) $(POLICY_STAMP)
+# The task shell's tests run under each /bin/sh that images have: busybox is installed for them.
+test-shells:
+	bash tools/toolchain/test_shells.sh
+
+test-program: $(STAMP) $(POLICY_STAMP) test-shells
 	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods
 
 # One local cluster per machine (its ports, bridge and host changes): runs of the suites that bring

@@ -1,6 +1,7 @@
 """The shell that starts a team's program: it passes SIGTERM on, keeps the program's arguments
 as given and exits with the program's status, under the shells images have as /bin/sh (dash on
-Debian and Ubuntu, bash on UBI and Amazon Linux, busybox on Alpine; each where installed here).
+Debian and Ubuntu, bash on UBI and Amazon Linux, busybox on Alpine; each where installed here:
+`make test-shells`, which `make test-program` runs, installs busybox).
 That it does so as a pod's PID 1, where the kernel drops a signal for a program that sets no
 handler, is tests/realpods/test_programs.py's."""
 

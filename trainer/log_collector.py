@@ -259,8 +259,24 @@ class ReadHandler(socketserver.BaseRequestHandler):
                 part.close()
 
 
+class IPv6Server(Server):
+    address_family = socket.AF_INET6
+
+
+class DualStackServer(IPv6Server):
+    """Every address of the pod's, IPv6 and IPv4 alike: on an IPv6-only cluster a pod's address is IPv6."""
+
+    def server_bind(self) -> None:
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
 def serve(host: str, port: int, handler: type[socketserver.BaseRequestHandler], archive: Archive) -> Server:
-    server = Server((host, port), handler)
+    """Listens on `host` ("" for every address: both families where the pod has IPv6, else IPv4's)."""
+    server_class: type[Server] = IPv6Server if ":" in host else Server
+    if host == "":
+        server_class, host = (DualStackServer, "::") if socket.has_dualstack_ipv6() else (Server, "0.0.0.0")
+    server = server_class((host, port), handler)
     server.archive = archive
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -273,7 +289,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--read-port", type=int, required=True)
     parser.add_argument("--run-bytes", type=int, required=True)
     parser.add_argument("--keep-runs", type=int, default=2)
-    parser.add_argument("--ingest-host", default="0.0.0.0")
+    parser.add_argument("--ingest-host", default="", help="the tasks' side (default: every address)")
     args = parser.parse_args(argv)
     if args.run_bytes < 2 or args.keep_runs < 1:
         parser.error("--run-bytes must be at least 2 and --keep-runs at least 1")

@@ -91,8 +91,8 @@ def archive(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def start_collector(processes: list[subprocess.Popen], archive: Path) -> Callable[..., Collector]:
-    def start(run_bytes: int = 1 << 20, keep_runs: int = 2, ingest_port: int = 0) -> Collector:
-        command = [sys.executable, str(COLLECTOR), "--dir", str(archive), "--ingest-host", "127.0.0.1"]
+    def start(run_bytes: int = 1 << 20, keep_runs: int = 2, ingest_port: int = 0, host: str = "127.0.0.1") -> Collector:
+        command = [sys.executable, str(COLLECTOR), "--dir", str(archive), "--ingest-host", host]
         command += ["--ingest-port", str(ingest_port), "--read-port", "0", "--run-bytes", str(run_bytes)]
         process = subprocess.Popen([*command, "--keep-runs", str(keep_runs)], stdout=subprocess.PIPE, text=True)
         processes.append(process)
@@ -106,11 +106,13 @@ def start_collector(processes: list[subprocess.Popen], archive: Path) -> Callabl
     return start
 
 
-def shipper_env(port: Optional[int], task_type: str = "ps", index: str = "0", pod: str = "pod-a") -> dict[str, str]:
+def shipper_env(
+    port: Optional[int], task_type: str = "ps", index: str = "0", pod: str = "pod-a", host: str = "127.0.0.1"
+) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("TFK8S_")}
     env.update({"TFK8S_LOG_TASK_TYPE": task_type, "TFK8S_LOG_TASK_INDEX": index, "TFK8S_POD_NAME": pod})
     if port is not None:
-        env["TFK8S_LOG_COLLECTOR"] = f"127.0.0.1:{port}"
+        env["TFK8S_LOG_COLLECTOR"] = f"{host}:{port}"
     return env
 
 
@@ -142,6 +144,16 @@ def test_the_output_reaches_stdout_unchanged_and_the_archive_keeps_it(processes,
     assert stderr == b""
     eventually(lambda: collector.ask(b"read ps-0 0\n") == b"ok pod-a\n" + log, "archived")
     assert collector.tasks() == {"ps-0": ["pod-a"]}
+
+
+def test_on_ipv6_the_tasks_reach_the_collector_too(processes, start_collector):
+    """An IPv6-only cluster gives pods IPv6 addresses only (by default the collector listens on every
+    address of both families; here on the loopback, as every test does)."""
+    collector = start_collector(host="::1")
+    log = numbered_lines("ps-0", 100)
+    stdout, _ = ship(processes, shipper_env(collector.ingest_port, host="[::1]"), log)
+    assert stdout == log
+    eventually(lambda: collector.ask(b"read ps-0 0\n") == b"ok pod-a\n" + log, "archived over IPv6")
 
 
 def test_a_run_longer_than_run_bytes_keeps_its_newest_bytes_and_says_its_start_was_not_kept(

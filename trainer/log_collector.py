@@ -271,12 +271,22 @@ class DualStackServer(IPv6Server):
         super().server_bind()
 
 
+def every_address_server(port: int, handler: type[socketserver.BaseRequestHandler]) -> Server:
+    """Both families where the pod has IPv6, else IPv4's."""
+    if socket.has_dualstack_ipv6():
+        try:
+            return DualStackServer(("::", port), handler)
+        except OSError:  # Python's check says such a socket can be made; a kernel may still refuse its bind
+            pass
+    return Server(("0.0.0.0", port), handler)
+
+
 def serve(host: str, port: int, handler: type[socketserver.BaseRequestHandler], archive: Archive) -> Server:
-    """Listens on `host` ("" for every address: both families where the pod has IPv6, else IPv4's)."""
-    server_class: type[Server] = IPv6Server if ":" in host else Server
+    """Listens on `host` ("" for every address)."""
     if host == "":
-        server_class, host = (DualStackServer, "::") if socket.has_dualstack_ipv6() else (Server, "0.0.0.0")
-    server = server_class((host, port), handler)
+        server = every_address_server(port, handler)
+    else:
+        server = (IPv6Server if ":" in host else Server)((host, port), handler)
     server.archive = archive
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -81,10 +81,13 @@ def side_network_policy(
     spec: Manifest = {
         "podSelector": {"matchLabels": side_pod_labels(experiment, component)},
         "policyTypes": ["Ingress"] if egress is None else ["Ingress", "Egress"],
-        "ingress": ingress,
     }
-    if egress is not None:
-        spec["egress"] = egress
+    # No rule is no field: a policy type without rules admits nothing, as Kubernetes' own
+    # default-deny policies write it, and as the inputs Pulumi's engine records hold an empty list:
+    # `render` shows what `pulumi up` applies.
+    for direction, rules in (("ingress", ingress), ("egress", egress)):
+        if rules:
+            spec[direction] = rules
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

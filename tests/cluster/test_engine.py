@@ -368,10 +368,24 @@ def _statefulset(values: dict) -> None:
     values["tfk8s:cluster"]["workload"] = "statefulset"
 
 
-@pytest.mark.parametrize("stack", [*stack_names(), "scene1-case2-statefulset", "scene2-case2-statefulset"])
+def _side_pods(values: dict) -> None:
+    """An evaluator, TensorBoard and the log archive beside the tasks: their objects too."""
+    values["tfk8s:cluster"]["chief"] = {"checkpointVolume": {"size": "1Gi"}}
+    values["tfk8s:cluster"]["evaluator"] = {"replicas": 1}
+    values["tfk8s:tensorboard"] = {"image": "localhost/tfk8s/tensorboard:2.21.0"}
+    values["tfk8s:logs"] = {"size": "256Mi"}
+
+
+VARIANTS = {"-statefulset": _statefulset, "-side-pods": _side_pods}
+
+
+@pytest.mark.parametrize(
+    "stack", [*stack_names(), "scene1-case2-statefulset", "scene2-case2-statefulset", "scene1-case2-side-pods"]
+)
 def test_the_engine_would_apply_exactly_what_render_writes_and_make_apply_applies(local_cluster, tmp_path, stack):
-    if stack.endswith("-statefulset"):
-        stack = write_variant(tmp_path, stack.removesuffix("-statefulset"), stack, _statefulset)
+    for suffix, edit in VARIANTS.items():
+        if stack.endswith(suffix):
+            stack = write_variant(tmp_path, stack.removesuffix(suffix), stack, edit)
     preview = engine("preview", stack, local_cluster.kubeconfig, tmp_path / "engine")
     assert not preview.failed, preview.tail
     render(load_experiment(stack), tmp_path / "rendered")

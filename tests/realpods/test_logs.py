@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import time
 
+from typing import Any
+
 from components.live.logs import show_logs
 from components.objects.loading import load_experiment
-from tests.realpods.conftest import UNTIL_STOPPED, scaled_to_real_nodes
+from components.plan import labels as L
+from components.plan.experiment import Experiment
+from tests.realpods.conftest import POD_WAIT_S, REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.realpods.test_network_policy import SERVE, connect, pod, refused_in_time, side_pod, wait_for
 from tests.realpods.test_programs import ENDS_WITHIN_S, FAIL_WITHIN_S, wait_for_phase
 from tests.stack_variants import write_variant
+
+# A pod in the experiment's namespace that no NetworkPolicy selects: anyone may reach it.
+OPEN_DOOR = "open-door"
 
 
 def test_a_ps_log_outlives_its_pod_and_logs_prints_it_after_the_experiment_succeeded(real_cluster, tmp_path, capsys):
@@ -41,6 +49,7 @@ def test_a_ps_log_outlives_its_pod_and_logs_prints_it_after_the_experiment_succe
         assert seen, "the PS logged nothing while it served"
         code, live, _ = logs("ps-0")
         assert code == 0 and seen[0] in live.splitlines(), "while the pod lives, its own log"
+        _the_collector_connects_nowhere(real_cluster, experiment, ps)
 
         real_cluster.finish(stack)
         wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
@@ -65,3 +74,24 @@ def test_a_ps_log_outlives_its_pod_and_logs_prints_it_after_the_experiment_succe
 
         code, _, err = logs("ps-0", previous=True)
         assert code == 1 and "no earlier run" in err
+
+
+def _the_collector_connects_nowhere(cluster: RealCluster, experiment: Experiment, task_pod: str) -> None:
+    """The collector only listens: its NetworkPolicy lets it open no connection, on the real nodes'
+    enforcing agents. The proof: a pod no policy selects, which a task reaches, it cannot."""
+    namespace, core = experiment.namespace, cluster.core
+    core.create_namespaced_pod(namespace, pod(OPEN_DOOR, namespace, REAL_SERVERS[1], {}, SERVE, serves=True))
+    try:
+        wait_for(lambda: _ready(core.read_namespaced_pod(OPEN_DOOR, namespace)), "the open pod ready", POD_WAIT_S)
+        door = core.read_namespaced_pod(OPEN_DOOR, namespace).status.pod_ip
+        collector = side_pod(core, namespace, experiment.stack, L.LOG_COLLECTOR)
+        from_task = connect(core, namespace, task_pod, door)
+        assert from_task.startswith("connected"), f"a task reaches the open pod: {from_task}"
+        from_collector = connect(core, namespace, collector.metadata.name, door)
+        assert refused_in_time(from_collector), f"the collector connected: {from_collector}"
+    finally:
+        core.delete_namespaced_pod(OPEN_DOOR, namespace, grace_period_seconds=0)
+
+
+def _ready(live: Any) -> bool:
+    return live.status.phase == "Running" and all(status.ready for status in live.status.container_statuses or [])

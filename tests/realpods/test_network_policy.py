@@ -23,6 +23,7 @@ import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
+from components.live.ready_pods import ready_pod
 from components.objects.loading import load_experiment
 from components.objects.manifests import namespace as experiment_namespace
 from components.objects.manifests import network_policy
@@ -159,6 +160,21 @@ def delete_namespaces(core: client.CoreV1Api, *names: str) -> None:
         f"namespaces {', '.join(names)} deleted",
         NAMESPACE_GONE_S,
     )
+
+
+def side_pod(core: client.CoreV1Api, namespace: str, stack: str, component: str) -> Any:
+    """The ready pod beside the tasks (TensorBoard, the log collector), once its node's agent polices it."""
+    found: list[Any] = []
+
+    def ready_and_policed() -> bool:
+        name, _ = ready_pod(core, namespace, L.side_pod_labels(stack, component))
+        if name is None:
+            return False
+        found[:] = [core.read_namespaced_pod(name, namespace)]
+        return policed(found[0].spec.node_name, found[0].status.pod_ip)
+
+    wait_for(ready_and_policed, f"{component}'s pod ready and policed", POD_WAIT_S)
+    return found[0]
 
 
 def refused_in_time(said: str) -> bool:

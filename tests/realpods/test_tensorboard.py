@@ -16,9 +16,12 @@ import urllib.request
 
 from components.live.tensorboard_forward import serve_tensorboard
 from components.objects.loading import load_experiment
+from components.spec.tensorboard import TENSORBOARD_PORT
+from components.plan.labels import TENSORBOARD
 from tests.harness import PROJECT_ROOT
 from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS, UNTIL_STOPPED, scaled_to_real_nodes
 from tests.realpods.test_evaluator import EVALUATOR
+from tests.realpods.test_network_policy import connect, refused_in_time, side_pod
 from tests.realpods.test_programs import FAIL_WITHIN_S, wait_for_phase
 from tests.stack_variants import write_variant
 from tools.localcluster import realnodes
@@ -61,6 +64,12 @@ def test_tensorboard_serves_the_trainers_loss_through_the_port_forward(real_clus
                 assert time.monotonic() < deadline, f"TensorBoard was not served within {SERVES_WITHIN_S:.0f} s"
                 time.sleep(1.0)
             (url,) = urls
+            # Its NetworkPolicy admits no one by default (no allowFrom): not even the experiment's
+            # own chief, on the real nodes' enforcing agents; the port-forward is no pod's connection.
+            board = side_pod(real_cluster.core, experiment.namespace, experiment.stack, TENSORBOARD)
+            chief = real_cluster.running_chief(stack).metadata.name
+            said = connect(real_cluster.core, experiment.namespace, chief, board.status.pod_ip, TENSORBOARD_PORT)
+            assert refused_in_time(said), f"the chief reached TensorBoard: {said}"
             deadline = time.monotonic() + SCALARS_WITHIN_S
             while True:
                 runs = _get(f"{url}data/runs")

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import time
 
-from typing import Any
-
 from components.live.logs import show_logs
 from components.objects.loading import load_experiment
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 from tests.realpods.conftest import POD_WAIT_S, REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
-from tests.realpods.test_network_policy import SERVE, connect, pod, refused_in_time, side_pod, wait_for
+from tests.realpods.test_network_policy import SERVE, connect, pod, pod_ready, refused_in_time, side_pod, wait_for
 from tests.realpods.test_programs import ENDS_WITHIN_S, FAIL_WITHIN_S, wait_for_phase
 from tests.stack_variants import write_variant
 
@@ -82,7 +80,7 @@ def _the_collector_connects_nowhere(cluster: RealCluster, experiment: Experiment
     namespace, core = experiment.namespace, cluster.core
     core.create_namespaced_pod(namespace, pod(OPEN_DOOR, namespace, REAL_SERVERS[1], {}, SERVE, serves=True))
     try:
-        wait_for(lambda: _ready(core.read_namespaced_pod(OPEN_DOOR, namespace)), "the open pod ready", POD_WAIT_S)
+        wait_for(lambda: pod_ready(core.read_namespaced_pod(OPEN_DOOR, namespace)), "the open pod ready", POD_WAIT_S)
         door = core.read_namespaced_pod(OPEN_DOOR, namespace).status.pod_ip
         collector = side_pod(core, namespace, experiment.stack, L.LOG_COLLECTOR)
         from_task = connect(core, namespace, task_pod, door)
@@ -91,7 +89,3 @@ def _the_collector_connects_nowhere(cluster: RealCluster, experiment: Experiment
         assert refused_in_time(from_collector), f"the collector connected: {from_collector}"
     finally:
         core.delete_namespaced_pod(OPEN_DOOR, namespace, grace_period_seconds=0)
-
-
-def _ready(live: Any) -> bool:
-    return live.status.phase == "Running" and all(status.ready for status in live.status.container_statuses or [])

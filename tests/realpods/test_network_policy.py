@@ -162,6 +162,15 @@ def delete_namespaces(core: client.CoreV1Api, *names: str) -> None:
     )
 
 
+def pod_ready(live: Any) -> bool:
+    """Running, with its address, and every container ready."""
+    return (
+        live.status.phase == "Running"
+        and bool(live.status.pod_ip)
+        and all(status.ready for status in live.status.container_statuses or [])
+    )
+
+
 def side_pod(core: client.CoreV1Api, namespace: str, stack: str, component: str) -> Any:
     """The ready pod beside the tasks (TensorBoard, the log collector), once its node's agent polices it."""
     found: list[Any] = []
@@ -212,12 +221,7 @@ def test_only_the_experiments_pods_reach_its_port_and_not_once_the_policy_is_gon
             return found
 
         def all_ready() -> bool:
-            return all(
-                live.status.phase == "Running"
-                and live.status.pod_ip
-                and all(status.ready for status in live.status.container_statuses or [])
-                for live in running().values()
-            )
+            return all(pod_ready(live) for live in running().values())
 
         wait_for(all_ready, "the four pods Ready", POD_WAIT_S)
         live = running()

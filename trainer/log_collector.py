@@ -4,13 +4,12 @@ A task's pod is deleted when it ends or is retried, and `kubectl logs` with it; 
 (log_shipper.py) also streams its output here, so the archive still says why a task ended. Bounded:
 each task keeps its last `--keep-runs` runs (pods), each run its newest `--run-bytes` bytes.
 
-Ingest (every task reaches it): a line `tfk8s-log 1 <task> <pod>\n`, then the log until the shipper
-closes; a reconnecting pod appends to its run. On disk: `<task>/runs` lists the pods oldest first,
-`<task>/<pod>.log` is a run's current part, `.log.1` the one before, `.truncated` says older bytes went.
-Read (127.0.0.1 only, through a port-forward): `list\n` answers `{"tasks": {task: [pods]}}\n`;
-`read <task> <n>\n` answers `ok <pod>\n` and the run (n = 0 the latest), `missing ...` or `error ...`.
+Ingest (every task reaches it) and read (127.0.0.1 only, through a port-forward) speak
+log_protocol.py: a run is read by its task and pod, so a run that began or went since `list` changes
+nothing of another's answer. On disk: `<task>/runs` lists the pods oldest first, `<task>/<pod>.log`
+is a run's current part, `.log.1` the one before, `.truncated` says older bytes went.
 
-Standard library only, Python 3.8+: it runs as a single file in a stock image.
+Standard library only, Python 3.8+: it runs in a stock image, a file beside log_protocol.py.
 """
 
 from __future__ import annotations
@@ -19,42 +18,21 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import socketserver
 import sys
 import threading
 import time
-from typing import BinaryIO, Optional
+from typing import TYPE_CHECKING, BinaryIO, Optional
+
+if TYPE_CHECKING or __package__:
+    from . import log_protocol as protocol
+else:  # as its pod runs it: a file beside log_protocol.py, in the archive's ConfigMap
+    import log_protocol as protocol
 
 HEADER_TIMEOUT_S = 10.0
-MAX_HEADER_BYTES = 512
 CHUNK_BYTES = 65536
-TASK_NAME = re.compile(r"[a-z]+-[0-9]{1,6}")
-POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-RUN_INDEX = re.compile(r"[0-9]{1,6}")
-
-
-def is_task_name(name: str) -> bool:
-    return TASK_NAME.fullmatch(name) is not None
-
-
-def is_pod_name(name: str) -> bool:
-    # `..` would still be a name inside the task's folder, but no Kubernetes name has it: refuse it anyway.
-    return POD_NAME.fullmatch(name) is not None and ".." not in name
-
-
-def parse_header(line: bytes) -> Optional[tuple[str, str]]:
-    """(task, pod) of a shipper's header line without its newline; None unless it is exactly right."""
-    try:
-        words = line.decode("ascii").split(" ")
-    except UnicodeDecodeError:
-        return None
-    if len(words) != 4 or words[:2] != ["tfk8s-log", "1"]:
-        return None
-    task, pod = words[2], words[3]
-    return (task, pod) if is_task_name(task) and is_pod_name(pod) else None
 
 
 def read_line(sock: socket.socket, limit: int, timeout_s: float) -> Optional[tuple[bytes, bytes]]:
@@ -104,13 +82,13 @@ class Archive:
     def runs(self, task: str) -> list[str]:
         try:
             with open(self._path(task, "runs"), encoding="ascii") as listed:
-                return [pod for pod in listed.read().split("\n") if is_pod_name(pod)]
+                return [pod for pod in listed.read().split("\n") if protocol.is_pod_name(pod)]
         except (OSError, UnicodeDecodeError):
             return []
 
     def tasks(self) -> dict[str, list[str]]:
         try:
-            names = sorted(name for name in os.listdir(self.root) if is_task_name(name))
+            names = sorted(name for name in os.listdir(self.root) if protocol.is_task_name(name))
         except OSError:
             names = []
         listed = {task: self.runs(task) for task in names}
@@ -164,11 +142,15 @@ class Archive:
             open(self._path(task, pod + ".truncated"), "ab").close()
         os.replace(self._path(task, pod + ".log"), previous)
 
-    def open_parts(self, task: str, pod: str) -> tuple[bool, list[BinaryIO]]:
+    def open_parts(self, task: str, pod: str) -> Optional[tuple[bool, list[BinaryIO]]]:
         """Whether the run's start was dropped and its parts oldest first, opened together so that a
-        rotation after this returns changes nothing of what the reader gets."""
+        rotation or a drop after this returns changes nothing of what the reader gets; None when the
+        task keeps no run of `pod`."""
         paths = [self._path(task, pod + suffix) for suffix in (".log.1", ".log")]
         with self._pod_lock(task, pod):
+            # A dropped run is marked under this lock before its files go; its name leaves `runs` after.
+            if (task, pod) in self._dropped or pod not in self.runs(task):
+                return None
             parts: list[BinaryIO] = [open(path, "rb") for path in paths if os.path.exists(path)]
             return os.path.exists(self._path(task, pod + ".truncated")), parts
 
@@ -186,8 +168,8 @@ class IngestHandler(socketserver.BaseRequestHandler):
 
     def handle(self) -> None:
         sock: socket.socket = self.request
-        first = read_line(sock, MAX_HEADER_BYTES, HEADER_TIMEOUT_S)
-        names = parse_header(first[0]) if first else None
+        first = read_line(sock, protocol.MAX_LINE_BYTES, HEADER_TIMEOUT_S)
+        names = protocol.parse_header(first[0]) if first else None
         if first is None or names is None:
             return
         task, pod = names
@@ -219,33 +201,32 @@ class ReadHandler(socketserver.BaseRequestHandler):
 
     def handle(self) -> None:
         sock: socket.socket = self.request
-        request = read_line(sock, MAX_HEADER_BYTES, HEADER_TIMEOUT_S)
+        request = read_line(sock, protocol.MAX_LINE_BYTES, HEADER_TIMEOUT_S)
         sock.settimeout(None)
         try:
-            self._answer(sock, request[0].decode("ascii", "replace").split(" ") if request else [])
+            self._answer(sock, request[0] if request else b"")
         except OSError:
             pass  # the reader went away
 
-    def _answer(self, sock: socket.socket, words: list[str]) -> None:
+    def _answer(self, sock: socket.socket, line: bytes) -> None:
         archive = self.server.archive
-        if words == ["list"]:
+        run = protocol.parse_read_request(line)
+        if line == protocol.LIST.encode("ascii"):
             sock.sendall(json.dumps({"tasks": archive.tasks()}).encode() + b"\n")
-        elif len(words) == 3 and words[0] == "read" and is_task_name(words[1]) and RUN_INDEX.fullmatch(words[2]):
-            runs = archive.runs(words[1])
-            if not runs:
-                sock.sendall(b"missing no such task\n")
-            elif int(words[2]) >= len(runs):
-                sock.sendall(f"missing the task has {len(runs)} runs\n".encode())
-            else:
-                self._send_run(sock, words[1], runs[-1 - int(words[2])])
+        elif run is not None:
+            self._send_run(sock, *run)
         else:
-            sock.sendall(b"error expected 'list' or 'read <task> <n>'\n")
+            sock.sendall(f"{protocol.ERROR} expected '{protocol.LIST}' or '{protocol.READ} <task> <pod>'\n".encode())
 
     def _send_run(self, sock: socket.socket, task: str, pod: str) -> None:
         archive = self.server.archive
-        truncated, parts = archive.open_parts(task, pod)
+        opened = archive.open_parts(task, pod)
+        if opened is None:
+            sock.sendall(f"{protocol.MISSING} {task} keeps no run of pod {pod}\n".encode())
+            return
+        truncated, parts = opened
         try:
-            sock.sendall(f"ok {pod}\n".encode())
+            sock.sendall(protocol.run_found(pod))
             if truncated:
                 note = f"[tfk8s: the start of this run's log was not kept: more than {archive.run_bytes} bytes]\n"
                 sock.sendall(note.encode())
@@ -298,7 +279,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--ingest-port", type=int, required=True)
     parser.add_argument("--read-port", type=int, required=True)
     parser.add_argument("--run-bytes", type=int, required=True)
-    parser.add_argument("--keep-runs", type=int, default=2)
+    # No default: how many runs a task keeps is components/'s decision (components/spec/logs.py KEPT_RUNS).
+    parser.add_argument("--keep-runs", type=int, required=True)
     parser.add_argument("--ingest-host", default="", help="the tasks' side (default: every address)")
     args = parser.parse_args(argv)
     if args.run_bytes < 2 or args.keep_runs < 1:

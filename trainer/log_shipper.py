@@ -6,28 +6,33 @@ so `kubectl logs` is unchanged, and to the collector (log_collector.py), which k
 pod is gone. The program must never wait for the archive: sending runs in a thread from a bounded
 buffer that drops its oldest bytes when full, and says how many in the archive once it sends again.
 
-Environment: TFK8S_LOG_COLLECTOR (host:port), TFK8S_LOG_TASK_TYPE, TFK8S_LOG_TASK_INDEX, TFK8S_POD_NAME;
-without them the output still goes to stdout. The wrapper shell forwards SIGTERM to the program, so
-this ignores it (and SIGINT, SIGHUP) to copy the program's last words; SIGUSR1 says the program ended:
-whatever a left-behind child still writes is copied for at most DRAIN_S more. Nothing but status lines
+Environment: the collector's host:port, the task's type and index and the pod's name, as named in
+log_protocol.py (which also writes the header each connection starts with); without them the output
+still goes to stdout. The wrapper shell forwards SIGTERM to the program, so this ignores it (and
+SIGINT, SIGHUP) to copy the program's last words; SIGUSR1 says the program ended: whatever a
+left-behind child still writes is copied for at most DRAIN_S more. Nothing but status lines
 (`tfk8s: ...` on stderr) is ever added, and the log's content never appears in them.
 
-Standard library only, Python 3.8+: it runs as a single file in any team's image.
+Standard library only, Python 3.8+: it runs in any team's image, a file beside log_protocol.py.
 """
 
 from __future__ import annotations
 
 import collections
 import os
-import re
 import select
 import signal
 import socket
 import threading
 import time
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
-DRAIN_S = 10.0
+if TYPE_CHECKING or __package__:
+    from . import log_protocol as protocol
+else:  # as a pod runs it: a file beside log_protocol.py, in the archive's ConfigMap
+    import log_protocol as protocol
+
+DRAIN_S = protocol.SHIPPER_DRAIN_S
 BUFFER_BYTES = 4 * 2**20
 CHUNK_BYTES = 65536
 POLL_S = 0.5
@@ -38,8 +43,6 @@ FIRST_RETRY_S = 1.0
 LAST_RETRY_S = 5.0
 # A collector out of reach for this long is said on stderr (before, it is most likely starting).
 QUIET_S = 30.0
-TASK_NAME = re.compile(r"[a-z]+-[0-9]{1,6}")
-POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 def say(line: str) -> None:
@@ -207,21 +210,19 @@ class Sender:
 def start_archive(environ: Mapping[str, str]) -> Optional[Sender]:
     """The sender that empties its outbox in the background; None (said on stderr) when the environment
     names no collector."""
-    collector = environ.get("TFK8S_LOG_COLLECTOR", "")
-    host, _, port = collector.rpartition(":")
+    host, _, port = environ.get(protocol.COLLECTOR_ENV, "").rpartition(":")
     host = host.strip("[]")
-    task_type, index = environ.get("TFK8S_LOG_TASK_TYPE", ""), environ.get("TFK8S_LOG_TASK_INDEX", "")
-    task = f"{task_type}-{int(index)}" if re.fullmatch(r"[0-9]{1,6}", index) else ""
-    pod = environ.get("TFK8S_POD_NAME", "")
+    task = protocol.task_name(environ.get(protocol.TASK_TYPE_ENV, ""), environ.get(protocol.TASK_INDEX_ENV, ""))
+    pod = environ.get(protocol.POD_NAME_ENV, "")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        problem = "TFK8S_LOG_COLLECTOR is not host:port"
-    elif not TASK_NAME.fullmatch(task):
-        problem = "TFK8S_LOG_TASK_TYPE and TFK8S_LOG_TASK_INDEX name no task"
-    elif not POD_NAME.fullmatch(pod) or ".." in pod:
-        problem = "TFK8S_POD_NAME is not a pod's name"
+        problem = f"{protocol.COLLECTOR_ENV} is not host:port"
+    elif not task:
+        problem = f"{protocol.TASK_TYPE_ENV} and {protocol.TASK_INDEX_ENV} name no task"
+    elif not protocol.is_pod_name(pod):
+        problem = f"{protocol.POD_NAME_ENV} is not a pod's name"
     else:
         outbox = Outbox(BUFFER_BYTES)
-        sender = Sender(outbox, host, int(port), f"tfk8s-log 1 {task} {pod}\n".encode("ascii"))
+        sender = Sender(outbox, host, int(port), protocol.header(task, pod))
         threading.Thread(target=sender.run, name="log-sender", daemon=True).start()
         return sender
     say(f"{problem}: this log is not archived, only kept in the pod")

@@ -106,7 +106,8 @@ def _live_pods_by_task(core: Any, experiment: Experiment) -> dict[str, list[Any]
 def task_runs(live: dict[str, list[Any]], archived: dict[str, list[str]]) -> dict[str, list[Run]]:
     """Each task's runs, oldest first (pure). The archive lists the pods it kept in the order they
     ran; a pod in the cluster it does not list either ran before them (a finished pod whose run it
-    dropped: it keeps the last two) or after (one running, its first line not sent yet)."""
+    dropped: it keeps the last KEPT_RUNS, components/spec/logs.py) or after (one running, its first line
+    not sent yet)."""
     runs: dict[str, list[Run]] = {}
     for name in set(live) | set(archived):
         pods = live.get(name, [])  # oldest first

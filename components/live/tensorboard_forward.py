@@ -1,6 +1,6 @@
 """`python -m components tensorboard <stack>`: the experiment's TensorBoard on this machine's
-127.0.0.1, through the API server's port-forward to its pod (what `kubectl port-forward` does;
-the user needs `pods/portforward` in the namespace, docs/rbac/tfk8s-experimenter.yaml).
+127.0.0.1, through the API server's port-forward to its pod (port_forward.py; the user needs
+`pods/portforward` in the namespace, docs/rbac/tfk8s-experimenter.yaml).
 
 Each connection to the local port is one port-forward stream to the pod, so a browser's parallel
 requests each get their own. It waits for a ready pod (saying why it waits), then serves until
@@ -15,17 +15,14 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from ..objects.api_errors import api_error_text
 from ..plan.experiment import Experiment
 from ..spec.tensorboard import TENSORBOARD_PORT
+from .port_forward import PortUnreachable, open_port
 from .ready_pods import ready_pod
 from .status import with_cluster
 
 POLL_S = 2.0
 CHUNK = 65536
-# The client opens a stream by swapping its API client's call_api for the call's length:
-# one stream opened at a time, or a browser's parallel requests would undo each other's swap.
-_OPENING = threading.Lock()
 
 
 def serve_tensorboard(
@@ -110,22 +107,14 @@ def _relay(
 ) -> None:
     """One local connection to the pod's port, both ways, until either side closes; one line, and
     `lost` set, when the pod cannot be reached (gone, replaced, or the port-forward refused)."""
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.stream import portforward
-
     try:
-        with _OPENING:
-            forwarded = portforward(
-                core.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(TENSORBOARD_PORT)
-            )
-        remote = forwarded.socket(TENSORBOARD_PORT)
-    except (ApiException, OSError, RuntimeError) as error:
-        reason = api_error_text(error.status, error.reason, error.body) if isinstance(error, ApiException) else error
-        print(f"cannot reach {pod}: {reason}; looking for TensorBoard's pod again", file=sys.stderr, flush=True)
+        forwarded = open_port(core, pod, namespace, TENSORBOARD_PORT)
+    except PortUnreachable as why:
+        print(f"cannot reach {pod}: {why}; looking for TensorBoard's pod again", file=sys.stderr, flush=True)
         lost.set()
         local.close()
         return
-    remote.setblocking(True)
+    remote = forwarded.socket
 
     def pump(source: Any, target: Any) -> None:
         try:
@@ -148,5 +137,4 @@ def _relay(
     pump(local, remote)
     back.join(timeout=5)
     local.close()
-    remote.close()
     forwarded.close()

@@ -4,7 +4,8 @@ send its log there is components/objects/log_shipping.py.
 Each task's program writes into a pipe that the log shipper (trainer/log_shipper.py, started by the
 task's shell) copies to the container's output, as before, and streams to the collector
 (trainer/log_collector.py): one pod beside the tasks (components/objects/side_pods.py) that keeps
-each task's last runs on its volume. Both run on the tasks' python3; their code is a ConfigMap. So the
+each task's last runs on its volume. Both run on the tasks' python3; their code is a ConfigMap (with
+the protocol both import, trainer/log_protocol.py), and the collector's pod carries its hash. So the
 logs outlive the pods, which JobSet deletes once the experiment ends, with no right to read pods'
 logs in the namespace and nothing installed on the servers. `python -m components logs` reads the
 archive through a port-forward to the collector's read port, which listens on its pod's loopback:
@@ -18,8 +19,9 @@ from typing import Any
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.logs import CODE_MOUNT, COLLECTOR, INGEST_PORT, KEPT_RUNS, READ_PORT, LogsSpec
+from ..spec.logs import CODE_MOUNT, INGEST_PORT, KEPT_RUNS, READ_PORT, LogsSpec
 from ..spec.logs_rules import run_bytes
+from ..spec.trainer_contract import log_protocol
 from .log_shipping import shipper_mount, shipper_volume
 from .manifests import SKIP_AWAIT
 from .pods import restricted_container_security, with_volumes_of_its_group
@@ -54,7 +56,7 @@ def _code_config_map(experiment: Experiment) -> Manifest:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": side_metadata(experiment, experiment.names.log_archive, L.LOG_COLLECTOR),
-        "data": dict(sorted(experiment.trainer_bundle.log_scripts.items())),
+        "data": dict(sorted(experiment.trainer_bundle.log_archive_files.items())),
     }
 
 
@@ -89,7 +91,7 @@ def _deployment(experiment: Experiment, spec: LogsSpec) -> Manifest:
         "image": experiment.config.cluster.image,
         "command": [
             "python3",
-            f"{CODE_MOUNT}/{COLLECTOR}",
+            f"{CODE_MOUNT}/{log_protocol.COLLECTOR}",
             *("--dir", ARCHIVE_DIR, "--ingest-port", str(INGEST_PORT), "--read-port", str(READ_PORT)),
             *("--run-bytes", str(run_bytes(experiment.config)), "--keep-runs", str(KEPT_RUNS)),
         ],
@@ -108,4 +110,9 @@ def _deployment(experiment: Experiment, spec: LogsSpec) -> Manifest:
     if spec.storage_class is not None:
         # The claim's files belong to the pod's group, so the unprivileged collector can write them.
         with_volumes_of_its_group(pod)
-    return side_deployment(experiment, experiment.names.log_archive, L.LOG_COLLECTOR, pod)
+    deployment = side_deployment(experiment, experiment.names.log_archive, L.LOG_COLLECTOR, pod)
+    # Its code is a mounted ConfigMap, which does not restart a running pod when it changes; a
+    # changed hash in the pod template does (its settings are its command, in the template already).
+    template = deployment["spec"]["template"]
+    template["metadata"]["annotations"] = {L.LOG_COLLECTOR_HASH_ANNOTATION: experiment.trainer_bundle.collector_sha256}
+    return deployment

@@ -1,7 +1,7 @@
 """`tfk8s:logs`: what each task is given to send its log to the archive's collector
 (components/objects/log_archive.py): the shipper's code, which task it is, and the shell that
 starts its program with its output through the shipper (components/objects/task_shell.py
-LOG_FORWARDER).
+LOG_FORWARDER). The variables' names are the protocol's (trainer/log_protocol.py).
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.workloads import TaskGroup
 from ..spec.logs import CODE_MOUNT, INGEST_PORT
+from ..spec.trainer_contract import log_protocol
 from .program_container import task_index_source
 
 Manifest = dict[str, Any]
 
 CODE_VOLUME = "log-archive-code"
 # Where the collector is: every task reads it from the shared environment.
-COLLECTOR_ENV = "TFK8S_LOG_COLLECTOR"
+COLLECTOR_ENV = log_protocol.COLLECTOR_ENV
 
 
 def collector_address(experiment: Experiment) -> str:
@@ -33,9 +34,9 @@ def collector_pod_labels(experiment: Experiment) -> dict[str, str]:
 def shipper_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     """Which task's log a pod sends (the collector's address is in the shared environment)."""
     return [
-        {"name": "TFK8S_LOG_TASK_TYPE", "value": group.task_type},
-        {"name": "TFK8S_LOG_TASK_INDEX", **task_index_source(experiment, group)},
-        {"name": "TFK8S_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": log_protocol.TASK_TYPE_ENV, "value": group.task_type},
+        {"name": log_protocol.TASK_INDEX_ENV, **task_index_source(experiment, group)},
+        {"name": log_protocol.POD_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
 
 

@@ -9,9 +9,11 @@ No `$(` or `$$` in the scripts: the kubelet would expand them in a container's c
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from ..spec.logs import CODE_MOUNT, SHIPPER
+from ..spec.logs import CODE_MOUNT
+from ..spec.trainer_contract import log_protocol
 
 Manifest = dict[str, Any]
 
@@ -19,10 +21,11 @@ FORWARDER_NAME = "tfk8s-program"  # the shell's $0, in its error messages
 # The pipe between a task's program and its log shipper, in the scratch folder every task has
 # (components/objects/pods.py SCRATCH_DIR).
 SCRATCH_LOG_PIPE = "/scratch/.tfk8s-log-pipe"
-SHIPPER_PATH = f"{CODE_MOUNT}/{SHIPPER}"
+SHIPPER_PATH = f"{CODE_MOUNT}/{log_protocol.SHIPPER}"
 # The longest the shell waits for the shipper once the program ended: the shipper's own drain
-# (10 s, trainer/log_shipper.py DRAIN_S) and a margin.
-SHIPPER_WAIT_S = 15
+# (trainer/log_protocol.py SHIPPER_DRAIN_S) and a margin, so that a shipper still sending is not killed.
+SHIPPER_WAIT_MARGIN_S = 5
+SHIPPER_WAIT_S = math.ceil(log_protocol.SHIPPER_DRAIN_S) + SHIPPER_WAIT_MARGIN_S
 
 # The program (its argv: the script's arguments; `exec`, so that a first word such as `echo` is the
 # program, not a builtin) starts as the shell's child. A SIGTERM before the child exists is passed

@@ -120,18 +120,19 @@ class Experiment:
 
     @cached_property
     def trainer_hash(self) -> str:
-        """Hash of everything the pods take from the shared ConfigMaps: the trainer's code and
-        settings, or the program's source, and the TF cluster. Neither a mounted ConfigMap nor
-        envFrom restarts a running pod, so a pod template annotation of this hash is what rolls
-        every task (the chief's Job included) when one of them changes. (A program's command,
-        args and env are in the pod template itself.)"""
+        """Hash of everything the tasks take from ConfigMaps: the trainer's code and settings, or
+        the program's source, the TF cluster, and with tfk8s:logs the log shipper's code. Neither a
+        mounted ConfigMap nor envFrom restarts a running pod, so a pod template annotation of this
+        hash is what rolls every task (the chief's Job included) when one of them changes. (A
+        program's command, args and env, and the shell that starts the shipper, are in the pod
+        template itself; the collector's code is not the tasks': it rolls the collector alone,
+        components/objects/log_archive.py.)"""
         if self.program is None:
             code = f"{self.trainer_bundle.sha256}\0{self.trainer_settings_json}"
         else:
             code = self.program_source.sha256 if self.program_source is not None else "no source"
         if self.config.logs is not None:
-            # The shipper's code, mounted into every task with tfk8s:logs.
-            code += "".join(f"\0{name}\0{text}" for name, text in sorted(self.trainer_bundle.log_scripts.items()))
+            code += f"\0{self.trainer_bundle.shipper_sha256}"
         return hashlib.sha256(f"{code}\0{self.tf_config.cluster_json}".encode()).hexdigest()
 
     @property

@@ -53,6 +53,8 @@ GPU_TAINT = "nvidia.com/gpu"
 HOSTNAME = "kubernetes.io/hostname"
 
 TRAINER_HASH_ANNOTATION = "tfk8s.io/trainer-sha256"
+# On the log collector's pod (tfk8s:logs): its code's hash, so that a change of it rolls that pod.
+LOG_COLLECTOR_HASH_ANNOTATION = "tfk8s.io/log-collector-sha256"
 
 
 def experiment_labels(stack: str) -> dict[str, str]:

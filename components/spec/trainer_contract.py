@@ -18,6 +18,14 @@ if TYPE_CHECKING or __package__ == "components.spec":
 else:
     from ...trainer import cluster, kubelet_expansion, log_lines, settings, shared_names
 
+# The log archive's protocol, re-exported whole: the shipper and the collector import it as a file
+# beside them in their pods, components/ (log_shipping, log_archive, task_shell, the archive's
+# reader) reads its names from here.
+if TYPE_CHECKING or __package__ == "components.spec":
+    from trainer import log_protocol as log_protocol
+else:
+    from ...trainer import log_protocol as log_protocol
+
 CLUSTER_ENV = cluster.CLUSTER_ENV
 CLUSTER_FILE_ENV = cluster.CLUSTER_FILE_ENV
 FIRST_INDEX_ENV = cluster.FIRST_INDEX_ENV

@@ -11,13 +11,14 @@ import pulumi
 import pytest
 
 from components.objects.task_shell import LOG_FORWARDER, SIGNAL_FORWARDER
-from components.spec.logs import INGEST_PORT, SCRIPTS
+from components.spec.logs import INGEST_PORT, KEPT_RUNS
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 from components.spec.trainer_contract import TRAINER_COMMAND
 from tests.harness import reset_pulumi, run_program
 from tests.objects.test_program import TF2_SOURCE, program_values
 from tests.pods import config_maps_of, pods_of
 from tests.policy_harness import objects_of, tripped
+from trainer import log_protocol
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +62,7 @@ def test_every_task_sends_its_log_as_status_names_it_to_the_one_collector():
     service = _named(run, "Service", "tfk8s-logs")["spec"]
     assert service["clusterIP"] == "None" and service["ports"][0]["port"] == INGEST_PORT
     code = _named(run, "ConfigMap", "tfk8s-logs")["data"]
-    assert code == {name: (PROJECT_ROOT / "trainer" / name).read_text() for name in SCRIPTS}
+    assert code == {name: (PROJECT_ROOT / "trainer" / name).read_text() for name in log_protocol.ARCHIVE_FILES}
     assert not tripped(objects_of(run)), "the pack's mandatory policies pass"
 
 
@@ -71,6 +72,7 @@ def test_the_archive_is_bounded_by_size_and_kept_in_the_collectors_own_volume():
     (container,) = spec["containers"]
     argv = container["command"]
     run_bytes, keep = int(argv[argv.index("--run-bytes") + 1]), int(argv[argv.index("--keep-runs") + 1])
+    assert keep == KEPT_RUNS, "the collector keeps the runs `logs --previous` and the size's description count on"
     tasks = len(pods_of(run))
     assert run_bytes * tasks * keep <= 2 * 2**30, "every task's kept runs fit the size"
     assert run_bytes * tasks * keep >= 0.8 * 2 * 2**30

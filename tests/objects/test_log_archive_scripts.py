@@ -1,12 +1,14 @@
 """The log archive's two scripts, run as the pods run them (trainer/log_shipper.py in front of each
-task's program, trainer/log_collector.py in the experiment's collector pod), on 127.0.0.1: a task's
-output reaches its container's stdout unchanged and the collector's archive, which keeps each
-task's last runs, bounded, and answers `list` and `read` on its read port.
+task's program, trainer/log_collector.py in the experiment's collector pod, each a file beside
+trainer/log_protocol.py), on 127.0.0.1: a task's output reaches its container's stdout unchanged and
+the collector's archive, which keeps each task's last runs, bounded, and answers `list` and `read`
+(a run by its task and pod) on its read port.
 
 Nothing here waits a fixed time: each step polls for what it expects, for up to a minute."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import queue
@@ -22,11 +24,13 @@ from typing import Callable, Iterator, Optional
 
 import pytest
 
+from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.stack_files import PROJECT_ROOT
+from trainer import log_protocol
 from trainer.log_shipper import QUIET_S
 
-SHIPPER = PROJECT_ROOT / "trainer" / "log_shipper.py"
-COLLECTOR = PROJECT_ROOT / "trainer" / "log_collector.py"
+SHIPPER = PROJECT_ROOT / "trainer" / log_protocol.SHIPPER
+COLLECTOR = PROJECT_ROOT / "trainer" / log_protocol.COLLECTOR
 PATIENCE_S = 60.0
 START_LINE = re.compile(r"^tfk8s log collector: .*\(ingest port (\d+), read port (\d+)\)$")
 
@@ -55,7 +59,19 @@ class Collector:
             return receive_all(sock)
 
     def tasks(self) -> dict[str, list[str]]:
-        return json.loads(self.ask(b"list\n"))["tasks"]
+        return json.loads(self.ask(log_protocol.list_request()))["tasks"]
+
+    def read(self, task: str, pod: str) -> bytes:
+        """The answer to a read of `task`'s run in `pod`: `ok <pod>` and the log, or why not."""
+        return self.ask(log_protocol.read_request(task, pod))
+
+    def latest(self, task: str) -> bytes:
+        """The log of `task`'s latest run; b"" while it has none."""
+        runs = self.tasks().get(task, [])
+        if not runs:
+            return b""
+        head, _, text = self.read(task, runs[-1]).partition(b"\n")
+        return text if head.startswith(b"ok ") else b""
 
 
 def receive_all(sock: socket.socket) -> bytes:
@@ -91,8 +107,14 @@ def archive(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def start_collector(processes: list[subprocess.Popen], archive: Path) -> Callable[..., Collector]:
-    def start(run_bytes: int = 1 << 20, keep_runs: int = 2, ingest_port: int = 0, host: str = "127.0.0.1") -> Collector:
-        command = [sys.executable, str(COLLECTOR), "--dir", str(archive), "--ingest-host", host]
+    def start(
+        run_bytes: int = 1 << 20,
+        keep_runs: int = 2,
+        ingest_port: int = 0,
+        host: str = "127.0.0.1",
+        script: Path = COLLECTOR,
+    ) -> Collector:
+        command = [sys.executable, str(script), "--dir", str(archive), "--ingest-host", host]
         command += ["--ingest-port", str(ingest_port), "--read-port", "0", "--run-bytes", str(run_bytes)]
         process = subprocess.Popen([*command, "--keep-runs", str(keep_runs)], stdout=subprocess.PIPE, text=True)
         processes.append(process)
@@ -116,17 +138,21 @@ def shipper_env(
     return env
 
 
-def start_shipper(processes: list[subprocess.Popen], env: dict[str, str], stdin: object = subprocess.PIPE):
+def start_shipper(
+    processes: list[subprocess.Popen], env: dict[str, str], stdin: object = subprocess.PIPE, script: Path = SHIPPER
+):
     process = subprocess.Popen(
-        [sys.executable, str(SHIPPER)], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        [sys.executable, str(script)], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     processes.append(process)
     return process
 
 
-def ship(processes: list[subprocess.Popen], env: dict[str, str], log: bytes) -> tuple[bytes, bytes]:
+def ship(
+    processes: list[subprocess.Popen], env: dict[str, str], log: bytes, script: Path = SHIPPER
+) -> tuple[bytes, bytes]:
     """A whole task's output through the shipper: its stdout and stderr; it must exit 0."""
-    process = start_shipper(processes, env)
+    process = start_shipper(processes, env, script=script)
     stdout, stderr = process.communicate(log, timeout=PATIENCE_S)
     assert process.returncode == 0
     return stdout, stderr
@@ -142,8 +168,35 @@ def test_the_output_reaches_stdout_unchanged_and_the_archive_keeps_it(processes,
     stdout, stderr = ship(processes, shipper_env(collector.ingest_port), log)
     assert stdout == log
     assert stderr == b""
-    eventually(lambda: collector.ask(b"read ps-0 0\n") == b"ok pod-a\n" + log, "archived")
+    eventually(lambda: collector.read("ps-0", "pod-a") == b"ok pod-a\n" + log, "archived")
     assert collector.tasks() == {"ps-0": ["pod-a"]}
+
+
+def pod_folder(folder: Path, names: tuple[str, ...]) -> Path:
+    """A folder holding only `names` of the archive's ConfigMap, as the bundle packs them."""
+    files = load_trainer_bundle(PROJECT_ROOT).log_archive_files
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_text(files[name])
+    return folder
+
+
+def test_each_pod_kind_runs_from_a_folder_holding_only_its_files_of_the_configmap(processes, start_collector, tmp_path):
+    """As in a pod: the script started by its path, the protocol it imports beside it, nothing else;
+    so a task's shipper and the collector run exactly the files their hashes cover."""
+    shipper = pod_folder(tmp_path / "task", log_protocol.SHIPPER_FILES) / log_protocol.SHIPPER
+    collector_folder = pod_folder(tmp_path / "collector", log_protocol.COLLECTOR_FILES)
+    collector = start_collector(script=collector_folder / log_protocol.COLLECTOR)
+    log = numbered_lines("chief-0", 100)
+    stdout, stderr = ship(processes, shipper_env(collector.ingest_port, "chief"), log, script=shipper)
+    assert (stdout, stderr) == (log, b"")
+    eventually(lambda: collector.read("chief-0", "pod-a") == b"ok pod-a\n" + log, "archived")
+
+
+@pytest.mark.parametrize("name", log_protocol.ARCHIVE_FILES)
+def test_the_archives_files_are_python_3_8(name):
+    """Any team's image runs the shipper: its python3 may be as old as 3.8."""
+    ast.parse((PROJECT_ROOT / "trainer" / name).read_text(), name, feature_version=(3, 8))
 
 
 def test_on_ipv6_the_tasks_reach_the_collector_too(processes, start_collector):
@@ -153,7 +206,7 @@ def test_on_ipv6_the_tasks_reach_the_collector_too(processes, start_collector):
     log = numbered_lines("ps-0", 100)
     stdout, _ = ship(processes, shipper_env(collector.ingest_port, host="[::1]"), log)
     assert stdout == log
-    eventually(lambda: collector.ask(b"read ps-0 0\n") == b"ok pod-a\n" + log, "archived over IPv6")
+    eventually(lambda: collector.read("ps-0", "pod-a") == b"ok pod-a\n" + log, "archived over IPv6")
 
 
 def test_a_run_longer_than_run_bytes_keeps_its_newest_bytes_and_says_its_start_was_not_kept(
@@ -165,7 +218,7 @@ def test_a_run_longer_than_run_bytes_keeps_its_newest_bytes_and_says_its_start_w
     note = b"ok pod-a\n[tfk8s: the start of this run's log was not kept: more than 1000 bytes]\n"
 
     def kept_tail() -> Optional[bytes]:
-        answer = collector.ask(b"read worker-3 0\n")
+        answer = collector.read("worker-3", "pod-a")
         return answer[len(note) :] if answer.startswith(note) and log.endswith(answer[len(note) :]) else None
 
     eventually(lambda: (kept_tail() or b"").endswith(log[-100:]), "the run's last bytes archived")
@@ -175,20 +228,34 @@ def test_a_run_longer_than_run_bytes_keeps_its_newest_bytes_and_says_its_start_w
     assert on_disk <= 1000
 
 
-def test_a_task_keeps_its_last_runs_and_reads_each_by_its_age(processes, start_collector, archive):
+def test_a_task_keeps_its_last_runs_and_reads_each_by_its_pod(processes, start_collector, archive):
     collector = start_collector(keep_runs=2)
     logs = {pod: numbered_lines(pod, 50) for pod in ("pod-a", "pod-b", "pod-c")}
     for pod, log in logs.items():
         ship(processes, shipper_env(collector.ingest_port, pod=pod), log)
         latest = f"ok {pod}\n".encode() + log
-        eventually(lambda latest=latest: collector.ask(b"read ps-0 0\n") == latest, f"{pod} archived")
+        eventually(lambda pod=pod, latest=latest: collector.read("ps-0", pod) == latest, f"{pod} archived")
     assert collector.tasks() == {"ps-0": ["pod-b", "pod-c"]}
-    assert collector.ask(b"read ps-0 1\n") == b"ok pod-b\n" + logs["pod-b"]
+    assert collector.read("ps-0", "pod-b") == b"ok pod-b\n" + logs["pod-b"]
     assert not list((archive / "ps-0").glob("pod-a*")), "the oldest run's files are gone"
-    assert collector.ask(b"read ps-0 5\n").startswith(b"missing ")
-    assert collector.ask(b"read worker-0 0\n").startswith(b"missing ")
-    for request in (b"read ps-0\n", b"read ../ps-0 0\n", b"delete ps-0\n", b"\n"):
+    assert collector.read("ps-0", "pod-a").startswith(b"missing "), "a dropped run is said to be missing"
+    assert collector.read("worker-0", "pod-b").startswith(b"missing "), "runs are the task's own"
+    for request in (b"read ps-0\n", b"read ../ps-0 pod-b\n", b"read ps-0 ../pod-b\n", b"delete ps-0\n", b"\n"):
         assert collector.ask(request).startswith(b"error "), request
+
+
+def test_a_run_read_by_its_pod_is_that_run_whatever_began_since_the_list(processes, start_collector):
+    """The reader lists the runs, then reads one: a run that began in between (a task retried) must
+    not turn the answer into another run's log, as reading by position did."""
+    collector = start_collector(keep_runs=3)
+    logs = {pod: numbered_lines(pod, 20) for pod in ("pod-a", "pod-b", "pod-c")}
+    for pod in ("pod-a", "pod-b"):
+        ship(processes, shipper_env(collector.ingest_port, pod=pod), logs[pod])
+        eventually(lambda pod=pod: collector.read("ps-0", pod) == b"ok " + pod.encode() + b"\n" + logs[pod], pod)
+    assert collector.tasks() == {"ps-0": ["pod-a", "pod-b"]}  # what `logs ps-0 --previous` reads pod-a from
+    ship(processes, shipper_env(collector.ingest_port, pod="pod-c"), logs["pod-c"])
+    eventually(lambda: collector.tasks() == {"ps-0": ["pod-a", "pod-b", "pod-c"]}, "the new run listed")
+    assert collector.read("ps-0", "pod-a") == b"ok pod-a\n" + logs["pod-a"]
 
 
 BAD_HEADERS = [
@@ -289,14 +356,14 @@ def test_a_collector_started_late_or_restarted_gets_the_later_output(processes, 
             shipper.stdin.write(line)
             shipper.stdin.flush()
             sent += line
-            if f"{name} ".encode() in collector.ask(b"read ps-0 0\n"):
+            if f"{name} ".encode() in collector.read("ps-0", "pod-a"):
                 return
             time.sleep(0.1)
         pytest.fail(f"{name}: nothing archived")
 
     collector = start_collector(ingest_port=port)
     send_until_archived(collector, "after the start")
-    assert collector.ask(b"read ps-0 0\n").startswith(b"ok pod-a\nbefore the collector\n")
+    assert collector.read("ps-0", "pod-a").startswith(b"ok pod-a\nbefore the collector\n")
     collector.process.terminate()
     assert collector.process.wait(timeout=PATIENCE_S) == 0
     restarted = start_collector(ingest_port=port)
@@ -327,7 +394,7 @@ def test_a_collector_away_past_the_quiet_time_is_said_once_and_so_is_its_return(
     assert time.monotonic() - started >= QUIET_S, "said before the collector had its time to start"
     reserved.close()
     collector = start_collector(ingest_port=port)
-    eventually(lambda: sent in collector.ask(b"read ps-0 0\n"), "archived once the collector is back")
+    eventually(lambda: sent in collector.read("ps-0", "pod-a"), "archived once the collector is back")
     shipper.stdin.close()
     assert shipper.wait(timeout=PATIENCE_S) == 0
     assert stdout.received == sent
@@ -352,7 +419,7 @@ def test_what_the_shipper_could_not_hold_for_an_absent_collector_is_counted_in_t
     collector = start_collector(run_bytes=16 * 2**20, ingest_port=port)
 
     def archived() -> bytes:
-        answer = collector.ask(b"read ps-0 0\n")
+        answer = collector.read("ps-0", "pod-a")
         return answer if answer.endswith(b"the last line\n") else b""
 
     answer = eventually(archived, "archived")
@@ -380,7 +447,7 @@ def test_after_sigusr1_the_shipper_ends_though_a_child_of_the_program_holds_its_
     shipper.send_signal(signal.SIGUSR1)
     assert shipper.wait(timeout=PATIENCE_S) == 0
     assert child.poll() is None, "the child still holds the shipper's input"
-    eventually(lambda: collector.ask(b"read ps-0 0\n") == b"ok pod-a\nthe program's last words\n", "archived")
+    eventually(lambda: collector.read("ps-0", "pod-a") == b"ok pod-a\nthe program's last words\n", "archived")
 
 
 def test_sigterm_sigint_and_sighup_do_not_stop_the_shipper(processes):
@@ -403,3 +470,11 @@ def test_the_collector_ends_on_sigterm_with_status_0(start_collector):
     collector = start_collector()
     collector.process.terminate()
     assert collector.process.wait(timeout=PATIENCE_S) == 0
+
+
+def test_the_collector_keeps_as_many_runs_as_it_is_told_having_no_number_of_its_own(tmp_path):
+    """How many runs a task keeps is components/spec/logs.py KEPT_RUNS, passed on its command line
+    (tests/objects/test_log_archive.py): a collector started without it refuses to start."""
+    command = [sys.executable, str(COLLECTOR), "--dir", str(tmp_path), "--ingest-port", "0", "--read-port", "0"]
+    done = subprocess.run([*command, "--run-bytes", "1000"], capture_output=True, text=True, timeout=PATIENCE_S)
+    assert done.returncode == 2 and "--keep-runs" in done.stderr, done.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.objects.task_shell import FORWARDER_NAME, LOG_FORWARDER, SCRATCH_LOG_PIPE, SHIPPER_PATH
+from components.objects.task_shell import FORWARDER_NAME, LOG_FORWARDER, SCRATCH_LOG_PIPE, SHIPPER_PATH, SHIPPER_WAIT_S
 from tests.objects.test_log_archive_scripts import (  # noqa: F401 (fixtures)
     PATIENCE_S,
     SHIPPER,
@@ -27,6 +27,7 @@ from tests.objects.test_log_archive_scripts import (  # noqa: F401 (fixtures)
     start_collector,
 )
 from tests.objects.test_signal_forwarder import HANDLES_TERM, SHELLS
+from trainer.log_shipper import DRAIN_S
 
 
 @pytest.fixture(params=list(SHELLS))
@@ -44,8 +45,14 @@ def forwarder(shell: list[str], folder: Path) -> list[str]:
 
 
 def archived(collector, task: str = "ps-0") -> bytes:
-    head, _, text = collector.ask(f"read {task} 0\n".encode()).partition(b"\n")
-    return text if head.startswith(b"ok ") else b""
+    return collector.latest(task)
+
+
+def test_the_shell_waits_for_the_shipper_longer_than_the_shipper_drains():
+    """Once the program ended the shipper still copies what a left-behind child writes, for DRAIN_S;
+    the shell's bounded wait for it must outlast that, or it kills a shipper still sending."""
+    assert SHIPPER_WAIT_S > DRAIN_S
+    assert f"(sleep {SHIPPER_WAIT_S} && kill -KILL \"$shipper\")" in LOG_FORWARDER
 
 
 def test_the_output_reaches_the_container_and_the_archive_and_the_status_is_the_programs(

@@ -14,11 +14,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
+from pydantic import BaseModel
+
 from ..objects.experiment_objects import experiment_objects
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.planner import Plan, compress_names
 from ..spec.models import CONFIG_NAMESPACE
+from ..spec.trainer_contract import TrainerSettings
 
 STACK_PLACEHOLDER = "<stack>"
 REPLICATED_JOB = "replicatedJob"  # a task group of the JobSet, in the diff's list of objects
@@ -113,19 +116,31 @@ def diff_experiments(a: Experiment, b: Experiment) -> ExperimentDiff:
 
 
 def stack_values(experiment: Experiment) -> dict[str, Any]:
-    """The parsed stack in the stack files' key names; pools keyed by name, defaults filled in."""
+    """The parsed stack in the stack files' key names, one per key StackConfig has (a key left out is
+    absent, and the trainer's where a team's program runs instead); pools keyed by name, defaults
+    filled in."""
     config = experiment.config
-    return {
-        f"{CONFIG_NAMESPACE}:nodePools": {
-            pool.name: pool.model_dump(by_alias=True, exclude={"name"}, exclude_none=True) for pool in config.node_pools
-        },
-        f"{CONFIG_NAMESPACE}:cluster": config.cluster.model_dump(by_alias=True, exclude_none=True),
-        **(
-            {f"{CONFIG_NAMESPACE}:trainer": config.trainer.to_config()}
-            if config.program is None
-            else {f"{CONFIG_NAMESPACE}:program": config.program.model_dump(by_alias=True, exclude_none=True)}
-        ),
-    }
+    values = {}
+    for key, name in type(config).file_keys().items():
+        value = getattr(config, name)
+        if value is None or (name == "trainer" and config.program is not None):
+            continue
+        values[f"{CONFIG_NAMESPACE}:{key}"] = _section_values(value)
+    return values
+
+
+def _section_values(value: Any) -> Any:
+    """A key's value as the stack file writes it, defaults filled in; named items (the node pools)
+    keyed by name, so that an item is matched by its name and not by its place in the list."""
+    if isinstance(value, tuple):
+        if all(isinstance(item, BaseModel) and "name" in type(item).model_fields for item in value):
+            return {item.name: item.model_dump(by_alias=True, exclude={"name"}, exclude_none=True) for item in value}
+        return [_section_values(item) for item in value]
+    if isinstance(value, TrainerSettings):
+        return value.to_config()
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True)
+    return value
 
 
 def config_changes(before: Mapping[str, Any], after: Mapping[str, Any], prefix: str = "") -> list[ConfigChange]:

@@ -4,6 +4,8 @@
   python -m components render <stack>    the objects as YAML files, for kubectl or GitOps
   python -m components status <stack>    the plan against what a cluster did
   python -m components top <stack>       each task's CPU and memory, the PS imbalance, the chief's progress
+  python -m components logs <stack> [TASK]   a task's log: from its pod, then from the log archive (tfk8s:logs)
+  python -m components tensorboard <stack>   the experiment's TensorBoard (tfk8s:tensorboard) on a local port
   python -m components export <stack>    the validated experiment as JSON (for trainer.local)
   python -m components diff <a> <b>      two experiments side by side (exit 0 same, 1 different, 2 bad stack)
   python -m components stacks            the stacks in stacks/
@@ -25,6 +27,7 @@ from ..migrate.carry import DEFAULT_POOL, ImportOptions
 from ..objects.loading import load_experiment
 from ..spec.models import StackConfigError
 from ..spec.stack_files import PROJECT_ROOT, stack_names
+from ..spec.trainer_contract import PROGRAM_ROLES, ProgramExport, StackExport, export_text, secret_env_value
 from .exit_codes import BAD_INPUT, exit_codes_help
 from .import_tfjob import STACK_NAME_RULE, import_tfjob
 from .plan_view import plan_table
@@ -257,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "export":
-        print(json.dumps(experiment_export(experiment), indent=2))
+        print(export_text(experiment_export(experiment)))
         return 0
 
     if args.command == "render":
@@ -327,36 +330,37 @@ def _diff(a: str, b: str, as_json: bool) -> int:
     return 0 if result.same else 1
 
 
-def experiment_export(experiment: Experiment) -> dict:
-    """What a tool without the program's environment needs of a stack, validated by the one schema."""
+def experiment_export(experiment: Experiment) -> StackExport:
+    """What a tool without the program's environment needs of a stack, validated by the one schema
+    (its JSON: trainer/stack_export.py)."""
     cluster = experiment.config.cluster
-    return {
-        "stack": experiment.stack,
-        "placement": cluster.placement,
-        "ps": cluster.ps_count,
-        "workers": cluster.workers.replicas,
-        "evaluator": cluster.evaluator_count,
-        "trainer": experiment.config.trainer.to_config(),
-        **({"program": _program_export(experiment, experiment.program)} if experiment.program is not None else {}),
-    }
+    return StackExport(
+        stack=experiment.stack,
+        placement=cluster.placement,
+        ps=cluster.ps_count,
+        workers=cluster.workers.replicas,
+        evaluator=cluster.evaluator_count,
+        trainer=experiment.config.trainer.to_config(),
+        program=_program_export(experiment, experiment.program) if experiment.program is not None else None,
+    )
 
 
 def _exported_env(experiment: Experiment, name: str, value: EnvValue) -> object:
     """A value as written, or where a Secret holds it (trainer.local then takes it from the shell)."""
     if name in experiment.secret_env:
-        return {"secret": experiment.names.program_secret, "key": name}
+        return secret_env_value(experiment.names.program_secret, name)
     return value if isinstance(value, str) else value.model_dump()
 
 
-def _program_export(experiment: Experiment, program: ProgramSpec) -> dict:
+def _program_export(experiment: Experiment, program: ProgramSpec) -> ProgramExport:
     """The program as trainer.local runs it: each role's command and args, env, the source's path."""
     argv = {}
-    for role in ("chief", "ps", "worker", "evaluator"):
+    for role in PROGRAM_ROLES:
         command, args = program.command_of(role)
         argv[role] = None if command is None else [*command, *(args or ())]
-    return {
-        "argv": argv,
-        "env": {name: _exported_env(experiment, name, value) for name, value in program.env.items()},
-        "source": str(PROJECT_ROOT / program.source) if program.source else None,
-        "done": program.done if isinstance(program.done, str) else program.done.model_dump(),
-    }
+    return ProgramExport(
+        argv=argv,
+        env={name: _exported_env(experiment, name, value) for name, value in program.env.items()},
+        source=str(PROJECT_ROOT / program.source) if program.source else None,
+        done=program.done if isinstance(program.done, str) else program.done.model_dump(),
+    )

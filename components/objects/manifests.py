@@ -186,9 +186,9 @@ def program_secret(experiment: Experiment) -> Optional[Manifest]:
     }
 
 
-def side_pods_env(experiment: Experiment) -> dict[str, str]:
-    """With tfk8s:tensorboard, where every task may write event files for it; with tfk8s:logs,
-    where each task's log shipper sends."""
+def task_env_for_side_pods(experiment: Experiment) -> dict[str, str]:
+    """What every task is told of the side pods: with tfk8s:tensorboard, where it may write event
+    files for TensorBoard; with tfk8s:logs, where its log shipper sends."""
     log_dir = experiment.tensorboard_log_dir
     env = {TENSORBOARD_DIR_ENV: log_dir} if log_dir is not None else {}
     if experiment.config.logs is not None:
@@ -200,7 +200,7 @@ def trainer_env(experiment: Experiment) -> dict[str, str]:
     """Environment of every task but its own variables: the TF cluster (or its file) and the
     trainer's settings, or what every task of a team's program reads."""
     if experiment.program is not None:
-        return shared_program_env(experiment, SCRATCH_DIR) | side_pods_env(experiment)
+        return shared_program_env(experiment, SCRATCH_DIR) | task_env_for_side_pods(experiment)
     if experiment.cluster_as_file:
         cluster = {CLUSTER_FILE_ENV: f"{CLUSTER_MOUNT}/{CLUSTER_FILE}"}
     else:
@@ -208,7 +208,7 @@ def trainer_env(experiment: Experiment) -> dict[str, str]:
     return {
         SETTINGS_ENV: experiment.trainer_settings_json,
         **cluster,
-        **side_pods_env(experiment),
+        **task_env_for_side_pods(experiment),
         "PYTHONPATH": CODE_ROOT,
         "PYTHONDONTWRITEBYTECODE": "1",  # the code mount is read-only
         "PYTHONUNBUFFERED": "1",

@@ -46,7 +46,7 @@ from ..plan.experiment import Experiment
 from ..plan.labels import selector_text
 from ..plan.trainer_bundle import load_trainer_bundle
 from ..spec.logs import LogsSpec
-from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfigError
+from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfig, StackConfigError
 from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
 from ..spec.secrets import ENV_PREFIX
@@ -74,24 +74,23 @@ class TFExperimentArgs:
     logs: Optional[Union[LogsSpec, Mapping[str, Any]]] = None
 
     def stack_values(self) -> dict[str, Any]:
-        """The arguments as a stack file's `tfk8s:*` values (a program's stack has no `tfk8s:trainer`
-        unless one is given, as a stack file)."""
-        values = {
-            f"{CONFIG_NAMESPACE}:nodePools": [_as_values(pool) for pool in self.node_pools],
-            f"{CONFIG_NAMESPACE}:cluster": _as_values(self.cluster),
-        }
-        if self.program is None or self.trainer:
-            values[f"{CONFIG_NAMESPACE}:trainer"] = _as_values(self.trainer)
-        if self.program is not None:
-            values[f"{CONFIG_NAMESPACE}:program"] = _as_values(self.program)
-        if self.tensorboard is not None:
-            values[f"{CONFIG_NAMESPACE}:tensorboard"] = _as_values(self.tensorboard)
-        if self.logs is not None:
-            values[f"{CONFIG_NAMESPACE}:logs"] = _as_values(self.logs)
+        """The arguments as a stack file's `tfk8s:*` values: one per StackConfig field, each argument
+        named as its field (tests/spec/test_stack_keys.py holds them to it). An optional key
+        left None is left out, and a program's stack has no `tfk8s:trainer` unless one is given, as in
+        a stack file."""
+        values = {}
+        for key, name in StackConfig.file_keys().items():
+            value = getattr(self, name)
+            left_out = value is None and not StackConfig.model_fields[name].is_required()
+            if left_out or (name == "trainer" and self.program is not None and not value):
+                continue
+            values[f"{CONFIG_NAMESPACE}:{key}"] = _as_values(value)
         return values
 
 
 def _as_values(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):  # the node pools
+        return [_as_values(item) for item in value]
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
     if isinstance(value, TrainerSettings):

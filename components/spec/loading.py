@@ -26,15 +26,8 @@ from .trainer_contract import SettingsError, TrainerSettings
 # --------------------------------------------------------------------------
 # Loading
 
-
-TOP_LEVEL_KEYS = {
-    "nodePools": "node_pools",
-    "cluster": "cluster",
-    "trainer": "trainer",
-    "program": "program",
-    "tensorboard": "tensorboard",
-    "logs": "logs",
-}
+# Read by its own parser (trainer/settings.py), and its defaults apply when the stack leaves it out.
+TRAINER_KEY = "trainer"
 
 
 def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
@@ -44,6 +37,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     (mappings and lists as the stack file writes them).
     """
     errors: list[str] = []
+    keys = StackConfig.file_keys()
     if not re.match(LABEL_VALUE_PATTERN, stack) or not stack:
         errors.append(
             f"stack name '{stack}' must be usable as a label value: letters, digits, '-', '_', '.', at most 63"
@@ -55,17 +49,21 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
             continue
         short = key.split(":", 1)[1] if key.startswith(f"{CONFIG_NAMESPACE}:") else key
         namespace = key.split(":", 1)[0] if ":" in key else None
-        if short in TOP_LEVEL_KEYS:
+        if short in keys:
             given[short] = value
         elif ":" not in key or key.startswith(f"{CONFIG_NAMESPACE}:"):
             errors.append(
-                f"{CONFIG_NAMESPACE}:{short}: unknown key{_did_you_mean(short, TOP_LEVEL_KEYS)}; "
-                f"allowed: {', '.join(f'{CONFIG_NAMESPACE}:{k}' for k in TOP_LEVEL_KEYS)}"
+                f"{CONFIG_NAMESPACE}:{short}: unknown key{_did_you_mean(short, keys)}; "
+                f"allowed: {', '.join(f'{CONFIG_NAMESPACE}:{k}' for k in keys)}"
             )
         elif namespace is not None and is_near_namespace(namespace):
-            errors.append(_namespace_typo(key, namespace))
+            errors.append(_namespace_typo(key, namespace, keys))
 
-    for required in ("nodePools", "cluster"):
+    # The keys whose fields have no default, but the trainer's, whose defaults are filled in below.
+    required_keys = [
+        key for key, name in keys.items() if StackConfig.model_fields[name].is_required() and key != TRAINER_KEY
+    ]
+    for required in required_keys:
         if required not in given:
             errors.append(f"{CONFIG_NAMESPACE}:{required}: missing; every stack needs it")
     if "program" in given and given["program"] is None:
@@ -74,7 +72,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
             f"{CONFIG_NAMESPACE}:program out to run tfk8s's trainer"
         )
         del given["program"]
-    if "program" in given and "trainer" in given:
+    if "program" in given and TRAINER_KEY in given:
         errors.append(
             f"{CONFIG_NAMESPACE}:program and {CONFIG_NAMESPACE}:trainer are both set: a stack runs either the "
             f"team's own program or tfk8s's trainer; drop {CONFIG_NAMESPACE}:trainer (it configures tfk8s's "
@@ -83,7 +81,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
 
     try:
         # Not `or None`: an empty list or a 0 is a mistake, not a request for the defaults.
-        trainer = TrainerSettings.from_config(given.get("trainer"))
+        trainer = TrainerSettings.from_config(given.get(TRAINER_KEY))
     except SettingsError as exc:
         trainer = None
         where = f"{CONFIG_NAMESPACE}:trainer" + (f".{exc.key}" if exc.key else "")
@@ -92,17 +90,11 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     # Every problem in one pass: the pools and the cluster are checked even when the trainer
     # settings or the top-level keys have errors of their own.
     config: StackConfig | None = None
-    if all(required in given for required in ("nodePools", "cluster")):
+    if all(required in given for required in required_keys):
+        sections = {key: given[key] for key in keys if key in given}
+        sections[TRAINER_KEY] = trainer or TrainerSettings()
         try:
-            config = StackConfig.model_validate(
-                {
-                    "stack": stack,
-                    "nodePools": given["nodePools"],
-                    "cluster": given["cluster"],
-                    "trainer": trainer or TrainerSettings(),
-                    **{key: given[key] for key in ("program", "tensorboard", "logs") if key in given},
-                }
-            )
+            config = StackConfig.model_validate({"stack": stack, **sections})
         except ValidationError as exc:
             errors.extend(_describe_validation_error(exc))
 
@@ -142,10 +134,10 @@ def _edit_distance(a: str, b: str) -> int:
     return row[len(b)]
 
 
-def _namespace_typo(key: str, namespace: str) -> str:
+def _namespace_typo(key: str, namespace: str, keys: Mapping[str, str]) -> str:
     name = key.split(":", 1)[1]
-    close = difflib.get_close_matches(name, list(TOP_LEVEL_KEYS), n=1)
-    meant = name if name in TOP_LEVEL_KEYS else (close[0] if close else name)
+    close = difflib.get_close_matches(name, list(keys), n=1)
+    meant = name if name in keys else (close[0] if close else name)
     return (
         f"{key}: unknown namespace '{namespace}' (did you mean '{CONFIG_NAMESPACE}:{meant}'?); tfk8s reads "
         f"only {CONFIG_NAMESPACE}:* keys, so this one would be ignored"

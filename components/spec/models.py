@@ -334,6 +334,13 @@ class StackConfig(_Model):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    @classmethod
+    def file_keys(cls) -> dict[str, str]:
+        """A stack file's top-level keys (`nodePools`, as `tfk8s:nodePools`), each to its field
+        (`node_pools`), in the fields' order: every field but `stack`, which names the file. The one
+        list of them: the loader, TFExperimentArgs and `diff` read it."""
+        return {info.alias or name: name for name, info in cls.model_fields.items() if name != "stack"}
+
     # A field validator, not min_length: pydantic would report an empty tuple
     # again after any bad pool, doubling the message.
     @field_validator("node_pools")

@@ -1,6 +1,6 @@
 """What components/ reads from the trainer: the names a task's pod and its objects agree on
 (shared_names, cluster), the trainer's settings (settings), the kubelet's $(VAR) rules
-(kubelet_expansion) and the chief's log lines (log_lines).
+(kubelet_expansion), the chief's log lines (log_lines) and the JSON `export` prints (stack_export).
 
 The trainer is a package beside components/: in a checkout both are top-level (`python -m
 components`, `from components.tf_experiment import ...`); in the wheel (`make dist`,
@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__ == "components.spec":
-    from trainer import cluster, kubelet_expansion, log_lines, settings, shared_names
+    from trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
 else:
-    from ...trainer import cluster, kubelet_expansion, log_lines, settings, shared_names
+    from ...trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
 
 # The log archive's protocol, re-exported whole: the shipper and the collector import it as a file
 # beside them in their pods, components/ (log_shipping, log_archive, task_shell, the archive's
@@ -49,6 +49,12 @@ SettingsError = settings.SettingsError
 TrainerSettings = settings.TrainerSettings
 to_camel = settings.to_camel
 
+PROGRAM_ROLES = stack_export.PROGRAM_ROLES
+ProgramExport = stack_export.ProgramExport
+StackExport = stack_export.StackExport
+export_text = stack_export.export_text
+secret_env_value = stack_export.secret_env_value
+
 COMPLETION_INDEX = shared_names.COMPLETION_INDEX
 COMPONENT = shared_names.COMPONENT
 GPU_PRODUCT = shared_names.GPU_PRODUCT
@@ -56,11 +62,9 @@ GPU_RESOURCE = shared_names.GPU_RESOURCE
 INSTANCE = shared_names.INSTANCE
 POD_INDEX = shared_names.POD_INDEX
 PRODUCTION = shared_names.PRODUCTION
-PROGRAM = shared_names.PROGRAM
 TFK8S_GPU_PRODUCT = shared_names.TFK8S_GPU_PRODUCT
 TF_PORT = shared_names.TF_PORT
 TF_PORT_NAME = shared_names.TF_PORT_NAME
 TRAINER_COMMAND = shared_names.TRAINER_COMMAND
 TRAINER_PACKAGE = shared_names.TRAINER_PACKAGE
-TRAINER_PROGRAM = shared_names.TRAINER_PROGRAM
 TENSORBOARD_DIR_ENV = shared_names.TENSORBOARD_DIR_ENV

@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import OPTIMIZER_SLOTS, PROGRAM, SETTINGS_ENV, TRAINER_PROGRAM
+from .facts import OPTIMIZER_SLOTS, SETTINGS_ENV
 from .reading import (
     as_list,
     chief_settings,
@@ -30,8 +30,7 @@ from .reading import (
 
 MANDATORY = EnforcementLevel.MANDATORY
 TRAINER_ONLY = (
-    f" Applies to tfk8s's own trainer only, the experiments whose task pods carry the label {PROGRAM}: "
-    f"{TRAINER_PROGRAM}: a team's own program (tfk8s:program) has a model the pack cannot know."
+    " Applies to tfk8s's own trainer only: a team's own program (tfk8s:program) has a model the pack cannot know."
 )
 ADVISORY = EnforcementLevel.ADVISORY
 

@@ -135,3 +135,24 @@ def test_two_experiments_in_one_teams_namespace_differ_only_by_what_their_stacks
         "ConfigMap": {"added": [], "removed": [], "changed": ["<stack>-tfk8s-trainer-env"]},
         "replicatedJob": {"added": [], "removed": [], "changed": ["chief", "ps", "worker"]},
     }
+
+
+def test_tensorboard_and_the_log_archive_show_in_the_config(capsys, tmp_path):
+    """Every top-level key is compared, tfk8s:tensorboard and tfk8s:logs among them."""
+    from tests.stack_variants import write_variant
+
+    def side_pods(values):
+        values["tfk8s:cluster"]["chief"] = {"checkpointVolume": {"size": "1Gi"}}
+        values["tfk8s:tensorboard"] = {"image": "tensorflow/tensorflow:2.21.0"}
+        values["tfk8s:logs"] = {"size": "2Gi"}
+
+    def volume_only(values):
+        values["tfk8s:cluster"]["chief"] = {"checkpointVolume": {"size": "1Gi"}}
+
+    a = write_variant(tmp_path, "scene1-case1", "plain", volume_only)
+    b = write_variant(tmp_path, "scene1-case1", "side-pods", side_pods)
+    code, out = diff(capsys, a, b, "--json")
+    config = {change["key"]: (change["before"], change["after"]) for change in json.loads(out)["config"]}
+    assert code == 1 and list(config) == ["tfk8s:tensorboard", "tfk8s:logs"]
+    assert config["tfk8s:tensorboard"][0] is None and config["tfk8s:tensorboard"][1]["image"].endswith(":2.21.0")
+    assert config["tfk8s:logs"] == (None, {"size": "2Gi", "cpu": "100m", "memory": "128Mi"})

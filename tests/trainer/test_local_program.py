@@ -173,3 +173,18 @@ def test_a_killed_launcher_takes_its_program_tasks_with_it(tmp_path):
     for pid in left:  # a failing run must not leave its tasks to the next test
         os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+def test_a_malformed_export_is_refused_in_one_line_before_anything_starts(tmp_path):
+    """An export (python -m components export's JSON, trainer/stack_export.py) whose program is not of its
+    shape: the launcher names the key and starts nothing."""
+    export = tmp_path / "hand-written.json"
+    export.write_text(json.dumps({
+        "stack": "s", "placement": "colocated", "ps": 0, "workers": 1, "evaluator": 0, "trainer": {},
+        "program": {"argv": {"chief": None, "ps": None, "worker": "python train.py"}, "env": {}, "source": None,
+                    "done": "workers"},
+    }))
+    code, stdout, stderr, left = run_local(tmp_path / "run", str(export))
+    assert code == 2, stderr
+    assert "trainer.local: program.argv.worker should be a list of words or null (got 'python train.py')" in stderr
+    assert left == [] and stdout == ""

@@ -25,37 +25,13 @@ from typing import Any, Optional, TextIO
 from ..kubelet_expansion import expand
 from ..lifeline import LAUNCHER_PID_ENV
 from ..ports import free_ports
+from ..stack_export import ProgramExport
 from .errors import LaunchError
 from .evaluator import EVALUATOR_TASK, LocalEvaluator
 from .tasks import Task, last_lines, stop_all
 
 WORKER_RESTARTS = 5
 POLL_S = 0.2
-
-
-@dataclass(frozen=True)
-class ProgramExport:
-    """A stack's program as `python -m components export` gives it (components/cli/main.py)."""
-
-    argv: dict[str, Optional[list[str]]]  # role -> command + args; None: the image's entrypoint
-    env: dict[str, Any]  # a value, or {"secret": ..., "key": ...}
-    source: Optional[str]  # the folder's absolute path
-    done: Any  # chief | workers | {"workers": N}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ProgramExport":
-        return cls(data["argv"], data["env"], data.get("source"), data["done"])
-
-    @property
-    def has_chief(self) -> bool:
-        return bool(self.done == "chief")
-
-    def workers_to_finish(self, replicas: int) -> int:
-        return int(self.done["workers"]) if isinstance(self.done, dict) else replicas
-
-    def evaluator_argv(self) -> Optional[list[str]]:
-        """roles.evaluator's command and args; the workers' where the export has none for it."""
-        return self.argv["evaluator"] if "evaluator" in self.argv else self.argv["worker"]
 
 
 @dataclass

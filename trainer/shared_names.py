@@ -16,6 +16,13 @@ COMPONENT = "app.kubernetes.io/component"  # chief, ps, worker or evaluator
 # TensorFlow's side-car evaluator's task type: one task (index 0) outside the cluster it evaluates.
 EVALUATOR = "evaluator"
 PRODUCTION = "tfk8s.io/production"  # on the namespace and the pods: the pack advises production rules
+# On every task pod of tfk8s's own trainer, and on no other pod (a team's program, tfk8s:program,
+# carries none): the program a task runs, as `kubectl get pods -l` and the policy pack see it.
+# The pack applies its model-derived rules (embedding shards, PS memory, checkpoints) to the pods
+# that carry it; their command says nothing it can rely on (with tfk8s:logs the trainer is the
+# argument of a shell).
+PROGRAM = "tfk8s.io/program"
+TRAINER_PROGRAM = "tfk8s-trainer"
 # A GPU pool's product: GPU Feature Discovery's label, or tfk8s's own on the nodes it names.
 GPU_PRODUCT = "nvidia.com/gpu.product"
 TFK8S_GPU_PRODUCT = "tfk8s.io/gpu-product"
@@ -44,6 +51,6 @@ TENSORBOARD_DIR_ENV = "TFK8S_TENSORBOARD_DIR"
 # the evaluator reads there.
 CHECKPOINT_DIR_ENV = "TFK8S_CHECKPOINT_DIR"
 
-# What every task of tfk8s's own trainer runs; the pack tells it from a team's program by it.
+# What every task of tfk8s's own trainer runs (with tfk8s:logs, as the arguments of the log shell).
 TRAINER_PACKAGE = "trainer"
 TRAINER_COMMAND = ("python", "-m", TRAINER_PACKAGE)

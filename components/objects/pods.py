@@ -114,6 +114,7 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             "labels": {
                 **L.pod_labels(experiment.stack, group),
                 **({L.PRODUCTION: "true"} if cluster.production else {}),
+                **L.program_labels(runs_tfk8s_trainer=experiment.program is None),
             },
             # Mounted code and envFrom do not restart pods when they change; a
             # changed hash does, and shows in `pulumi preview`.

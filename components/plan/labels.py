@@ -15,7 +15,9 @@ from ..spec.trainer_contract import (  # noqa: F401 (this module is where compon
     INSTANCE,
     POD_INDEX,
     PRODUCTION,
+    PROGRAM,
     TFK8S_GPU_PRODUCT,
+    TRAINER_PROGRAM,
 )
 from .workloads import TaskGroup
 
@@ -106,6 +108,13 @@ def group_labels(stack: str, group: TaskGroup) -> dict[str, str]:
 def pod_labels(stack: str, group: TaskGroup) -> dict[str, str]:
     """A group's pods: their controller, not Pulumi, manages them."""
     return {NAME: APP_NAME, **group_selector(stack, group), **spread_selector(stack, group.task_type)}
+
+
+def program_labels(runs_tfk8s_trainer: bool) -> dict[str, str]:
+    """The mark of a task pod that runs tfk8s's own trainer, which the policy pack reads to apply its
+    model-derived rules; none on a team's program's pods. A label on the pod template only, in no
+    selector: a workload's selector cannot change, and the mark says what a pod runs, not whose it is."""
+    return {PROGRAM: TRAINER_PROGRAM} if runs_tfk8s_trainer else {}
 
 
 def spread_selector(stack: str, task_type: str) -> dict[str, str]:

@@ -14,8 +14,10 @@ INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
 EVALUATOR = "evaluator"  # TensorFlow's side-car evaluator: task evaluator-0, outside the cluster
 SETTINGS_ENV = "TFK8S_TRAINER"
-# What a task of tfk8s's own trainer runs (components/objects/pods.py); a team's program runs its own.
-TRAINER_COMMAND = ["python", "-m", "trainer"]
+# The label on every task pod of tfk8s's own trainer (components/objects/pods.py), on no team
+# program's: the rules derived from tfk8s's model apply to the pods that carry it.
+PROGRAM = "tfk8s.io/program"
+TRAINER_PROGRAM = "tfk8s-trainer"
 PRODUCTION = "tfk8s.io/production"
 REMOVED_API_VERSIONS = ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2")
 WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "JobSet")

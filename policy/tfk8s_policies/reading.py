@@ -23,10 +23,11 @@ from .facts import (
     FIRST_INDEX_ENV,
     INSTANCE,
     PRODUCTION,
+    PROGRAM,
     SETTINGS_ENV,
     TASK_TYPE_ENV,
     TF_PORT,
-    TRAINER_COMMAND,
+    TRAINER_PROGRAM,
     WORKLOAD_KINDS,
 )
 from .pods import (  # noqa: F401 (re-exported for the rules)
@@ -276,12 +277,13 @@ def embedding_shards(settings: Mapping[str, Any], ps_count: int) -> int:
 
 def runs_tfk8s_trainer(group: list[Workload]) -> bool:
     """The experiment's tasks run tfk8s's own trainer, whose model the settings describe; a team's
-    own program (tfk8s:program) has a model the pack cannot know."""
-    return any(
-        [str(word) for word in as_list(get(container, "command"))] == TRAINER_COMMAND
-        for workload in group
-        for container in containers(workload.spec)
-    )
+    own program (tfk8s:program) has a model the pack cannot know.
+
+    Known by the mark tfk8s puts on the trainer's task pods, never by their command: the command is
+    how a task is started, which changes (with tfk8s:logs the trainer is the argument of a shell)
+    while the rules must not go silent. One marked task is enough: a task stripped of the mark
+    (a transform, a hand edit) still belongs to the experiment its others run."""
+    return any(workload.labels.get(PROGRAM) == TRAINER_PROGRAM for workload in group)
 
 
 def clusters(resources: list) -> dict[tuple, list[Workload]]:

@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import OPTIMIZER_SLOTS, SETTINGS_ENV
+from .facts import OPTIMIZER_SLOTS, PROGRAM, SETTINGS_ENV, TRAINER_PROGRAM
 from .reading import (
     as_list,
     chief_settings,
@@ -30,7 +30,8 @@ from .reading import (
 
 MANDATORY = EnforcementLevel.MANDATORY
 TRAINER_ONLY = (
-    " Applies to tfk8s's own trainer only: a team's own program (tfk8s:program) has a model the pack cannot know."
+    f" Applies to tfk8s's own trainer only, the experiments whose task pods carry the label {PROGRAM}: "
+    f"{TRAINER_PROGRAM}: a team's own program (tfk8s:program) has a model the pack cannot know."
 )
 ADVISORY = EnforcementLevel.ADVISORY
 

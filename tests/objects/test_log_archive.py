@@ -6,6 +6,7 @@ without the key; and a stack whose logs it cannot keep refused naming the field.
 from __future__ import annotations
 
 import copy
+import json
 
 import pulumi
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from components.objects.task_shell import LOG_FORWARDER, SIGNAL_FORWARDER
 from components.spec.logs import INGEST_PORT, KEPT_RUNS
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
-from components.spec.trainer_contract import TRAINER_COMMAND
+from components.spec.trainer_contract import PROGRAM, SETTINGS_ENV, TRAINER_COMMAND, TRAINER_PROGRAM
 from tests.harness import reset_pulumi, run_program
 from tests.objects.test_program import TF2_SOURCE, program_values
 from tests.pods import config_maps_of, pods_of
@@ -58,12 +59,22 @@ def test_every_task_sends_its_log_as_status_names_it_to_the_one_collector():
         command = pod.container["command"]
         assert command[:3] == ["/bin/sh", "-c", LOG_FORWARDER], "the program's output goes through the shipper"
         assert pod.program_argv == list(TRAINER_COMMAND)
+        assert pod.labels[PROGRAM] == TRAINER_PROGRAM, "the mark the policy pack knows the trainer by"
         assert pod.mounted_file("/opt/tfk8s-logs/log_shipper.py", config_maps).startswith('"""')
     service = _named(run, "Service", "tfk8s-logs")["spec"]
     assert service["clusterIP"] == "None" and service["ports"][0]["port"] == INGEST_PORT
     code = _named(run, "ConfigMap", "tfk8s-logs")["data"]
     assert code == {name: (PROJECT_ROOT / "trainer" / name).read_text() for name in log_protocol.ARCHIVE_FILES}
-    assert not tripped(objects_of(run)), "the pack's mandatory policies pass"
+    objects = objects_of(run)
+    assert not tripped(objects), "the pack's mandatory policies pass"
+    # And they judge this experiment: behind the log shell the pack still knows tfk8s's trainer (by its
+    # pods' mark), so a worker given other trainer settings than the chief is refused.
+    settings = json.loads(config_maps["tfk8s-trainer-env"][SETTINGS_ENV])
+    (jobset,) = [o for o in objects if o.kind == "JobSet"]
+    (worker,) = [job for job in jobset.props["spec"]["replicatedJobs"] if job["name"] == "worker"]
+    (container,) = worker["template"]["spec"]["template"]["spec"]["containers"]
+    container["env"].append({"name": SETTINGS_ENV, "value": json.dumps(settings | {"partition": "range"})})
+    assert list(tripped(objects)) == ["tfk8s-embedding-shards-match-ps"]
 
 
 def test_the_archive_is_bounded_by_size_and_kept_in_the_collectors_own_volume():
@@ -117,6 +128,7 @@ def test_a_programs_command_is_started_through_the_shipper_with_its_own_argument
     for pod in pods_of(run):
         assert pod.container["command"][2] == LOG_FORWARDER
         assert pod.program_argv == ["python", "train.py", "--steps", "$(TASK_INDEX)"]
+        assert PROGRAM not in pod.labels, "a team's program is not tfk8s's trainer to the policy pack"
     assert "$(" not in LOG_FORWARDER and "$$" not in LOG_FORWARDER, "the kubelet would expand them"
 
 

@@ -2,7 +2,7 @@
 
 The pack runs in its own environment (pulumi-policy pins protobuf 5.29) and
 imports no tfk8s code, so it keeps copies: every name it shares with tfk8s
-(trainer/shared_names.py: the port, labels, variables, the trainer's command),
+(trainer/shared_names.py: the port, labels, variables, the trainer's mark),
 optimizer slots, quantity suffixes, the shard rule and its byte maths, the
 `$(NAME)` grammar. This test holds each copy against the module it was copied
 from and fails the day one of them changes alone.
@@ -100,6 +100,7 @@ def test_every_copied_name_agrees_with_the_one_tfk8s_defines():
         original = getattr(shared_names, name)
         assert copied[name] == (list(original) if isinstance(original, tuple) else original), name
     assert facts.GPU_PRODUCT_LABELS == (shared_names.GPU_PRODUCT, shared_names.TFK8S_GPU_PRODUCT)
+    assert {"PROGRAM", "TRAINER_PROGRAM"} <= set(copied), "the mark the pack knows tfk8s's trainer by"
 
 
 def test_every_kind_tfk8s_runs_pods_in_is_a_workload_to_the_pack():

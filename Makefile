@@ -63,8 +63,11 @@ lint: $(STAMP)
 test-shells:
 	bash tools/toolchain/test_shells.sh
 
+# Each stage ends with its slowest tests, so that a slower loop shows where its time went.
+SLOWEST := --durations=15
+
 test-program: $(STAMP) $(POLICY_STAMP) test-shells
-	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods
+	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods $(SLOWEST)
 
 # One local cluster per machine (its ports, bridge and host changes): runs of the suites that bring
 # one up wait for each other on this lock instead of colliding.
@@ -72,14 +75,14 @@ CLUSTER_LOCK ?= /tmp/tfk8s-cluster.lock
 
 # Real admission and scheduling: the objects against a local control plane.
 test-cluster: $(STAMP) toolchain
-	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/cluster
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/cluster $(SLOWEST)
 
 # Experiments in real pods on two real kubelet nodes (root; builds the images first).
 test-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image
-	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/realpods
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/realpods $(SLOWEST)
 
 test-trainer: $(STAMP) $(TRAINER_STAMP)
-	$(TRAINER_VENV)/bin/python -m pytest tests/trainer --confcutdir=tests/trainer
+	$(TRAINER_VENV)/bin/python -m pytest tests/trainer --confcutdir=tests/trainer $(SLOWEST)
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/program_under_mocks.py

@@ -19,10 +19,14 @@ from .shared_names import (  # noqa: F401 (the variables a task reads, looked up
     POD_INDEX,
     TASK_INDEX_ENV,
     TASK_TYPE_ENV,
+    task_name,
 )
 
 TF_CONFIG_ENV = "TF_CONFIG"
-ROLES = ("chief", "ps", "worker")  # the training cluster's; the evaluator (EVALUATOR) is outside it
+# The training cluster's roles, in TF_CONFIG's order; the evaluator (EVALUATOR) is outside it.
+# components/plan/task_roles.py holds every role's traits; tests/plan/test_task_roles.py holds this copy
+# (the trainer imports nothing from components/) equal to it.
+ROLES = ("chief", "ps", "worker")
 
 
 class ClusterConfigError(ValueError):
@@ -45,7 +49,7 @@ class TaskConfig:
 
     @property
     def name(self) -> str:
-        return f"{self.task_type}-{self.task_index}"
+        return task_name(self.task_type, self.task_index)
 
     def tf_config_json(self) -> str:
         return json.dumps({"cluster": self.cluster, "task": {"type": self.task_type, "index": self.task_index}})

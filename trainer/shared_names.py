@@ -54,3 +54,11 @@ CHECKPOINT_DIR_ENV = "TFK8S_CHECKPOINT_DIR"
 # What every task of tfk8s's own trainer runs (with tfk8s:logs, as the arguments of the log shell).
 TRAINER_PACKAGE = "trainer"
 TRAINER_COMMAND = ("python", "-m", TRAINER_PACKAGE)
+
+# A task's name: its role and index (`ps-0`, `worker-17`, `chief-0`), as TF_CONFIG's cluster lists
+# them and as the planner, the trainer, the start barrier, `status` and the log archive name tasks.
+TASK_NAME_SEPARATOR = "-"
+
+
+def task_name(task_type: str, index: int | str) -> str:
+    return f"{task_type}{TASK_NAME_SEPARATOR}{index}"

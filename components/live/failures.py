@@ -10,11 +10,13 @@ from ..objects.failure_rules import POD_FAILURE_POLICY, FailedExit, failed_on_ex
 from ..objects.start_barrier import START_BARRIER
 from ..plan import labels as L
 from ..plan.experiment import Experiment
+from ..plan.task_roles import ROLE_OF, TRAINING_CLUSTER, task_name
 from ..plan.workloads import pod_hostname
 from .tasks import pod_task
 
 FAILED_SCHEDULING = "FailedScheduling"
-TASK_NAME = re.compile(r"^(chief|ps|worker)-[0-9]+$")
+# A task of the training cluster, as the start barrier names those it waits for.
+TASK_NAME = re.compile("^" + task_name("(" + "|".join(TRAINING_CLUSTER) + ")", "[0-9]+") + "$")
 
 
 def failed_jobs(
@@ -22,7 +24,7 @@ def failed_jobs(
 ) -> str:
     """The task groups whose Job failed, with the tasks they run and the Job's reason."""
     tasks_of = {group.name: [task.name for task in group.tasks] for group in experiment.groups}
-    role_of = {group.name: group.task_type for group in experiment.groups}
+    role_in = {group.name: ROLE_OF[group.task_type] for group in experiment.groups}
     pod_named = {pod.metadata.name: pod for pod in pods}
     failed = []
     for job in jobs:
@@ -39,7 +41,7 @@ def failed_jobs(
             else:
                 pod = pod_named.get(exited.pod)
                 task = (pod_task(pod, first_index) if pod is not None else None) or exited.pod
-                key = "workers" if role_of.get(group) == "worker" else role_of.get(group, group)
+                key = role_in[group].stack_key if group in role_in else group
                 failed.append(f"{task}'s exit code {exited.code} is in {key}.failOn: no retry")
     return "; ".join(dict.fromkeys(failed))  # every task that waited says the same
 

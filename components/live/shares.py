@@ -13,9 +13,8 @@ from typing import Iterable, Optional
 
 from ..plan.experiment import Experiment
 from ..plan.planner import compress_names
+from ..plan.task_roles import PLACED_ROLES
 from .table import aligned
-
-ROLES = ("ps", "worker")
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ def server_statuses(experiment: Experiment, placed: Iterable[tuple[str, Optional
         ServerStatus(
             share.server,
             share.pool,
-            {role: plan.share_text(role, share.pool) for role in ROLES},
+            {role: plan.share_text(role, share.pool) for role in PLACED_ROLES},
             [f"{role}-{index}" for role, index in sorted(on_node.get(share.server, []))],
         )
         for share in plan.shares
@@ -57,7 +56,7 @@ def crowded_tasks(experiment: Experiment, servers: list[ServerStatus]) -> dict[s
     """Task -> why it is off the plan, for the tasks of a server that holds more of a role than its share."""
     crowded: dict[str, str] = {}
     for server in servers:
-        for role in ROLES:
+        for role in PLACED_ROLES:
             _, high = experiment.plan.share_bounds(role, server.pool)
             if server.count(role) > high:
                 reason = f"{server.server} holds {server.count(role)} {role} tasks, its share is {server.share[role]}"

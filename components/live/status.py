@@ -33,7 +33,7 @@ from ..access.kubeconfig import (
 from ..objects.api_errors import api_error_text, missing_permission, status_of
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.planner import EVALUATOR
+from ..plan.task_roles import role_of
 from ..spec.trainer_contract import last_summary
 from .failures import failed_jobs
 from .phase import (
@@ -139,8 +139,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     ]
     tasks, servers = against_shares(experiment, tasks)
     # The evaluator does not decide whether the experiment runs (it may have finished, or be replaced).
-    evaluators = {p.task.name for p in experiment.plan.placements if p.task.type == EVALUATOR}
-    all_running = all(t.phase == "Running" for t in tasks if t.task not in evaluators)
+    side_tasks = {p.task.name for p in experiment.plan.placements if not role_of(p.task.type).in_training_cluster}
+    all_running = all(t.phase == "Running" for t in tasks if t.task not in side_tasks)
     if experiment.workload == "jobset":
         phase = jobset_phase(
             read_jobset(api, experiment),
@@ -150,7 +150,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             experiment.config.cluster.ttl_seconds_after_finished,
         )
     else:
-        chief_jobs = [status for metadata, status in job_parts if group_of_workload[metadata.name] == "chief"]
+        deciding = experiment.plan.deciding_role().name
+        chief_jobs = [status for metadata, status in job_parts if group_of_workload[metadata.name] == deciding]
         phase = statefulset_phase(
             any((status.succeeded or 0) >= 1 for status in chief_jobs),
             any(c.type == "Failed" and c.status == "True" for status in chief_jobs for c in status.conditions or ()),
@@ -162,7 +163,7 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
     if phase.name == "Succeeded":
         # JobSet ended the PS and workers with the chief (the workers, without one): their pods
         # are gone by design.
-        ended_with = "the chief" if experiment.plan.count("chief") else "the workers"
+        ended_with = f"the {experiment.plan.deciding_role().stack_key}"
         tasks = [
             TaskStatus(t.task, t.pool, t.planned, None, "Succeeded", True, f"ended with {ended_with}")
             if t.phase == "Missing"

@@ -11,6 +11,7 @@ from typing import Any, Optional
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.planner import TaskPlacement
+from ..plan.task_roles import ROLE_OF, task_name
 from .phase import Phase
 from .shares import ServerStatus, crowded_tasks, server_statuses, servers_json, servers_table
 from .table import aligned
@@ -34,12 +35,13 @@ def pod_task(pod: Any, first_index: dict[str, int]) -> Optional[str]:
     ordinal is its task index; the StatefulSet model's chief Job runs task 0 only."""
     labels = pod.metadata.labels or {}
     role = labels.get(L.COMPONENT)
-    if L.COMPLETION_INDEX in labels and labels.get(L.WORKLOAD) in first_index:
-        return f"{role}-{first_index[labels[L.WORKLOAD]] + int(labels[L.COMPLETION_INDEX])}"
-    index = labels.get(L.POD_INDEX, "0" if role == "chief" else None)
-    if role is None or index is None:
+    if role is None:
         return None
-    return f"{role}-{index}"
+    if L.COMPLETION_INDEX in labels and labels.get(L.WORKLOAD) in first_index:
+        return task_name(role, first_index[labels[L.WORKLOAD]] + int(labels[L.COMPLETION_INDEX]))
+    # A role of one task runs task 0 (the StatefulSet model's chief Job has no pod index).
+    index = labels.get(L.POD_INDEX, "0" if role in ROLE_OF and ROLE_OF[role].one_task else None)
+    return task_name(role, index) if index is not None else None
 
 
 def newest_pods_by_task(pods: list[Any], first_index: dict[str, int]) -> dict[str, Any]:

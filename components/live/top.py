@@ -35,7 +35,8 @@ from typing import Any, Callable, Mapping, Optional, TextIO, cast
 
 from ..objects.api_errors import api_error_text, missing_permission, status_of
 from ..plan.experiment import Experiment
-from ..plan.planner import EVALUATOR, Task
+from ..plan.planner import Task
+from ..plan.task_roles import EVALUATOR
 from .status import group_served, pod_log, read_status, with_cluster
 from .usage import (
     KUBELET_SUMMARY,
@@ -219,10 +220,10 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
             )
         )
     # The task that reports progress: the chief, or worker 0 where it acts as chief (done: workers).
-    reporter = status.pods.get("chief-0") or status.pods.get("worker-0")
+    reporter = status.pods.get(Task(experiment.plan.deciding_role().name, 0).name)
     steps_asked = experiment.config.trainer.steps if experiment.program is None else None
     progress = chief_progress(pod_log(core, reporter, lines=CHIEF_LOG_LINES), steps_asked)
-    evaluator = status.pods.get(Task(EVALUATOR, 0).name)
+    evaluator = status.pods.get(Task(EVALUATOR.name, 0).name)
     evaluation = last_evaluation(pod_log(core, evaluator, lines=CHIEF_LOG_LINES))
     return TopView(
         experiment.stack,

@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..plan.experiment import Experiment
 from ..plan.object_names import JOBSET
-from ..plan.planner import TASK_TYPES
+from ..plan.task_roles import TRAINING_CLUSTER
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
 from . import jobset, manifests
@@ -116,7 +116,8 @@ def role_services(experiment: Experiment) -> list[KubeObject]:
     if experiment.workload == "jobset":
         return []
     return [
-        KubeObject(f"{task_type}-service", manifests.role_service(experiment, task_type)) for task_type in TASK_TYPES
+        KubeObject(f"{task_type}-service", manifests.role_service(experiment, task_type))
+        for task_type in TRAINING_CLUSTER
     ]
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..plan.experiment import Experiment
-from ..plan.planner import EVALUATOR
+from ..plan.task_roles import CHIEF, role_of
 from ..plan.workloads import TaskGroup
 from ..spec.roles import EvaluatorSpec
 from .start_barrier import START_BARRIER, START_DEADLINE_EXIT
@@ -94,13 +94,14 @@ def pod_failure_policy(experiment: Experiment, group: TaskGroup, container: str)
     role's `failOn`. The evaluator's Job never fails (components/objects/jobset.py): replaced, whatever
     its exit, after no start barrier."""
     fail_on = _fail_on(experiment, group)
+    role = role_of(group.task_type)
     disrupted = {
         # A PS's Job fails (the JobSet restarts the experiment, uncounted); another task is replaced.
-        "action": "FailJob" if group.task_type == "ps" else "Ignore",
+        "action": "FailJob" if role.lost_restarts_experiment else "Ignore",
         "onPodConditions": [DISRUPTED],
     }
     rules: list[Manifest] = [disrupted]
-    if experiment.config.cluster.start_deadline is not None and group.task_type != EVALUATOR:
+    if experiment.config.cluster.start_deadline is not None and role.waits_at_start_barrier:
         rules.append(
             {
                 "action": "FailJob",
@@ -119,8 +120,11 @@ def pod_failure_policy(experiment: Experiment, group: TaskGroup, container: str)
 
 def _fail_on(experiment: Experiment, group: TaskGroup) -> tuple[int, ...]:
     """The exit codes that fail the experiment at once; none of the evaluator's ever do."""
-    role = experiment.config.cluster.role(group.task_type)
-    return () if isinstance(role, EvaluatorSpec) else role.fail_on
+    if not role_of(group.task_type).fails_on_exit_codes:
+        return ()
+    settings = experiment.config.cluster.role(group.task_type)
+    assert not isinstance(settings, EvaluatorSpec), "the evaluator takes no failOn"
+    return settings.fail_on
 
 
 def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container: str) -> list[Manifest]:
@@ -149,7 +153,7 @@ def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container:
         )
     rules.append(
         {
-            "name": CHIEF_FAILS_EXPERIMENT if finisher.task_type == "chief" else WORKER_FAILS_EXPERIMENT,
+            "name": CHIEF_FAILS_EXPERIMENT if role_of(finisher.task_type) is CHIEF else WORKER_FAILS_EXPERIMENT,
             "action": "FailJobSet",
             "targetReplicatedJobs": [finisher.name],
         }
@@ -163,6 +167,6 @@ def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container:
             "onJobFailureMessagePatterns": [disruption_message_pattern(PS_DISRUPTED_RULE)],
         }
         for group in experiment.groups
-        if group.task_type == "ps"
+        if role_of(group.task_type).lost_restarts_experiment
     )
     return rules

@@ -32,7 +32,7 @@ from typing import Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.planner import EVALUATOR
+from ..plan.task_roles import CHIEF, role_of
 from ..plan.workloads import TaskGroup
 from .failure_rules import jobset_failure_rules, pod_failure_policy
 from .manifests import chief_deadline, metadata
@@ -114,21 +114,25 @@ def local_queue(experiment: Experiment) -> Optional[Manifest]:
 def _finishing_group(experiment: Experiment) -> TaskGroup:
     """The group whose end is the experiment's: the chief's, or the workers' where the plan has
     no chief (a TF1 between-graph program, `done: workers`: components/plan/planner.py)."""
-    role = "chief" if experiment.plan.count("chief") else "worker"
-    return next(group for group in experiment.groups if group.task_type == role)
+    role = experiment.plan.deciding_role()
+    return next(group for group in experiment.groups if group.task_type == role.name)
 
 
 def _success_policy(finisher: TaskGroup) -> Manifest:
     """Done when the chief's Job completes, or the workers' (`done: workers`, or `{workers: N}`
-    by the Job's own success policy); JobSet then stops every other task and frees its server."""
-    return {"operator": "Any" if finisher.task_type == "chief" else "All", "targetReplicatedJobs": [finisher.name]}
+    by the Job's own success policy); JobSet then stops every other task and frees its server.
+    The group is one Job either way: Any and All differ only in what they say."""
+    return {
+        "operator": "Any" if role_of(finisher.task_type) is CHIEF else "All",
+        "targetReplicatedJobs": [finisher.name],
+    }
 
 
 def _workers_success_policy(experiment: Experiment, group: TaskGroup) -> Manifest:
     """`done: {workers: N}`: the workers' Job completes once N of its tasks exited 0, whichever
     they are; the Job controller then stops the rest (Kubernetes' Job success policy, GA in 1.33)."""
     program = experiment.program
-    if group.task_type != "worker" or program is None or program.has_chief:
+    if group != _finishing_group(experiment) or program is None or program.has_chief:
         return {}
     needed = program.workers_to_finish(group.count)
     return {} if needed == group.count else {"successPolicy": {"rules": [{"succeededCount": needed}]}}
@@ -143,7 +147,7 @@ def _job_template(experiment: Experiment, group: TaskGroup) -> Manifest:
             "completions": group.count,
             "parallelism": group.count,
             **_retry_limits(experiment, group),
-            **(chief_deadline(experiment) if group.task_type == "chief" else {}),
+            **(chief_deadline(experiment) if role_of(group.task_type).has_deadline else {}),
             **_workers_success_policy(experiment, group),
             # A replacement starts only once the pod it replaces is gone: never two pods of one task.
             "podReplacementPolicy": "Failed",
@@ -163,14 +167,12 @@ def _retry_limits(experiment: Experiment, group: TaskGroup) -> Manifest:
     many others were lost before it, and a worker that keeps failing by itself (or is lost again
     and again) still waits longer each time, so a broken program does not spin.
     """
-    if group.task_type == "chief":
+    role = role_of(group.task_type)
+    if role.retries == "stack":
         return {"backoffLimit": experiment.config.cluster.chief.restarts}
-    if group.task_type == EVALUATOR:
-        # Never BackoffLimitExceeded: a failed evaluator Job would restart the whole experiment.
-        return {"backoffLimit": WORKER_BACKOFF_LIMIT, "backoffLimitPerIndex": WORKER_BACKOFF_LIMIT}
-    if group.task_type == "ps":
+    if role.retries == "never":
         return {"backoffLimit": 0}  # a lost PS fails its Job, and the JobSet restarts the experiment
-    if not experiment.plan.count("chief"):
+    if group == _finishing_group(experiment):
         # Without a chief, each worker must finish: one that keeps failing fails the experiment.
         return {
             "backoffLimit": WORKER_BACKOFF_LIMIT,

@@ -12,6 +12,7 @@ from typing import Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
+from ..plan.task_roles import role_of
 from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from ..spec.pools import NodePoolSpec
@@ -238,7 +239,7 @@ def group_workload(experiment: Experiment, group: TaskGroup) -> Manifest:
     """StatefulSet model: the chief is a Job (it finishes); PS and workers serve until destroyed."""
     template = pod_template(experiment, group)
     meta = metadata(experiment, experiment.names.workload(group.name), L.group_labels(experiment.stack, group))
-    if group.task_type == "chief":
+    if role_of(group.task_type).runs_to_completion:
         meta["annotations"] = {SKIP_AWAIT: "true"}  # `pulumi up` must not wait for training
         # The Job's pods get random names; the host name gives the chief its DNS name.
         template["spec"]["hostname"] = pod_hostname(group, group.first_index, experiment.workload, experiment.names)

@@ -9,12 +9,12 @@ from typing import Any, Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.planner import EVALUATOR
+from ..plan.task_roles import TaskRole, checkpoint_writer, role_of
 from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
 from ..spec.program import PROGRAM_MOUNT
-from ..spec.roles import CHECKPOINT_MOUNT
+from ..spec.roles import CHECKPOINT_MOUNT, checkpoint_volume_folder
 from ..spec.trainer_contract import (  # noqa: F401 (looked up here)
     FIRST_INDEX_ENV,
     TASK_INDEX_ENV,
@@ -90,7 +90,7 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
     if experiment.cluster_as_file:
         spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": experiment.names.cluster_config_map}})
     # The evaluator waits for no one: it never decides whether the experiment started.
-    if group.task_type != EVALUATOR:
+    if role_of(group.task_type).waits_at_start_barrier:
         barrier = start_barrier(experiment, main, [m for m in main["volumeMounts"] if m["name"] == CLUSTER_VOLUME])
         if barrier is not None:
             spec["initContainers"] = [barrier]
@@ -151,9 +151,9 @@ def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
     checkpoint that outlives its pod (`chief.checkpointVolume`, or a remote `checkpointDir`).
 
     A JobSet's PS never restarts in place: a lost PS fails its Job, which restarts the
-    experiment. A StatefulSet's PS and workers take the default (Always).
+    experiment. A StatefulSet's PS and workers, which serve until destroyed, take the default (Always).
     """
-    if group.task_type == "chief" or experiment.workload == "jobset":
+    if role_of(group.task_type).runs_to_completion or experiment.workload == "jobset":
         return "Never"
     return None
 
@@ -161,17 +161,17 @@ def _restart_policy(experiment: Experiment, group: TaskGroup) -> Optional[str]:
 def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
     program = experiment.program
     archived = experiment.config.logs is not None
+    role = role_of(group.task_type)
     container: Manifest = {
         "name": CONTAINER_NAME,
-        "image": experiment.config.cluster.worker_image
-        if group.task_type == "worker"
-        else experiment.config.cluster.image,
+        # The GPU build where the role takes GPUs (ClusterSpec.worker_image: the CPU build without them).
+        "image": experiment.config.cluster.worker_image if role.takes_gpus else experiment.config.cluster.image,
         **(_trainer_command(archived) if program is None else program_command(program, group.task_type, archived)),
         # envFrom is read first and env in order, so TF_CONFIG's $(TFK8S_CLUSTER)
         # and its index variable expand to the shared cluster and this pod's index.
         "env": _task_env(experiment, group) if program is None else program_task_env(experiment, group),
         "envFrom": [{"configMapRef": {"name": experiment.names.trainer_env_config_map}}],
-        "resources": _resources(experiment, group.task_type),
+        "resources": _resources(experiment, role),
         "securityContext": restricted_container_security(),
         "volumeMounts": [{"name": SCRATCH_VOLUME, "mountPath": SCRATCH_DIR}],
         # A failed task's last log lines stay in its pod's status, for `status` to say why it failed.
@@ -188,34 +188,39 @@ def _container(experiment: Experiment, group: TaskGroup) -> Manifest:
             container["workingDir"] = PROGRAM_MOUNT
     if experiment.cluster_as_file:
         container["volumeMounts"].append({"name": CLUSTER_VOLUME, "mountPath": CLUSTER_MOUNT})
-    if group.task_type != EVALUATOR:
+    if role.in_training_cluster:
         # The evaluator serves nothing: it is not in the training cluster.
         container["ports"] = [{"name": TF_PORT_NAME, "containerPort": TF_PORT}]
-    if group.task_type in ("ps", "worker"):
+    if role.ready_when_serving:
         # The gRPC server answering is what "ready" means for PS and workers.
         container["readinessProbe"] = {"tcpSocket": {"port": TF_PORT_NAME}}
     if _reads_checkpoint_volume(experiment, group):
+        read_only = role.checkpoint_access == "read"
         container["volumeMounts"].append(
-            {"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT}
-            | ({"readOnly": True} if group.task_type == EVALUATOR else {})
+            {"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT} | ({"readOnly": True} if read_only else {})
         )
-        if group.task_type == EVALUATOR:
-            container["volumeMounts"] += _evaluator_scalars_mount(experiment)
+        if read_only:
+            container["volumeMounts"] += _scalars_mount(experiment)
     return container
 
 
-def _evaluator_scalars_mount(experiment: Experiment) -> list[Manifest]:
-    """TensorBoard's folder on the volume, the one the evaluator may write (its eval_loss): the kubelet
+def _scalars_mount(experiment: Experiment) -> list[Manifest]:
+    """TensorBoard's folder on the volume, the one a reader (the evaluator) may write (its eval_loss): the kubelet
     makes a missing subPath folder with the mode and, under fsGroup, the group of the volume's root."""
     log_dir = experiment.tensorboard_log_dir
-    if log_dir is None or not log_dir.startswith(f"{CHECKPOINT_MOUNT}/"):
+    folder = checkpoint_volume_folder(log_dir) if log_dir is not None else None
+    if not folder:
+        # A remote logDir, none, or the volume's root, which the stack's checks refuse with an evaluator.
         return []
-    return [{"name": CHECKPOINT_VOLUME, "mountPath": log_dir, "subPath": log_dir[len(CHECKPOINT_MOUNT) + 1 :]}]
+    return [{"name": CHECKPOINT_VOLUME, "mountPath": log_dir, "subPath": folder}]
 
 
 def _reads_checkpoint_volume(experiment: Experiment, group: TaskGroup) -> bool:
     """The chief writes its checkpoint volume; the evaluator reads it."""
-    return group.task_type in ("chief", EVALUATOR) and experiment.config.cluster.chief.checkpoint_volume is not None
+    return (
+        role_of(group.task_type).checkpoint_access != "none"
+        and experiment.config.cluster.chief.checkpoint_volume is not None
+    )
 
 
 def _trainer_command(archived: bool) -> Manifest:
@@ -238,34 +243,26 @@ def _task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
     ]
 
 
-def _resources(experiment: Experiment, task_type: str) -> Manifest:
+def _resources(experiment: Experiment, role: TaskRole) -> Manifest:
     cluster = experiment.config.cluster
-    if task_type == "ps":
-        cpu, memory = cluster.ps.cpu, experiment.ps_memory
-    elif task_type == "worker":
-        cpu, memory = cluster.workers.cpu, cluster.workers.memory
-    elif task_type == EVALUATOR:
-        assert cluster.evaluator is not None
-        cpu, memory = cluster.evaluator.cpu, experiment.evaluator_memory
-    else:
-        cpu, memory = cluster.chief.cpu, experiment.chief_memory
+    cpu, memory = cluster.role(role.name).cpu, experiment.memory_of(role.name)
     requests = {"cpu": cpu, "memory": memory}
     # A memory limit, no CPU limit: the CPU request reserves the task's share, and
     # a limit would make the kernel throttle TensorFlow's bursts of gRPC and op
     # threads even on an idle server (benchmarks/real_node.py measures both).
     limits = {"memory": memory}
-    if task_type == "chief":
+    if role.checkpoint_access == "write":
         # Room for the checkpoints it keeps on scratch: scheduled where the disk has it.
-        requests["ephemeral-storage"] = experiment.scratch_size(task_type)
+        requests["ephemeral-storage"] = experiment.scratch_size(role.name)
     # GPUs only on workers and only when asked; never on PS (seed 001: PS work
     # is memory-bound lookups and updates).
-    if task_type == "worker" and cluster.workers.gpus:
+    if role.takes_gpus and cluster.workers.gpus:
         limits[L.GPU_RESOURCE] = str(cluster.workers.gpus)
     return {"requests": requests, "limits": limits}
 
 
 def _has_gpus(experiment: Experiment, group: TaskGroup) -> bool:
-    return group.task_type == "worker" and experiment.config.cluster.workers.gpus > 0
+    return role_of(group.task_type).takes_gpus and experiment.config.cluster.workers.gpus > 0
 
 
 def _tolerations(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
@@ -321,17 +318,18 @@ def _affinity(experiment: Experiment, group: TaskGroup) -> Manifest:
                 {"weight": 100, "preference": {"matchFields": on_server}}
             ]
     affinity: Manifest = {"nodeAffinity": node_affinity}
-    if group.task_type == EVALUATOR and _reads_checkpoint_volume(experiment, group):
+    if role_of(group.task_type).checkpoint_access == "read" and _reads_checkpoint_volume(experiment, group):
         # A ReadWriteOnce claim is mounted on one server at a time: the chief's.
-        chief = {"matchLabels": L.spread_selector(experiment.stack, "chief")}
+        writer = {"matchLabels": L.spread_selector(experiment.stack, checkpoint_writer().name)}
         affinity["podAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": chief, "topologyKey": L.HOSTNAME}]
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": writer, "topologyKey": L.HOSTNAME}]
         }
     return affinity
 
 
 def _topology_spread(experiment: Experiment, group: TaskGroup) -> list[Manifest]:
-    if group.task_type in ("chief", EVALUATOR):
+    role = role_of(group.task_type)
+    if role.spread == "none":
         return []
     selector = {"matchLabels": L.spread_selector(experiment.stack, group.task_type)}
     if experiment.plan.strategy == "spread":
@@ -340,7 +338,7 @@ def _topology_spread(experiment: Experiment, group: TaskGroup) -> list[Manifest]
                 "maxSkew": 1,
                 "topologyKey": L.HOSTNAME,
                 # PS are kept apart; workers spread as well as the nodes allow.
-                "whenUnsatisfiable": "DoNotSchedule" if group.task_type == "ps" else "ScheduleAnyway",
+                "whenUnsatisfiable": "DoNotSchedule" if role.spread == "apart" else "ScheduleAnyway",
                 "labelSelector": selector,
             }
         ]

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
+from ..plan.task_roles import role_of
 from ..plan.workloads import TaskGroup
 from ..spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
 from ..spec.trainer_contract import CLUSTER_ENV
@@ -61,10 +62,11 @@ def program_task_env(experiment: Experiment, group: TaskGroup) -> list[Manifest]
 
 
 def task_index_source(experiment: Experiment, group: TaskGroup) -> Manifest:
-    """Where a pod's task index comes from: the chief's is written in; a JobSet pod's is its Job
-    completion index (set by the Job controller since Kubernetes 1.21), a StatefulSet pod's its
-    ordinal (the StatefulSet controller's label), both through the downward API."""
-    if group.task_type == "chief":
+    """Where a pod's task index comes from: a role of one task (the chief, the evaluator) has it
+    written in; a JobSet pod's is its Job completion index (set by the Job controller since
+    Kubernetes 1.21), a StatefulSet pod's its ordinal (the StatefulSet controller's label), both
+    through the downward API."""
+    if role_of(group.task_type).one_task:
         return {"value": str(group.first_index)}
     if experiment.workload == "jobset":
         # One Job per role (components/plan/workloads.py): the completion index is the task index.

@@ -34,7 +34,7 @@ def side_pod_spec(experiment: Experiment, container: Manifest, volumes: list[Man
     """A restricted pod of one container in the chief's pool, tolerating what the chief tolerates
     there, pulling with the stack's image pull secrets."""
     cluster = experiment.config.cluster
-    chief_pool = experiment.config.pools[cluster.ps_pool]
+    chief_pool = experiment.config.pools[cluster.chief_pool]
     pod: Manifest = {
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
@@ -49,7 +49,7 @@ def side_pod_spec(experiment: Experiment, container: Manifest, volumes: list[Man
         "containers": [container],
         "volumes": volumes,
     }
-    chief_tolerations = [toleration.manifest() for toleration in cluster.role("chief").tolerations]
+    chief_tolerations = [toleration.manifest() for toleration in cluster.chief.tolerations]
     if chief_tolerations:
         pod["tolerations"] = chief_tolerations
     if cluster.image_pull_secrets:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..plan.experiment import Experiment
-from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV
+from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV, TASK_NAME_SEPARATOR
 
 Manifest = dict[str, Any]
 
@@ -37,6 +37,7 @@ EARLIER_FAILURES = {
     "TFK8S_EARLIER_FAILURES": "batch.kubernetes.io/job-index-failure-count",
     "TFK8S_EARLIER_IGNORED_FAILURES": "batch.kubernetes.io/job-index-ignored-failure-count",
 }
+SEP = TASK_NAME_SEPARATOR  # between a task's role and index: ps-0
 # A termination message holds 4 KiB: the first names, and how many more.
 NAMES_SHOWN = 100
 
@@ -47,7 +48,7 @@ deadline_s = float(sys.argv[1])
 deadline = time.monotonic() + deadline_s
 path = os.environ.get({CLUSTER_FILE_ENV!r})
 cluster = json.load(open(path)) if path else json.loads(os.environ[{CLUSTER_ENV!r}])
-waiting = {{f"{{role}}-{{index}}": address.rsplit(":", 1)[0]
+waiting = {{f"{{role}}{SEP}{{index}}": address.rsplit(":", 1)[0]
            for role, addresses in cluster.items() for index, address in enumerate(addresses)}}
 while True:
     for task, host in list(waiting.items()):
@@ -59,7 +60,7 @@ while True:
     if not waiting:
         sys.exit(0)
     if time.monotonic() > deadline:
-        names = sorted(waiting, key=lambda task: (task.rsplit("-", 1)[0], int(task.rsplit("-", 1)[1])))
+        names = sorted(waiting, key=lambda task: (task.rsplit("{SEP}", 1)[0], int(task.rsplit("{SEP}", 1)[1])))
         more = f" and {{len(names) - {NAMES_SHOWN}}} more" if len(names) > {NAMES_SHOWN} else ""
         said = f"not running within startDeadline ({{deadline_s:g}} s): {{', '.join(names[:{NAMES_SHOWN}])}}{{more}}"
         print(said, file=sys.stderr, flush=True)

@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.roles import CHECKPOINT_MOUNT
+from ..plan.task_roles import checkpoint_writer
+from ..spec.roles import CHECKPOINT_MOUNT, checkpoint_volume_folder
 from ..spec.tensorboard import TENSORBOARD_PORT, TensorBoardSpec
 from .pods import CHECKPOINT_VOLUME, restricted_container_security, with_checkpoint_claim
 from .side_pods import headless_service, side_deployment, side_network_policy, side_pod_labels, side_pod_spec
@@ -66,7 +67,7 @@ def _peer(namespace: Optional[str], labels: dict[str, str]) -> Manifest:
 def _deployment(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
     log_dir = experiment.tensorboard_log_dir
     assert log_dir is not None  # tensorboard_checks refused the stack otherwise
-    on_volume = log_dir.startswith(CHECKPOINT_MOUNT)
+    on_volume = checkpoint_volume_folder(log_dir) is not None
     container: Manifest = {
         "name": L.TENSORBOARD,
         "image": spec.image,
@@ -89,7 +90,7 @@ def _deployment(experiment: Experiment, spec: TensorBoardSpec) -> Manifest:
                 {
                     "weight": 100,
                     "podAffinityTerm": {
-                        "labelSelector": {"matchLabels": L.role_selector(experiment.stack, "chief")},
+                        "labelSelector": {"matchLabels": L.role_selector(experiment.stack, checkpoint_writer().name)},
                         "topologyKey": L.HOSTNAME,
                     },
                 }

@@ -15,7 +15,7 @@ from typing import Optional
 from ..spec.models import CONFIG_NAMESPACE, StackConfig, Workload
 from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
-from ..spec.roles import CHECKPOINT_MOUNT
+from ..spec.roles import CHECKPOINT_MOUNT, RoleName
 from ..spec.sizing import (
     SCRATCH_BASE_BYTES,
     chief_memory_request,
@@ -30,6 +30,7 @@ from .labels import node_role, server_label_values
 from .object_names import ObjectNames
 from .planner import Plan, plan_stack
 from .program_source import ProgramSource
+from .task_roles import PLACED_ROLES, role_of
 from .tf_config import (
     MAX_CONFIG_MAP_BYTES,
     MAX_ENV_STRING,
@@ -147,9 +148,15 @@ class Experiment:
     def evaluator_memory(self) -> str:
         return evaluator_memory_request(self.config)
 
+    def memory_of(self, task_type: RoleName) -> str:
+        """A task's memory request and limit: derived from what it holds (the PS, the chief, the
+        evaluator) unless the stack gives one, the stack's own for workers."""
+        derived = {"ps": ps_memory_request, "chief": chief_memory_request, "evaluator": evaluator_memory_request}
+        return derived[task_type](self.config) if task_type in derived else self.config.cluster.workers.memory
+
     def scratch_size(self, task_type: str) -> str:
         """The size limit of a task's scratch volume (and the chief's ephemeral-storage request)."""
-        if task_type != "chief":
+        if role_of(task_type).checkpoint_access != "write":
             return mebibytes(SCRATCH_BASE_BYTES)
         # "default" is the chief's scratch folder (trainer/chief.py); a volume or a remote URL is not.
         on_scratch = self.trainer_settings.checkpoint_dir == "default"
@@ -182,7 +189,7 @@ class Experiment:
     def _pool_roles(self) -> dict[str, str]:
         task_types: dict[str, set[str]] = {}
         for placement in self.plan.placements:
-            if placement.task.type in ("ps", "worker"):
+            if placement.task.type in PLACED_ROLES:
                 task_types.setdefault(placement.pool, set()).add(placement.task.type)
         return {pool: node_role(types) for pool, types in task_types.items()}
 

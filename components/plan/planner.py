@@ -34,11 +34,11 @@ from typing import Iterable, Literal, Optional, Sequence
 
 from ..spec.models import StackConfig
 from ..spec.placement_rules import placement_problems
+from ..spec.roles import RoleName
+from ..spec.task_counts import task_counts
+from .task_roles import CHIEF, EVALUATOR, PLACED_ROLES, PS, ROLES, WORKER, TaskRole, task_name
 
-TaskType = Literal["chief", "ps", "worker", "evaluator"]
-# The training cluster's roles, TF_CONFIG's `cluster`; the evaluator is not in it (TensorFlow's guide).
-TASK_TYPES: tuple[TaskType, ...] = ("chief", "ps", "worker")
-EVALUATOR: TaskType = "evaluator"  # trainer/shared_names.py's EVALUATOR
+TaskType = RoleName
 Pinning = Literal["none", "task", "count"]
 
 
@@ -50,7 +50,7 @@ class Task:
     @property
     def name(self) -> str:
         """Task name, also its Service's name: ps-0, worker-17, chief-0."""
-        return f"{self.type}-{self.index}"
+        return task_name(self.type, self.index)
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,11 @@ class Plan:
 
     def count(self, task_type: TaskType) -> int:
         return sum(1 for p in self.placements if p.task.type == task_type)
+
+    def deciding_role(self) -> TaskRole:
+        """The role whose end is the experiment's: the first in the table that may decide it and that
+        the plan runs (the chief; the workers where there is none, TF1 between-graph)."""
+        return next(role for role in ROLES if role.may_decide_outcome and self.count(role.name))
 
     def by_server(self) -> dict[str, list[str]]:
         """Tasks pinned to a server, per server in pool order: the `placement` output."""
@@ -124,7 +129,7 @@ class Plan:
     def _bounds(self) -> dict[tuple[str, str], tuple[int, int]]:
         bounds: dict[tuple[str, str], tuple[int, int]] = {}
         for share in self.shares:
-            for role in ("ps", "worker"):
+            for role in PLACED_ROLES:
                 count = share.count(role)
                 low, high = bounds.get((role, share.pool), (count, count))
                 bounds[role, share.pool] = (min(low, count), max(high, count))
@@ -201,13 +206,14 @@ def plan_placement(
     shares = _shares(ps_pool, worker_pool, ps_servers, worker_servers)
     if pinning == "count":
         ps_servers, worker_servers = [None] * ps_count, [None] * worker_count
-    placements = [TaskPlacement(Task("chief", 0), ps_pool.name, None)] if chief else []
-    placements += [TaskPlacement(Task("ps", i), ps_pool.name, server) for i, server in enumerate(ps_servers)]
+    # The chief, never pinned, stays in the PS pool (ClusterSpec.chief_pool).
+    placements = [TaskPlacement(Task(CHIEF.name, 0), ps_pool.name, None)] if chief else []
+    placements += [TaskPlacement(Task(PS.name, i), ps_pool.name, server) for i, server in enumerate(ps_servers)]
     placements += [
-        TaskPlacement(Task("worker", i), worker_pool.name, server) for i, server in enumerate(worker_servers)
+        TaskPlacement(Task(WORKER.name, i), worker_pool.name, server) for i, server in enumerate(worker_servers)
     ]
     if evaluator_pool is not None:
-        placements.append(TaskPlacement(Task(EVALUATOR, 0), evaluator_pool, None))
+        placements.append(TaskPlacement(Task(EVALUATOR.name, 0), evaluator_pool, None))
     return Plan(strategy, strict, tuple(placements), pinning if shares else "none", shares)
 
 
@@ -257,18 +263,19 @@ def compress_names(names: Iterable[str]) -> str:
 def plan_stack(config: StackConfig) -> Plan:
     """The plan of a validated stack."""
     cluster = config.cluster
+    counts = task_counts(config)
     pools = {pool.name: PoolServers(pool.name, pool.nodes) for pool in config.node_pools}
     return plan_placement(
         cluster.placement,
         pools[cluster.ps_pool],
         pools[cluster.workers.pool],
-        cluster.ps_count,
-        cluster.workers.replicas,
+        counts[PS.name],
+        counts[WORKER.name],
         strict=cluster.strict,
         # A JobSet runs one Job per role, whose pods the scheduler spreads by count;
         # a StatefulSet per role per server pins each task.
         pinning="count" if cluster.workload == "jobset" else "task",
         # A TF1 between-graph program has no chief task: its worker 0 is the chief.
-        chief=config.program is None or config.program.has_chief,
-        evaluator_pool=cluster.evaluator_pool if cluster.evaluator_count else None,
+        chief=counts[CHIEF.name] > 0,
+        evaluator_pool=cluster.evaluator_pool if counts[EVALUATOR.name] else None,
     )

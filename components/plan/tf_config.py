@@ -40,7 +40,7 @@ from ..spec.trainer_contract import (  # the variables the trainer reads
     TF_PORT,  # noqa: F401 (where components/ looks it up)
 )
 from .object_names import ObjectNames
-from .planner import EVALUATOR, TASK_TYPES
+from .task_roles import TRAINING_CLUSTER, role_of
 from .workloads import TaskGroup, pod_hostname, pod_subdomain
 
 # Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
@@ -59,7 +59,7 @@ def cluster_spec(
     groups: Sequence[TaskGroup], namespace: str, workload: Workload, names: ObjectNames
 ) -> dict[str, list[str]]:
     spec: dict[str, list[str]] = {}
-    for task_type in TASK_TYPES:
+    for task_type in TRAINING_CLUSTER:
         addresses = sorted(
             (task.index, task_address(group, task.index, namespace, workload, names))
             for group in groups
@@ -109,7 +109,7 @@ class TFConfigRenderer:
         """A pod's TF_CONFIG, for the kubelet to expand: the shared cluster, the role, the index
         variable. A program's also says `environment: cloud`, as TFJob's does (TensorFlow's
         estimators read it). The evaluator's cluster is the training cluster, without itself."""
-        if task_type != EVALUATOR and not self._cluster.get(task_type):
+        if role_of(task_type).in_training_cluster and not self._cluster.get(task_type):
             raise ValueError(f"the cluster has no {task_type} tasks")
         task = f'{{"type":{json.dumps(task_type)},"index":$({index_variable})}}'
         return self._tf_config(f"$({CLUSTER_ENV})", task, program)

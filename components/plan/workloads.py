@@ -118,7 +118,6 @@ def task_groups(
         previous = runs[-1][-1] if runs else None
         if (
             previous is not None
-            and placement.task.type != "chief"
             and (previous.task.type, previous.server, previous.pool)
             == (placement.task.type, placement.server, placement.pool)
             and placement.task.index == previous.task.index + 1

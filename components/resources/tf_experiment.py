@@ -44,6 +44,7 @@ from ..objects.experiment_objects import labelled_pools
 from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.labels import selector_text
+from ..plan.task_roles import CHIEF, ROLES, role_of
 from ..plan.trainer_bundle import load_trainer_bundle
 from ..spec.logs import LogsSpec
 from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfig, StackConfigError
@@ -128,18 +129,18 @@ def experiment_outputs(
         workloads = [f"jobset/{experiment.names.jobset}"]
     else:
         workloads = [
-            f"{'job' if g.task_type == 'chief' else 'statefulset'}/{experiment.names.workload(g.name)}"
+            f"{'job' if role_of(g.task_type).runs_to_completion else 'statefulset'}/{experiment.names.workload(g.name)}"
             for g in experiment.groups
         ]
     return {
         "namespace": cluster.namespace,
         **plan.summary(),  # pinning, perServer, placement, unpinned
-        "tasks": {t: plan.count(t) for t in ("chief", "ps", "worker")},
+        "tasks": {role.name: plan.count(role.name) for role in ROLES},
         "psMemory": experiment.ps_memory,
         # `kubectl -n <namespace> get <workload>`
         "workloads": workloads,
         # `kubectl -n <namespace> logs -l <chiefSelector>`: the chief's progress and summary.
-        "chiefSelector": selector_text(experiment.stack, ("chief",)),
+        "chiefSelector": selector_text(experiment.stack, (CHIEF.name,)),
         "jobset": experiment.names.jobset if experiment.workload == "jobset" else None,
         # TF_CONFIG's cluster: each role's task addresses, in index order.
         "addresses": {role: list(addresses) for role, addresses in experiment.tf_config.cluster.items()},

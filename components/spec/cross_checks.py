@@ -11,6 +11,7 @@ from .program import WorkersDone
 from .quantities import DNS_LABEL_PATTERN, quantity_value
 from .roles import is_remote
 from .sizing import checkpoint_bytes, embedding_shard_bytes
+from .task_counts import task_counts
 
 
 def cross_checks(config: StackConfig) -> list[str]:
@@ -181,9 +182,9 @@ def task_count_problems(config: StackConfig) -> list[str]:
     """A stack past the largest experiment tfk8s is tested with, named by the field that makes it so:
     checked before anything is planned, since the plan is built task by task."""
     cluster = config.cluster
-    workers, ps = cluster.workers.replicas, cluster.ps_count
-    chief = 0 if config.program is not None and not config.program.has_chief else 1
-    tasks = workers + ps + chief
+    counts = task_counts(config)
+    workers, ps = counts["worker"], counts["ps"]
+    tasks = sum(counts.values())
     if tasks <= MAX_TASKS:
         return []
     if ps > workers:

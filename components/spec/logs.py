@@ -25,11 +25,8 @@ KEPT_RUNS = 2
 SIZE_USED = 0.9
 # The least a run keeps: under it, a task's last lines would not say why it ended.
 MIN_RUN_BYTES = 64 * 2**10
-# Where each task finds the shipper, and the collector its own code.
+# Where each task finds the shipper, and the collector its own code (trainer/log_protocol.py names the files).
 CODE_MOUNT = "/opt/tfk8s-logs"
-SHIPPER = "log_shipper.py"
-COLLECTOR = "log_collector.py"
-SCRIPTS = (SHIPPER, COLLECTOR)
 
 
 class LogsSpec(_Model):
@@ -42,8 +39,8 @@ class LogsSpec(_Model):
         default=None,
         description="keep the archive on a PersistentVolumeClaim of this StorageClass, which outlives the "
         "collector's pod (default: the collector pod's own emptyDir: kept until `pulumi destroy` unless that pod "
-        "is replaced: evicted, its server lost, or a `pulumi up` that changes it, as a new image or number of "
-        "tasks does)",
+        "is replaced: evicted, its server lost, or a `pulumi up` that changes it, as a new image, number of "
+        "tasks or collector code does)",
     )
     cpu: CpuQuantity = Field(default="100m", description="CPU request of the collector's pod")
     memory: MemoryQuantity = Field(default="128Mi", description="memory request and limit of the collector's pod")

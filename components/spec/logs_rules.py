@@ -5,13 +5,12 @@ from __future__ import annotations
 from .logs import KEPT_RUNS, MIN_RUN_BYTES, SIZE_USED
 from .models import CONFIG_NAMESPACE, StackConfig
 from .quantities import quantity_value
+from .task_counts import task_counts
 
 
 def task_count(config: StackConfig) -> int:
     """Every task whose log the archive keeps."""
-    cluster = config.cluster
-    chief = config.program is None or config.program.has_chief
-    return cluster.ps_count + cluster.workers.replicas + int(chief) + cluster.evaluator_count
+    return sum(task_counts(config).values())
 
 
 def run_bytes(config: StackConfig) -> int:
@@ -36,14 +35,7 @@ def log_archive_checks(config: StackConfig) -> list[str]:
         )
     program = config.program
     if program is not None:
-        cluster = config.cluster
-        counts = {
-            "chief": int(program.has_chief),
-            "ps": cluster.ps_count,
-            "worker": 1,
-            "evaluator": cluster.evaluator_count,
-        }
-        roles = [role for role, count in counts.items() if count]
+        roles = [role for role, count in task_counts(config).items() if count]
         entrypoint_roles = [role for role in roles if program.command_of(role)[0] is None]
         if entrypoint_roles:
             errors.append(

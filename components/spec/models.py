@@ -23,7 +23,7 @@ from .quantities import (
     NodeName,
 )
 from .ratio import parse_ratio, ps_count_for_ratio
-from .roles import ChiefSpec, EvaluatorSpec, PsSpec, WorkerSpec
+from .roles import ChiefSpec, EvaluatorSpec, PsSpec, RoleName, WorkerSpec
 from .tensorboard import TensorBoardSpec
 
 # Kubernetes' int32 fields (restarts, GPU counts) hold what a trainer setting does: one definition.
@@ -224,7 +224,7 @@ class ClusterSpec(_Model):
             return self.image
         return self.gpu_image or gpu_build(self.image)
 
-    def role(self, task_type: str) -> "ChiefSpec | PsSpec | WorkerSpec | EvaluatorSpec":
+    def role(self, task_type: RoleName) -> "ChiefSpec | PsSpec | WorkerSpec | EvaluatorSpec":
         """The settings of a task type's role (a `worker` task's are `workers`)."""
         roles: dict[str, ChiefSpec | PsSpec | WorkerSpec | EvaluatorSpec] = {
             "chief": self.chief,
@@ -247,7 +247,7 @@ class ClusterSpec(_Model):
         if self.evaluator is not None and self.evaluator.pool is not None:
             return self.evaluator.pool
         if self.chief.checkpoint_volume is not None or self.workers.gpus:
-            return self.ps_pool
+            return self.chief_pool
         return self.workers.pool
 
     @model_validator(mode="after")
@@ -313,6 +313,11 @@ class ClusterSpec(_Model):
     def ps_pool(self) -> str:
         """The PS' pool; with no PS (workers only), the workers', where the plan puts nothing else."""
         return self.ps.pool or self.workers.pool
+
+    @property
+    def chief_pool(self) -> str:
+        """Where the chief runs: the PS' pool (the coordinator talks to every PS), never pinned."""
+        return self.ps_pool
 
 
 class StackConfig(_Model):

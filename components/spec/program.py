@@ -16,6 +16,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import Field, field_validator, model_validator
 
 from .model_base import StackModel as _Model
+from .roles import RoleName
 from .trainer_contract import references
 
 # The variables every task of a program gets, in this order (later ones may refer to earlier).
@@ -30,8 +31,6 @@ DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 # Paths tfk8s mounts itself in a program's container.
 PROGRAM_MOUNT = "/program"
 OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
-
-Role = Literal["chief", "ps", "worker", "evaluator"]
 
 
 class WorkersDone(_Model):
@@ -128,7 +127,7 @@ class ProgramSpec(_Model):
         "exits 0; workers: no chief task, worker 0 acts as chief (TF1 between-graph) and the experiment "
         "succeeds when every worker has exited 0; {workers: N}: the same, once N workers have",
     )
-    roles: dict[Role, RoleCommand] = Field(
+    roles: dict[RoleName, RoleCommand] = Field(
         default_factory=dict,
         description="per role (chief, ps, worker, evaluator): command and args instead of the program's (the "
         "evaluator's default: the workers')",

@@ -12,6 +12,9 @@ from .model_base import StackModel as _Model
 from .quantities import INT64_MAX, NODE_NAME_PATTERN, CpuQuantity, DnsLabel, MemoryQuantity, Quantity
 from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
+# The task roles a stack file configures; components/plan/task_roles.py holds each one's traits.
+RoleName = Literal["chief", "ps", "worker", "evaluator"]
+
 # Where the chief's checkpointVolume is mounted, in the chief and in what reads it.
 CHECKPOINT_MOUNT = "/checkpoints"
 
@@ -19,6 +22,19 @@ CHECKPOINT_MOUNT = "/checkpoints"
 def is_remote(path: str) -> bool:
     """A URL TensorFlow's file system reads (gs://, s3://, hdfs://), not a path in a pod."""
     return "://" in path
+
+
+def checkpoint_volume_folder(path: str) -> Optional[str]:
+    """The folder of the chief's checkpoint volume that a normalised path in a pod names, relative to
+    the volume ('' for its root); None for a path elsewhere or a remote URL. The one rule TensorBoard's
+    pod, the evaluator's writable mount and the stack's checks follow."""
+    if is_remote(path):
+        return None
+    if path == CHECKPOINT_MOUNT:
+        return ""
+    if path.startswith(f"{CHECKPOINT_MOUNT}/") and ".." not in path.split("/"):
+        return path[len(CHECKPOINT_MOUNT) + 1 :]
+    return None
 
 
 TolerationOperator = Literal["Exists", "Equal"]

@@ -6,7 +6,7 @@ import posixpath
 from typing import Optional
 
 from .models import CONFIG_NAMESPACE, StackConfig
-from .roles import CHECKPOINT_MOUNT, is_remote
+from .roles import CHECKPOINT_MOUNT, checkpoint_volume_folder, is_remote
 from .tensorboard import DEFAULT_LOG_FOLDER
 
 
@@ -45,11 +45,17 @@ def tensorboard_checks(config: StackConfig) -> list[str]:
             f"{ns}:cluster.chief.checkpointVolume, which this stack has not; set checkpointVolume or give a "
             "remote URL (gs://, s3://)"
         ]
-    parts = log_dir.split("/")
-    if not log_dir.startswith(f"{CHECKPOINT_MOUNT}/") and log_dir != CHECKPOINT_MOUNT or ".." in parts:
+    folder = checkpoint_volume_folder(log_dir)
+    if folder is None:
         return [
             f"{ns}:tensorboard.logDir: '{log_dir}' is not under {CHECKPOINT_MOUNT}, where the chief's "
             "checkpointVolume is mounted and the one folder TensorBoard's pod reads; give a folder under it "
             "or a remote URL"
+        ]
+    if folder == "" and config.cluster.evaluator_count:
+        return [
+            f"{ns}:tensorboard.logDir: '{log_dir}' is the whole checkpoint volume, which the evaluator mounts "
+            "read-only (it must never touch the chief's checkpoints), so it could write no eval_loss there; give "
+            f"a folder under it (e.g. '{CHECKPOINT_MOUNT}/{DEFAULT_LOG_FOLDER}', the default) or a remote URL"
         ]
     return []

@@ -150,3 +150,20 @@ def test_a_log_dir_written_with_doubled_or_trailing_slashes_is_one_folder_for_te
     (evaluator,) = [pod for pod in pods_of(run) if pod.task == "evaluator-0"]
     (scalars,) = [m for m in evaluator.container["volumeMounts"] if m.get("subPath")]
     assert scalars["subPath"] == "team-tb", "a relative path, as the API server requires"
+
+
+def test_the_whole_checkpoint_volume_as_log_dir_is_refused_with_an_evaluator_and_read_without_one():
+    """The evaluator mounts the volume read-only and writes eval_loss only into TensorBoard's folder:
+    the volume's root as that folder would leave it nowhere to write, so the stack is refused naming
+    logDir; without an evaluator TensorBoard reads the whole volume as before."""
+    name, values = _values({"image": IMAGE, "logDir": "/checkpoints"})
+    run = run_program(name, values)
+    assert _pod_spec(run)["containers"][0]["args"][:2] == ["--logdir", "/checkpoints"]
+
+    reset_pulumi()
+    values["tfk8s:cluster"]["evaluator"] = {"replicas": 1}
+    with pytest.raises(pulumi.RunError) as error:
+        run_program(name, values)
+    message = str(error.value)
+    assert "tfk8s:tensorboard.logDir: '/checkpoints' is the whole checkpoint volume" in message, message
+    assert "/checkpoints/tensorboard" in message

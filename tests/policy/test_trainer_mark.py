@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
+from components.plan.labels import WORKLOAD
 from components.spec.stack_files import read_stack_values
 from tests.harness import ProgramRun, run_program
 from tests.pods import pods_of
@@ -75,15 +76,16 @@ def settings_map(objects: list[Object]) -> dict:
 # -- a change to each trainer rule's input that the rule must report -------------------------------
 
 
-def worker_with_other_settings(objects: list[Object]) -> None:
+def worker_with_other_settings(objects: list[Object]) -> str:
     """One worker given a literal TFK8S_TRAINER, as a transform or a hand edit adds: it overrides the
-    shared ConfigMap, and that worker would shard the table by range."""
+    shared ConfigMap, and that worker would shard the table by range. Its task group's name."""
     settings = json.loads(settings_map(objects)[SETTINGS_ENV])
     assert settings["partition"] == "auto"
     other = json.dumps(settings | {"partition": "range"})
     TrainerSettings.from_json(other)  # settings the trainer accepts
     worker = next(task_templates(objects, "worker"))
     main_container(worker)["env"].append({"name": SETTINGS_ENV, "value": other})
+    return worker["metadata"]["labels"][WORKLOAD]
 
 
 def ps_short_of_its_shard(objects: list[Object]) -> None:
@@ -170,11 +172,12 @@ def test_every_trainer_rule_reports_its_case_with_logs_on_and_off(rule, workload
 @WORKLOADS
 def test_a_worker_given_other_trainer_settings_than_the_chief_stops_up_with_logs_on_and_off(workload, logs):
     objects = experiment("scene1-case2", logs, workload)
-    worker_with_other_settings(objects)
+    group = worker_with_other_settings(objects)
     found = tripped(objects)
     assert list(found) == [SHARDS_RULE], found
     (said,) = found[SHARDS_RULE]
-    where = "tf/worker" if workload == "jobset" else "worker-srv-00"
+    # The objects come in the order the mocks registered them: whichever worker group was edited.
+    where = f"tf/{group}" if workload == "jobset" else group
     assert f"{where} gets other trainer settings than the chief" in said, said
 
 

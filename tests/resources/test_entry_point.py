@@ -274,6 +274,7 @@ def test_placement_output_lists_every_task_once(stack_run):
         "chief": 1,
         "ps": config.cluster.ps_count,
         "worker": config.cluster.workers.replicas,
+        "evaluator": config.cluster.evaluator_count,
     }
 
 

@@ -39,7 +39,7 @@ def sizes(run) -> dict[tuple[str, str], int]:
 
 
 def test_no_object_grows_with_the_servers(large_run):
-    assert large_run.outputs["tasks"] == {"chief": 1, "ps": 1000, "worker": 10000}
+    assert large_run.outputs["tasks"] == {"chief": 1, "ps": 1000, "worker": 10000, "evaluator": 0}
     base, large = sizes(program_run("scene1-case4")), sizes(large_run)
     # The one object that lists every task: their addresses, in their own ConfigMap (mounted as a file
     # past one variable's limit), within what a ConfigMap holds; the shared env no longer carries them.

@@ -57,13 +57,21 @@ def test_outputs_name_the_workloads_and_the_chiefs_log_selector():
     assert workloads[0] == "job/chief" and "statefulset/ps-srv-00" in workloads and "statefulset/worker-srv-04" in workloads
 
 
+def test_the_tasks_output_counts_every_role_the_experiment_runs():
+    name, values = read_stack_values("scene1-case2")
+    values = copy.deepcopy(values)
+    values["tfk8s:cluster"]["chief"] = {"checkpointVolume": {"size": "1Gi"}}
+    values["tfk8s:cluster"]["evaluator"] = {"replicas": 1}
+    assert run_program(name, values).outputs["tasks"] == {"chief": 1, "ps": 5, "worker": 50, "evaluator": 1}
+
+
 def test_a_platform_program_builds_experiments_from_its_own_config():
     run = run_program("dev", {}, program=PLATFORM_PROGRAM)
     experiments = {r.name: r for r in run.resources if r.type == "tfk8s:tf_experiment:TFExperiment"}
     assert set(experiments) == {"ranking-dev", "ctr-dev"}
     namespaces = {r.manifest["metadata"]["name"] for r in run.of_kind("Namespace")}
     assert namespaces == {"tf-ranking-dev", "tf-ctr-dev"}
-    assert run.outputs["ranking"]["tasks"] == {"chief": 1, "ps": 4, "worker": 40}
+    assert run.outputs["ranking"]["tasks"] == {"chief": 1, "ps": 4, "worker": 40, "evaluator": 0}
     assert run.outputs["ctr"]["workloads"] == ["jobset/tf"]
     # Every Kubernetes object sits under its experiment and goes through the team's provider.
     (provider,) = [r for r in run.resources if r.type == "pulumi:providers:kubernetes"]

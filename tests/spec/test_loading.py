@@ -395,7 +395,7 @@ def test_a_colocated_cluster_without_ps_takes_the_workers_pool_and_the_ratio():
     assert (parsed.ps.pool, parsed.ps_count) == ("servers", 6)
     short_run, long_run = run_program(STACK, short), run_program(STACK, long)
     assert short_run.outputs == long_run.outputs
-    assert short_run.outputs["tasks"] == {"chief": 1, "ps": 6, "worker": 24}
+    assert short_run.outputs["tasks"] == {"chief": 1, "ps": 6, "worker": 24, "evaluator": 0}
     assert by_identity(short_run.manifests()) == by_identity(long_run.manifests())
     assert len(short_run.manifests()) == len(long_run.manifests())
 

@@ -29,6 +29,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from .cluster import ROLES
+from .shared_names import EVALUATOR as EVALUATOR_ROLE
+
 # The top-level keys, in the order the export writes them.
 STACK = "stack"
 PLACEMENT = "placement"
@@ -45,8 +48,9 @@ DONE = "done"
 # An env value a Secret holds: its name and key (trainer.local takes the value from the shell).
 SECRET = "secret"
 SECRET_KEY = "key"
-# The roles whose command the export gives, in its order.
-PROGRAM_ROLES = ("chief", "ps", "worker", "evaluator")
+# The roles whose command the export gives, in its order: the trainer's roles (held equal to
+# components/plan/task_roles.py by tests/plan/test_task_roles.py).
+PROGRAM_ROLES = (*ROLES, EVALUATOR_ROLE)
 DONE_BY_CHIEF = "chief"
 DONE_BY_WORKERS = "workers"
 

@@ -14,7 +14,7 @@ from components.spec.stack_files import PROJECT_ROOT
 from components.spec.task_counts import task_counts
 from components.objects.loading import load_experiment
 from trainer import cluster as trainer_cluster
-from trainer import shared_names
+from trainer import shared_names, stack_export
 
 ROLE_NAMES = "|".join(get_args(RoleName))
 # `== "ps"`, `!= "chief"`, `in ("chief", "evaluator")`, `in {"ps", "worker"}`, and the role constant
@@ -37,6 +37,8 @@ def test_the_trainers_copy_of_the_roles_is_the_tables():
     assert trainer_cluster.ROLES == TRAINING_CLUSTER
     outside = [role.name for role in ROLES if not role.in_training_cluster]
     assert outside == [shared_names.EVALUATOR]
+    # The export gives each role's command, in the table's order.
+    assert stack_export.PROGRAM_ROLES == tuple(role.name for role in ROLES)
 
 
 def test_every_role_is_named_by_the_one_task_name_scheme():

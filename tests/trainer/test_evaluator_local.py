@@ -23,7 +23,7 @@ from tests.trainer.conftest import PROJECT_ROOT
 from tests.trainer.test_local import SMALL, launch
 from tests.trainer.test_local_program import run_local
 from trainer.local.program import ProgramExport
-from trainer.local.stacks import StackExperiment
+from trainer.stack_export import StackExport
 from trainer.log_lines import read_evaluation_line, read_event
 from trainer.ports import free_ports
 from trainer.settings import SETTINGS_ENV, TrainerSettings
@@ -174,10 +174,10 @@ def test_a_tf2_program_with_an_evaluator_runs_as_local_processes_to_success(tmp_
 )
 def test_a_stack_export_gives_the_evaluator(evaluator, expected):
     export = {"stack": "s", "placement": "colocated", "ps": 1, "workers": 1, "trainer": {}, "evaluator": evaluator}
-    assert StackExperiment.from_export(export).evaluator == expected
-    assert StackExperiment.from_export({**export, "something_new": True}).evaluator == expected
+    assert StackExport.from_json(export).evaluator == expected
+    assert StackExport.from_json({**export, "something_new": True}).evaluator == expected
     del export["evaluator"]
-    assert StackExperiment.from_export(export).evaluator == 0
+    assert StackExport.from_json(export).evaluator == 0
 
 
 def test_the_evaluator_runs_its_own_command_else_the_workers():

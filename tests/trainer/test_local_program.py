@@ -186,5 +186,5 @@ def test_a_malformed_export_is_refused_in_one_line_before_anything_starts(tmp_pa
     }))
     code, stdout, stderr, left = run_local(tmp_path / "run", str(export))
     assert code == 2, stderr
-    assert "trainer.local: program.argv.worker should be a list of words or null (got 'python train.py')" in stderr
+    assert f"trainer.local: stack '{export}': program.argv.worker should be a list of words or null (got 'python train.py')" in stderr
     assert left == [] and stdout == ""

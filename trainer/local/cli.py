@@ -92,7 +92,7 @@ def resolve(args: argparse.Namespace, out: TextIO = sys.stderr) -> Run:
             flush=True,
         )
         if experiment.program is not None:
-            program = ProgramExport.from_json(experiment.program)
+            program = experiment.program
             given = settings_given(args)
             if given:
                 raise LaunchError(

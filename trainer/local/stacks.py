@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
 
+from ..stack_export import ExportError, StackExport, read_export_text
 from .errors import LaunchError
 
 # A stack's experiment scaled down to one machine: TensorFlow processes of a few hundred MB each.
@@ -21,30 +20,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROGRAM_PYTHON = PROJECT_ROOT / ".venv" / "bin" / "python"
 
 
-@dataclass(frozen=True)
-class StackExperiment:
-    """A stack as `python -m components export` prints it: validated by the project's one schema."""
-
-    stack: str
-    placement: str
-    ps: int
-    workers: int
-    trainer: dict[str, Any]
-    program: Optional[dict[str, Any]] = None  # the team's own program (trainer/local/program.py)
-    evaluator: int = 0  # 1: TensorFlow's side-car evaluator (tfk8s:cluster.evaluator.replicas)
-
-    @classmethod
-    def from_export(cls, data: dict[str, Any]) -> "StackExperiment":
-        """From `python -m components export`'s object; what this launcher does not run is left out.
-
-        `evaluator` is its replicas, 0 or 1, or the evaluator's own object (its `replicas`), or None.
-        """
-        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
-        evaluator = known.get("evaluator")
-        if isinstance(evaluator, dict):
-            evaluator = evaluator.get("replicas", 1)
-        known["evaluator"] = int(evaluator or 0)
-        return cls(**known)
+# A stack as `python -m components export` prints it: validated by the project's one schema, its
+# shape written once in trainer/stack_export.py.
+StackExperiment = StackExport
 
 
 def read_stack(stack: str) -> StackExperiment:
@@ -54,7 +32,7 @@ def read_stack(stack: str) -> StackExperiment:
     environment cannot hold TensorFlow; asking it keeps one schema.
     """
     if stack.endswith(".json") and Path(stack).is_file():
-        return StackExperiment.from_export(json.loads(Path(stack).read_text(encoding="utf-8")))
+        return _read_export(stack, Path(stack).read_text(encoding="utf-8"))
     if not PROGRAM_PYTHON.exists():
         raise LaunchError(
             f"validating stack '{stack}' needs the program's environment {PROGRAM_PYTHON}: run `make setup`"
@@ -68,7 +46,14 @@ def read_stack(stack: str) -> StackExperiment:
     )
     if result.returncode != 0:
         raise LaunchError(result.stderr.strip() or f"python -m components export {stack} failed")
-    return StackExperiment.from_export(json.loads(result.stdout))
+    return _read_export(stack, result.stdout)
+
+
+def _read_export(stack: str, text: str) -> StackExperiment:
+    try:
+        return read_export_text(text)
+    except ExportError as error:
+        raise LaunchError(f"stack '{stack}': {error}") from None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ two stacks of the same shape differ only where their experiments do.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
@@ -26,6 +27,7 @@ from ..spec.trainer_contract import TrainerSettings
 STACK_PLACEHOLDER = "<stack>"
 REPLICATED_JOB = "replicatedJob"  # a task group of the JobSet, in the diff's list of objects
 NAMESPACE_PLACEHOLDER = "<namespace>"
+HASH_ANNOTATIONS = (L.TRAINER_HASH_ANNOTATION, L.LOG_COLLECTOR_HASH_ANNOTATION)
 
 
 @dataclass(frozen=True)
@@ -252,17 +254,32 @@ def _normalized(experiment: Experiment) -> dict[tuple[str, str], Any]:
     parts = [(f".{namespace}.svc", f".{NAMESPACE_PLACEHOLDER}.svc")]
     if experiment.names.prefix:
         parts.append((experiment.names.prefix, f"{STACK_PLACEHOLDER}-"))
+    manifests = [(obj.kind, _replace_text(obj.manifest, whole, parts)) for obj in experiment_objects(experiment)]
+    # A pod template's hash annotations hash what its pods take from the ConfigMaps, TF_CONFIG's
+    # addresses (and so the namespace) included: the same hash of the ConfigMaps without the stack and
+    # namespace stands for them, so that two stacks alike but for their names are the same experiment
+    # and a change that rolls the tasks still shows in their workloads.
+    config_maps = sorted(json.dumps(manifest, sort_keys=True) for kind, manifest in manifests if kind == "ConfigMap")
+    stands_for = f"<sha256 of the ConfigMaps: {hashlib.sha256(chr(0).join(config_maps).encode()).hexdigest()}>"
     objects = {}
-    for obj in experiment_objects(experiment):
-        manifest = _replace_text(obj.manifest, whole, parts)
-        key = (obj.kind, "" if obj.kind == "Namespace" else manifest["metadata"]["name"])
-        if obj.kind == "JobSet":
+    for kind, manifest in manifests:
+        manifest = _with_hashes_as(manifest, stands_for)
+        key = (kind, "" if kind == "Namespace" else manifest["metadata"]["name"])
+        if kind == "JobSet":
             # Each replicated Job is a role on a server, compared on its own like a workload.
             replicated = manifest["spec"].pop("replicatedJobs")
             manifest["spec"]["replicatedJobs"] = [job["name"] for job in replicated]
             objects.update({(REPLICATED_JOB, job["name"]): job for job in replicated})
         objects[key] = manifest
     return objects
+
+
+def _with_hashes_as(value: Any, stands_for: str) -> Any:
+    if isinstance(value, Mapping):
+        return {k: stands_for if k in HASH_ANNOTATIONS else _with_hashes_as(v, stands_for) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_hashes_as(v, stands_for) for v in value]
+    return value
 
 
 def _replace_text(value: Any, whole: Mapping[str, str], parts: list[tuple[str, str]]) -> Any:

@@ -99,6 +99,29 @@ def test_a_stack_against_itself_is_the_same(capsys):
     assert code == 0 and result["same"] and result["config"] == [] and result["objects"] == {}
 
 
+def test_two_stacks_alike_but_for_their_names_are_the_same_experiment(capsys, tmp_path):
+    """The pods' hash annotations hash TF_CONFIG's addresses, which name the namespace: `diff` sets the
+    stack and namespace aside there too, and still shows the tasks rolling for a change that rolls them."""
+    from tests.stack_variants import write_variant
+
+    def with_logs(values):
+        values["tfk8s:logs"] = {}
+
+    a = write_variant(tmp_path, "scene1-case2", "ranking-a", with_logs)
+    b = write_variant(tmp_path, "scene1-case2", "ranking-b", with_logs)
+    code, out = diff(capsys, a, b)
+    assert (code, out.strip()) == (0, "ranking-a and ranking-b: the same experiment"), out
+
+    def fewer_workers(values):
+        with_logs(values)
+        values["tfk8s:cluster"]["workers"]["replicas"] = 45
+
+    code, out = diff(capsys, a, write_variant(tmp_path, "scene1-case2", "ranking-c", fewer_workers), "--json")
+    assert code == 1
+    # TF_CONFIG's cluster changed: every task and nothing else rolls.
+    assert json.loads(out)["objects"]["replicatedJob"]["changed"] == ["chief", "ps", "worker"]
+
+
 def test_a_bad_stack_is_exit_2_with_its_message(capsys):
     assert main(["diff", "scene1-case2", "no-such-stack"]) == 2
     assert "stack 'no-such-stack': no file" in capsys.readouterr().err

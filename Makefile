@@ -11,6 +11,11 @@ TRAINER_STAMP := $(TRAINER_VENV)/.installed
 POLICY_VENV := policy/venv
 POLICY_STAMP := $(POLICY_VENV)/.installed
 STACK ?= scene1-case3
+# A variable's value as one shell word, whatever it holds: `make render STACK='a --out DIR'` names a
+# stack 'a --out DIR' (which does not exist), never a flag.
+quote = '$(subst ','"'"',$(1))'
+# A target's variables, each set, or a usage line naming them (exit 2, as the commands' bad input).
+require = @$(foreach name,$(1),test -n $(call quote,$(strip $($(name)))) &&) true || { echo "usage: make $@ $(2)" >&2; exit 2; }
 STEPS ?= 200
 # make report: the seeds' question (scene 1 against scene 2, none against auto) by default.
 STACKS ?= scene1-case2 scene2-case2
@@ -45,11 +50,13 @@ demo: plan local
 
 # Who runs where, from the stack file alone: no cluster, no Pulumi CLI.
 plan: $(STAMP)
-	$(VENV)/bin/python -m components plan $(STACK)
+	$(call require,STACK,STACK=<stack>)
+	$(VENV)/bin/python -m components plan $(call quote,$(STACK))
 
 # The stack is validated in the program's environment, then trained in the trainer's.
 local: $(STAMP) $(TRAINER_STAMP)
-	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(STACK) --steps $(STEPS)
+	$(call require,STACK STEPS,STACK=<stack> STEPS=<steps>)
+	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(call quote,$(STACK)) --steps $(call quote,$(STEPS))
 
 test: setup lint test-program test-trainer test-cluster test-real
 
@@ -112,13 +119,13 @@ toolchain:
 
 # A team's program's image for the local cluster: the nodes' TensorFlow image plus pinned packages.
 image: $(STAMP) node-image
-	@test -n "$(NAME)" -a -n "$(REQUIREMENTS)" || { echo "usage: make image NAME=<name> REQUIREMENTS=<file>"; exit 2; }
-	$(VENV)/bin/python -m tools.localcluster image --name $(NAME) --requirements $(REQUIREMENTS)
+	$(call require,NAME REQUIREMENTS,NAME=<name> REQUIREMENTS=<file>)
+	$(VENV)/bin/python -m tools.localcluster image --name $(call quote,$(NAME)) --requirements $(call quote,$(REQUIREMENTS))
 
 # An image built elsewhere (docker save, podman save, an OCI tarball) into the local cluster's real nodes.
 load-image: $(STAMP)
-	@test -n "$(ARCHIVE)" || { echo "usage: make load-image ARCHIVE=<file>"; exit 2; }
-	$(VENV)/bin/python -m tools.localcluster load-image --archive $(ARCHIVE)
+	$(call require,ARCHIVE,ARCHIVE=<file>)
+	$(VENV)/bin/python -m tools.localcluster load-image --archive $(call quote,$(ARCHIVE))
 
 # The real nodes' images (TensorFlow, pause), cached outside the clone by their inputs.
 node-image: toolchain
@@ -126,28 +133,33 @@ node-image: toolchain
 
 # Every object the program registers, one YAML file each, into out/$(STACK)/.
 render: $(STAMP)
-	$(VENV)/bin/python -m components render $(STACK)
+	$(call require,STACK,STACK=<stack>)
+	$(VENV)/bin/python -m components render $(call quote,$(STACK))
 
 # REAL=srv-00,srv-01: those servers run as real kubelet nodes (root), the others on kwok.
 REAL ?=
 cluster-up: $(STAMP) toolchain $(if $(REAL),node-image)
-	$(VENV)/bin/python -m tools.localcluster up --stack $(STACK) $(if $(REAL),--real $(REAL))
+	$(call require,STACK,STACK=<stack> [REAL=<server>,...])
+	$(VENV)/bin/python -m tools.localcluster up --stack $(call quote,$(STACK)) $(if $(REAL),--real $(call quote,$(REAL)))
 
 cluster-down: $(STAMP)
 	$(VENV)/bin/python -m tools.localcluster down
 
 apply: $(STAMP)
-	$(VENV)/bin/python -m tools.localcluster apply $(STACK)
+	$(call require,STACK,STACK=<stack>)
+	$(VENV)/bin/python -m tools.localcluster apply $(call quote,$(STACK))
 
 delete: $(STAMP)
-	$(VENV)/bin/python -m tools.localcluster delete $(STACK)
+	$(call require,STACK,STACK=<stack>)
+	$(VENV)/bin/python -m tools.localcluster delete $(call quote,$(STACK))
 
 # The real Pulumi engine against the local cluster: the toolchain's CLI and provider, a
 # file backend under .cluster/pulumi/, the policy pack on preview and up (tools/engine).
 # KUBECONFIG=<file> on the command line (not from the environment): run as that user, e.g. one
 # `make cluster-user` minted; by default the local cluster's admin.
 preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
-	$(VENV)/bin/python -m tools.engine $@ $(STACK) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG))
+	$(call require,STACK,STACK=<stack> [KUBECONFIG=<file>])
+	$(VENV)/bin/python -m tools.engine $@ $(call quote,$(STACK)) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(call quote,$(KUBECONFIG)))
 
 # The built CLI on the same backend, for what does not run the program:
 # make pulumi STACK=<stack> ARGS='config set --secret --path tfk8s:program.env.TOKEN' (docs/secrets.md).
@@ -155,10 +167,12 @@ ARGS ?=
 # A team member of the local cluster with exactly the documented RBAC (docs/shared-cluster.md):
 # .cluster/users/$(NAME).kubeconfig. LABEL_NODES=1 adds the node labeller (stacks with placeBy: labels).
 cluster-user: $(STAMP)
-	$(VENV)/bin/python -m tools.localcluster user --name $(NAME) --namespace $(NAMESPACE) $(if $(LABEL_NODES),--label-nodes)
+	$(call require,NAME NAMESPACE,NAME=<user> NAMESPACE=<namespace> [LABEL_NODES=1])
+	$(VENV)/bin/python -m tools.localcluster user --name $(call quote,$(NAME)) --namespace $(call quote,$(NAMESPACE)) $(if $(LABEL_NODES),--label-nodes)
 
 pulumi: $(STAMP) toolchain
-	$(VENV)/bin/python -m tools.engine pulumi $(STACK) -- $(ARGS)
+	$(call require,STACK,STACK=<stack> ARGS='<pulumi arguments>')
+	$(VENV)/bin/python -m tools.engine pulumi $(call quote,$(STACK)) -- $(ARGS)
 
 # docs/stack-reference.md, from the models' field descriptions (make test fails when it is stale).
 docs: $(STAMP)
@@ -170,10 +184,12 @@ report: $(STAMP) $(TRAINER_STAMP)
 
 # Two experiments side by side: config, plan and objects (exit 0 same, 1 different).
 diff: $(STAMP)
-	$(VENV)/bin/python -m components diff $(A) $(B)
+	$(call require,A B,A=<stack> B=<stack>)
+	$(VENV)/bin/python -m components diff $(call quote,$(A)) $(call quote,$(B))
 
 status: $(STAMP)
-	$(VENV)/bin/python -m components status $(STACK) --kubeconfig .cluster/kubeconfig
+	$(call require,STACK,STACK=<stack>)
+	$(VENV)/bin/python -m components status $(call quote,$(STACK)) --kubeconfig .cluster/kubeconfig
 
 # The wheel a platform team installs in its own Pulumi project (docs/library.md): dist/tfk8s-*.whl.
 dist: $(STAMP)

@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     render_cmd.add_argument("stack", help=stack_help)
     render_cmd.add_argument(
         "--out",
-        type=Path,
+        type=_folder,
         metavar="DIR",
         help="folder to write (default: out/<stack>/): missing, empty or an earlier rendering, which is replaced "
         "whole; a folder holding other files is refused (exit 2) unless --force; - writes to standard output",
@@ -213,6 +213,13 @@ exit codes:
   2    the stack or the kubeconfig cannot be read, or the API server does not answer or refuses
   130  interrupted (Ctrl-C, the way to stop --watch before the experiment ends)
 """
+
+def _folder(text: str) -> Path:
+    """A folder given on the command line: an empty one would be the current folder, never what was meant."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty folder name; give a folder, or leave --out out (out/<stack>/)")
+    return Path(text)
+
 
 LOGS_DESCRIPTION = """\
 A task's log: read from its pod while the pod is in the cluster (as `kubectl logs`), and from the stack's

@@ -179,6 +179,17 @@ def test_yaml_output_and_a_folder_together_are_refused(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("out", ["", "  "])
+def test_an_empty_folder_name_is_refused_and_the_current_folder_is_left_alone(project, capsys, monkeypatch, out):
+    monkeypatch.chdir(project)
+    before = snapshot(project)
+    with pytest.raises(SystemExit) as exited:
+        main(["render", "scene1-case2", "--out", out])
+    assert exited.value.code == 2
+    assert "argument --out: an empty folder name; give a folder" in capsys.readouterr().err
+    assert snapshot(project) == before
+
+
 def test_a_file_given_as_the_folder_is_one_clear_error(project, capsys, monkeypatch):
     monkeypatch.chdir(project)
     before = snapshot(project)

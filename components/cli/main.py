@@ -214,6 +214,7 @@ exit codes:
   130  interrupted (Ctrl-C, the way to stop --watch before the experiment ends)
 """
 
+
 def _folder(text: str) -> Path:
     """A folder given on the command line: an empty one would be the current folder, never what was meant."""
     if not text.strip():

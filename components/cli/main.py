@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -310,7 +311,8 @@ def _node_names(text: str) -> tuple[str, ...]:
 
 
 def _local_port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {text!r})")
     return int(text)
 
@@ -320,7 +322,8 @@ def _positive_seconds(text: str) -> float:
         seconds = float(text)
     except ValueError:
         seconds = 0.0
-    if seconds <= 0:
+    # float() reads 'nan' and 'inf' too: neither is a number of seconds to wait.
+    if not (math.isfinite(seconds) and seconds > 0):
         raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {text!r})")
     return seconds
 

@@ -603,6 +603,9 @@ def _words(text: str) -> str:
     pytest.param(["stacks", "extra"], id="stacks"),
     pytest.param(["import-tfjob", "tfjob.yaml"], id="import-tfjob without --stack"),
     pytest.param(["top", "scene1-case1", "--watch", "-1"], id="top --watch -1"),
+    pytest.param(["top", "scene1-case1", "--watch", "nan"], id="top --watch nan"),
+    pytest.param(["top", "scene1-case1", "--watch", "inf"], id="top --watch inf"),
+    pytest.param(["tensorboard", "scene1-case1", "--port", "²"], id="tensorboard --port of a digit int() refuses"),
     pytest.param(["tensorboard", "/nonexistent/Pulumi.x.yaml"], id="tensorboard"),
     pytest.param(["tensorboard", "scene1-case1"], id="tensorboard of a stack without it"),
     pytest.param(["tensorboard", "scene1-case1", "--port", "70000"], id="tensorboard --port 70000"),
@@ -620,6 +623,7 @@ def test_every_subcommand_exits_2_for_bad_input_or_usage(argv, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.strip()
+    assert " value: " not in err, "argparse's words for a converter's crash name the converter, not the flag"
     if argv[0] != "stacks" and "/nonexistent/Pulumi.x.yaml" in argv:
         assert err.strip() == "stack file '/nonexistent/Pulumi.x.yaml': no such file"
 

@@ -629,7 +629,7 @@ def test_every_subcommand_exits_2_for_bad_input_or_usage(argv, capsys):
 @pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "0", "-1", "soon"])
 def test_a_number_of_seconds_is_finite_and_above_0(seconds, capsys):
     with pytest.raises(SystemExit) as exited:
-        main(["top", "scene1-case1", "--watch", seconds])
+        main(["top", "scene1-case1", f"--watch={seconds}"])
     assert exited.value.code == 2
     assert f"argument --watch: must be a number of seconds above 0 (got '{seconds}')" in capsys.readouterr().err
 

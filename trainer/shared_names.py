@@ -62,3 +62,11 @@ TASK_NAME_SEPARATOR = "-"
 
 def task_name(task_type: str, index: int | str) -> str:
     return f"{task_type}{TASK_NAME_SEPARATOR}{index}"
+
+
+def parse_task_name(name: str) -> tuple[str, int]:
+    """A task's role and index from its name (`worker-17` -> ("worker", 17)); ValueError for another text."""
+    task_type, separator, index = name.rpartition(TASK_NAME_SEPARATOR)
+    if not (separator and task_type and index.isascii() and index.isdigit()):
+        raise ValueError(f"not a task's name (role{TASK_NAME_SEPARATOR}index): {name!r}")
+    return task_type, int(index)

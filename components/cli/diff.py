@@ -27,7 +27,9 @@ from ..spec.trainer_contract import TrainerSettings
 STACK_PLACEHOLDER = "<stack>"
 REPLICATED_JOB = "replicatedJob"  # a task group of the JobSet, in the diff's list of objects
 NAMESPACE_PLACEHOLDER = "<namespace>"
-HASH_ANNOTATIONS = (L.TRAINER_HASH_ANNOTATION, L.LOG_COLLECTOR_HASH_ANNOTATION)
+# The tasks' hash, of what they take from the ConfigMaps (the namespace in TF_CONFIG's addresses too);
+# the collector's hashes its code alone, the same for every stack.
+HASH_ANNOTATIONS = (L.TRAINER_HASH_ANNOTATION,)
 
 
 @dataclass(frozen=True)

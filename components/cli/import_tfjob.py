@@ -16,6 +16,7 @@ from pathlib import Path
 from ..migrate.carry import ImportedStack, ImportOptions, carry
 from ..migrate.stack_yaml import stack_yaml
 from ..migrate.tfjob import NotImportable, TFJob, read_tfjob
+from ..plan.task_roles import CHIEF, EVALUATOR, PS, WORKER
 from ..spec.atomic_files import write_text_atomic
 from ..spec.loading import load_stack_config
 from ..spec.models import StackConfigError
@@ -104,7 +105,7 @@ def _count(items: list, noun: str) -> str:
 
 def _shape(imported: ImportedStack) -> str:
     cluster, program = imported.values["tfk8s:cluster"], imported.values["tfk8s:program"]
-    roles = ["chief"] if "chief" in cluster else []
-    roles += [f"{cluster['ps']['replicas']} PS", f"{cluster['workers']['replicas']} workers"]
-    roles += ["an evaluator"] if "evaluator" in cluster else []
+    roles = ["chief"] if CHIEF.stack_key in cluster else []
+    roles += [f"{cluster[PS.stack_key]['replicas']} PS", f"{cluster[WORKER.stack_key]['replicas']} workers"]
+    roles += ["an evaluator"] if EVALUATOR.stack_key in cluster else []
     return f"{', '.join(roles)}, done: {program['done']}"

@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 
 from ..plan.experiment import Experiment
 from ..plan.planner import compress_names
-from ..plan.task_roles import PLACED_ROLES
+from ..plan.task_roles import PLACED_ROLES, parse_task_name, task_name
 from .table import aligned
 
 
@@ -39,14 +39,13 @@ def server_statuses(experiment: Experiment, placed: Iterable[tuple[str, Optional
     on_node: dict[str, list[tuple[str, int]]] = {}
     for task, node in placed:
         if node is not None:
-            role, _, index = task.rpartition("-")
-            on_node.setdefault(node, []).append((role, int(index)))
+            on_node.setdefault(node, []).append(parse_task_name(task))
     return [
         ServerStatus(
             share.server,
             share.pool,
             {role: plan.share_text(role, share.pool) for role in PLACED_ROLES},
-            [f"{role}-{index}" for role, index in sorted(on_node.get(share.server, []))],
+            [task_name(role, index) for role, index in sorted(on_node.get(share.server, []))],
         )
         for share in plan.shares
     ]
@@ -60,7 +59,7 @@ def crowded_tasks(experiment: Experiment, servers: list[ServerStatus]) -> dict[s
             _, high = experiment.plan.share_bounds(role, server.pool)
             if server.count(role) > high:
                 reason = f"{server.server} holds {server.count(role)} {role} tasks, its share is {server.share[role]}"
-                crowded.update({task: reason for task in server.tasks if task.startswith(f"{role}-")})
+                crowded.update({task: reason for task in server.tasks if parse_task_name(task)[0] == role})
     return crowded
 
 

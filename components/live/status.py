@@ -151,7 +151,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         )
     else:
         deciding = experiment.plan.deciding_role().name
-        chief_jobs = [status for metadata, status in job_parts if group_of_workload[metadata.name] == deciding]
+        deciding_groups = {group.name for group in experiment.groups if group.task_type == deciding}
+        chief_jobs = [status for metadata, status in job_parts if group_of_workload[metadata.name] in deciding_groups]
         phase = statefulset_phase(
             any((status.succeeded or 0) >= 1 for status in chief_jobs),
             any(c.type == "Failed" and c.status == "True" for status in chief_jobs for c in status.conditions or ()),

@@ -100,7 +100,7 @@ def program_command(program: ProgramSpec, task_type: str, archived: bool) -> Man
 def program_volumes(experiment: Experiment) -> list[Manifest]:
     program = experiment.program
     assert program is not None
-    volumes: list[Manifest] = [{"name": TMP_VOLUME, "emptyDir": {"sizeLimit": experiment.scratch_size("worker")}}]
+    volumes: list[Manifest] = [{"name": TMP_VOLUME, "emptyDir": {"sizeLimit": experiment.scratch_base}}]
     if experiment.program_source is not None:
         volumes.append(
             {

@@ -149,15 +149,18 @@ class Experiment:
         return evaluator_memory_request(self.config)
 
     def memory_of(self, task_type: RoleName) -> str:
-        """A task's memory request and limit: derived from what it holds (the PS, the chief, the
-        evaluator) unless the stack gives one, the stack's own for workers."""
-        derived = {"ps": ps_memory_request, "chief": chief_memory_request, "evaluator": evaluator_memory_request}
-        return derived[task_type](self.config) if task_type in derived else self.config.cluster.workers.memory
+        """A task's memory request and limit (its role's `memory`)."""
+        return role_of(task_type).memory(self.config)
+
+    @property
+    def scratch_base(self) -> str:
+        """The size limit of a scratch volume that holds no checkpoints (every task's but the chief's)."""
+        return mebibytes(SCRATCH_BASE_BYTES)
 
     def scratch_size(self, task_type: str) -> str:
         """The size limit of a task's scratch volume (and the chief's ephemeral-storage request)."""
         if role_of(task_type).checkpoint_access != "write":
-            return mebibytes(SCRATCH_BASE_BYTES)
+            return self.scratch_base
         # "default" is the chief's scratch folder (trainer/chief.py); a volume or a remote URL is not.
         on_scratch = self.trainer_settings.checkpoint_dir == "default"
         return mebibytes(chief_scratch_bytes(self.trainer_settings, on_scratch))

@@ -19,6 +19,7 @@ from ..spec.trainer_contract import (  # noqa: F401 (this module is where compon
     TFK8S_GPU_PRODUCT,
     TRAINER_PROGRAM,
 )
+from .task_roles import PLACED_ROLES
 from .workloads import TaskGroup
 
 APP_NAME = "tensorflow"
@@ -123,12 +124,9 @@ def spread_selector(stack: str, task_type: str) -> dict[str, str]:
 
 
 def node_role(task_types: set[str]) -> str:
-    """Role label of a server: what the plan runs there."""
-    if {"ps", "worker"} <= task_types:
-        return "mixed"
-    if "worker" in task_types:
-        return "worker"
-    return "ps"
+    """Role label of a server: the one role the plan places there (ps, worker), or mixed."""
+    placed = [role for role in PLACED_ROLES if role in task_types]
+    return "mixed" if len(placed) > 1 else placed[0]
 
 
 def gpu_product_label(labelled_by: str) -> str:

@@ -36,7 +36,7 @@ from ..spec.models import StackConfig
 from ..spec.placement_rules import placement_problems
 from ..spec.roles import RoleName
 from ..spec.task_counts import task_counts
-from .task_roles import CHIEF, EVALUATOR, PLACED_ROLES, PS, ROLES, WORKER, TaskRole, task_name
+from .task_roles import CHIEF, EVALUATOR, PLACED_ROLES, PS, ROLES, WORKER, TaskRole, parse_task_name, task_name
 
 TaskType = RoleName
 Pinning = Literal["none", "task", "count"]
@@ -244,13 +244,12 @@ def compress_names(names: Iterable[str]) -> str:
         if run_type is None:
             return
         if run_start == run_end:
-            parts.append(f"{run_type}-{run_start}")
+            parts.append(task_name(run_type, run_start))
         else:
-            parts.append(f"{run_type}-{run_start}..{run_end}")
+            parts.append(task_name(run_type, f"{run_start}..{run_end}"))
 
     for name in names:
-        task_type, _, index_text = name.rpartition("-")
-        index = int(index_text)
+        task_type, index = parse_task_name(name)
         if task_type == run_type and run_end is not None and index == run_end + 1:
             run_end = index
             continue

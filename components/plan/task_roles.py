@@ -15,17 +15,20 @@ The trainer imports nothing from components/: its own copy of the role names
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
+from ..spec.models import StackConfig
 from ..spec.roles import RoleName
-from ..spec.trainer_contract import task_name  # noqa: F401 (the one scheme, the trainer's: looked up here)
+from ..spec.sizing import chief_memory_request, evaluator_memory_request, ps_memory_request
+from ..spec.trainer_contract import parse_task_name, task_name  # noqa: F401 (the one scheme, the trainer's)
 
 CheckpointAccess = Literal["none", "read", "write"]
 # How a role's tasks are spread over the servers of their pool under `spread` placement:
 # `apart` never puts two on one server while another has none; `even` prefers it.
 Spread = Literal["none", "apart", "even"]
 # How often a role's Job replaces a lost task: as the stack says (`chief.restarts`), never (the
-# experiment restarts instead), or always.
+# experiment restarts instead), or always (but for a group whose end is the experiment's, as the
+# workers' without a chief: each worker then has a few retries, components/objects/jobset.py).
 Retries = Literal["stack", "never", "always"]
 
 
@@ -47,6 +50,13 @@ class TaskRole:
     takes_gpus: bool  # the stack's workers.gpus; never a PS (seed 001: PS work is memory-bound)
     spread: Spread
     fails_on_exit_codes: bool  # takes the stack's `failOn`
+    # Its memory request and limit: derived from what it holds unless the stack gives one (the PS, the
+    # chief, the evaluator), or the stack's (workers). Its CPU is its settings' `cpu`.
+    memory: Callable[[StackConfig], str]
+
+
+def _workers_memory(config: StackConfig) -> str:
+    return config.cluster.workers.memory
 
 
 CHIEF = TaskRole(
@@ -66,6 +76,7 @@ CHIEF = TaskRole(
     takes_gpus=False,
     spread="none",
     fails_on_exit_codes=True,
+    memory=chief_memory_request,
 )
 PS = TaskRole(
     name="ps",
@@ -84,6 +95,7 @@ PS = TaskRole(
     takes_gpus=False,
     spread="apart",
     fails_on_exit_codes=True,
+    memory=ps_memory_request,
 )
 WORKER = TaskRole(
     name="worker",
@@ -102,6 +114,7 @@ WORKER = TaskRole(
     takes_gpus=True,
     spread="even",
     fails_on_exit_codes=True,
+    memory=_workers_memory,
 )
 # TensorFlow's side-car evaluator: outside the training cluster, it reads the chief's checkpoints,
 # waits for no one and never decides the outcome, however it exits.
@@ -122,6 +135,7 @@ EVALUATOR = TaskRole(
     takes_gpus=False,
     spread="none",
     fails_on_exit_codes=False,
+    memory=evaluator_memory_request,
 )
 
 # In the order the planner lists tasks, `plan` prints them and TF_CONFIG's cluster holds them.

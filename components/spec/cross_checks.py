@@ -148,11 +148,11 @@ def evaluator_checks(config: StackConfig) -> list[str]:
             f"runs beside them; use {' or '.join(repr(pool) for pool in used)}, or leave it out (the chief's pool "
             "with checkpointVolume or GPU workers, else the workers')"
         )
-    elif volume is not None and evaluator.pool is not None and evaluator.pool != cluster.ps_pool:
+    elif volume is not None and evaluator.pool is not None and evaluator.pool != cluster.chief_pool:
         errors.append(
             f"{ns}:cluster.evaluator.pool: '{evaluator.pool}', but the evaluator reads chief.checkpointVolume, a "
             f"ReadWriteOnce claim that only pods on the chief's server can mount, and the chief runs in pool "
-            f"'{cluster.ps_pool}'; leave evaluator.pool out (or set it to '{cluster.ps_pool}')"
+            f"'{cluster.chief_pool}'; leave evaluator.pool out (or set it to '{cluster.chief_pool}')"
         )
     if config.program is not None:
         return errors  # a team's program knows where its checkpoints are
@@ -184,7 +184,8 @@ def task_count_problems(config: StackConfig) -> list[str]:
     cluster = config.cluster
     counts = task_counts(config)
     workers, ps = counts["worker"], counts["ps"]
-    tasks = sum(counts.values())
+    # The training cluster's tasks, what the limit was measured on: the evaluator is outside it.
+    tasks = sum(count for role, count in counts.items() if role != "evaluator")
     if tasks <= MAX_TASKS:
         return []
     if ps > workers:

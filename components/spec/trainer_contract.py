@@ -72,3 +72,4 @@ TRAINER_PROGRAM = shared_names.TRAINER_PROGRAM
 TENSORBOARD_DIR_ENV = shared_names.TENSORBOARD_DIR_ENV
 TASK_NAME_SEPARATOR = shared_names.TASK_NAME_SEPARATOR
 task_name = shared_names.task_name
+parse_task_name = shared_names.parse_task_name

@@ -9,10 +9,12 @@ Nothing here waits a fixed time: each step polls for what it expects, for up to 
 from __future__ import annotations
 
 import ast
+import glob
 import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import pytest
 
@@ -113,8 +115,9 @@ def start_collector(processes: list[subprocess.Popen], archive: Path) -> Callabl
         ingest_port: int = 0,
         host: str = "127.0.0.1",
         script: Path = COLLECTOR,
+        python: Sequence[str] = (sys.executable,),
     ) -> Collector:
-        command = [sys.executable, str(script), "--dir", str(archive), "--ingest-host", host]
+        command = [*python, str(script), "--dir", str(archive), "--ingest-host", host]
         command += ["--ingest-port", str(ingest_port), "--read-port", "0", "--run-bytes", str(run_bytes)]
         process = subprocess.Popen([*command, "--keep-runs", str(keep_runs)], stdout=subprocess.PIPE, text=True)
         processes.append(process)
@@ -139,22 +142,30 @@ def shipper_env(
 
 
 def start_shipper(
-    processes: list[subprocess.Popen], env: dict[str, str], stdin: object = subprocess.PIPE, script: Path = SHIPPER
+    processes: list[subprocess.Popen],
+    env: dict[str, str],
+    stdin: object = subprocess.PIPE,
+    script: Path = SHIPPER,
+    python: Sequence[str] = (sys.executable,),
 ):
     process = subprocess.Popen(
-        [sys.executable, str(script)], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        [*python, str(script)], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     processes.append(process)
     return process
 
 
 def ship(
-    processes: list[subprocess.Popen], env: dict[str, str], log: bytes, script: Path = SHIPPER
+    processes: list[subprocess.Popen],
+    env: dict[str, str],
+    log: bytes,
+    script: Path = SHIPPER,
+    python: Sequence[str] = (sys.executable,),
 ) -> tuple[bytes, bytes]:
     """A whole task's output through the shipper: its stdout and stderr; it must exit 0."""
-    process = start_shipper(processes, env, script=script)
+    process = start_shipper(processes, env, script=script, python=python)
     stdout, stderr = process.communicate(log, timeout=PATIENCE_S)
-    assert process.returncode == 0
+    assert process.returncode == 0, stderr
     return stdout, stderr
 
 
@@ -181,14 +192,45 @@ def pod_folder(folder: Path, names: tuple[str, ...]) -> Path:
     return folder
 
 
-def test_each_pod_kind_runs_from_a_folder_holding_only_its_files_of_the_configmap(processes, start_collector, tmp_path):
+def python_3_8() -> Optional[str]:
+    """A Python 3.8 on this machine (the oldest python3 the pods run the scripts on); None without one."""
+    found = [shutil.which("python3.8"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8.*/bin/python3.8")))]
+    for candidate in filter(None, found):
+        is_3_8 = "import sys; sys.exit(sys.version_info[:2] != (3, 8))"
+        if subprocess.run([candidate, "-c", is_3_8], capture_output=True, timeout=PATIENCE_S).returncode == 0:
+            return candidate  # (a pyenv shim of another version's fails the check)
+    return None
+
+
+# How a pod's python3 may start the scripts. A team's image, or its tfk8s:program.env, may set
+# PYTHONSAFEPATH=1 (Python 3.11 and later), and an image's python3 may run isolated (-I): either
+# leaves the script's own folder, where log_protocol.py lies, off sys.path.
+STARTS: dict[str, Callable[[str], list[str]]] = {
+    "as-is": lambda python: [python],
+    "PYTHONSAFEPATH=1": lambda python: ["env", "PYTHONSAFEPATH=1", python],
+    "-I": lambda python: [python, "-I"],
+}
+
+
+@pytest.mark.parametrize(
+    "version, start",
+    [*(("this", start) for start in STARTS), ("3.8", "as-is"), ("3.8", "-I")],  # 3.8 knows no PYTHONSAFEPATH
+)
+def test_each_pod_kind_runs_from_a_folder_holding_only_its_files_of_the_configmap(
+    processes, start_collector, tmp_path, version, start
+):
     """As in a pod: the script started by its path, the protocol it imports beside it, nothing else;
-    so a task's shipper and the collector run exactly the files their hashes cover."""
+    so a task's shipper and the collector run exactly the files their hashes cover, also where
+    Python leaves the script's folder off sys.path, and on the oldest python3 they run on."""
+    interpreter = sys.executable if version == "this" else python_3_8()
+    if interpreter is None:
+        pytest.skip("no Python 3.8 is installed here (python3.8 on PATH or in ~/.pyenv/versions/3.8.*)")
+    python = STARTS[start](interpreter)
     shipper = pod_folder(tmp_path / "task", log_protocol.SHIPPER_FILES) / log_protocol.SHIPPER
     collector_folder = pod_folder(tmp_path / "collector", log_protocol.COLLECTOR_FILES)
-    collector = start_collector(script=collector_folder / log_protocol.COLLECTOR)
+    collector = start_collector(script=collector_folder / log_protocol.COLLECTOR, python=python)
     log = numbered_lines("chief-0", 100)
-    stdout, stderr = ship(processes, shipper_env(collector.ingest_port, "chief"), log, script=shipper)
+    stdout, stderr = ship(processes, shipper_env(collector.ingest_port, "chief"), log, script=shipper, python=python)
     assert (stdout, stderr) == (log, b"")
     eventually(lambda: collector.read("chief-0", "pod-a") == b"ok pod-a\n" + log, "archived")
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
+from ..cluster import ROLES
+from ..shared_names import parse_task_name
+
 
 def parse_kill(text: str) -> tuple[str, int]:
     try:
         name, step = text.split("@")
-        task_type, index = name.rsplit("-", 1)
-        if task_type not in ("ps", "worker", "chief") or int(index) < 0 or (task_type == "chief" and index != "0"):
+        task_type, index = parse_task_name(name)
+        if task_type not in ROLES or (task_type == "chief" and index != 0):
             raise ValueError
         return name, int(step)
     except ValueError:

@@ -118,8 +118,10 @@ def test_two_stacks_alike_but_for_their_names_are_the_same_experiment(capsys, tm
 
     code, out = diff(capsys, a, write_variant(tmp_path, "scene1-case2", "ranking-c", fewer_workers), "--json")
     assert code == 1
-    # TF_CONFIG's cluster changed: every task and nothing else rolls.
-    assert json.loads(out)["objects"]["replicatedJob"]["changed"] == ["chief", "ps", "worker"]
+    # TF_CONFIG's cluster changed: every task and nothing else rolls, the log collector not at all.
+    objects = json.loads(out)["objects"]
+    assert objects["replicatedJob"]["changed"] == ["chief", "ps", "worker"]
+    assert "Deployment" not in objects, objects
 
 
 def test_a_bad_stack_is_exit_2_with_its_message(capsys):

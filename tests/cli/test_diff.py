@@ -112,13 +112,13 @@ def test_two_stacks_alike_but_for_their_names_are_the_same_experiment(capsys, tm
     code, out = diff(capsys, a, b)
     assert (code, out.strip()) == (0, "ranking-a and ranking-b: the same experiment"), out
 
-    def fewer_workers(values):
+    def more_steps(values):
         with_logs(values)
-        values["tfk8s:cluster"]["workers"]["replicas"] = 45
+        values["tfk8s:trainer"]["steps"] = 999
 
-    code, out = diff(capsys, a, write_variant(tmp_path, "scene1-case2", "ranking-c", fewer_workers), "--json")
+    code, out = diff(capsys, a, write_variant(tmp_path, "scene1-case2", "ranking-c", more_steps), "--json")
     assert code == 1
-    # TF_CONFIG's cluster changed: every task and nothing else rolls, the log collector not at all.
+    # The trainer's settings changed: every task rolls, the log collector (its code alone hashed) does not.
     objects = json.loads(out)["objects"]
     assert objects["replicatedJob"]["changed"] == ["chief", "ps", "worker"]
     assert "Deployment" not in objects, objects

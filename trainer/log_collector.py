@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, BinaryIO, Optional
 if TYPE_CHECKING or __package__:
     from . import log_protocol as protocol
 else:  # as its pod runs it: a file beside log_protocol.py, in the archive's ConfigMap
+    # Python puts a script's folder on sys.path, but not with PYTHONSAFEPATH=1 (3.11+: a team's image
+    # or tfk8s:program.env may set it) nor with -I: put it first, or the import below fails.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import log_protocol as protocol
 
 HEADER_TIMEOUT_S = 10.0

@@ -4,9 +4,9 @@ components/ (which starts both and reads the archive: components/objects/log_shi
 log_archive.py, task_shell.py, components/live/log_archive_client.py) must agree on.
 
 The three files ship together, flat, in the archive's ConfigMap, and the pods run the shipper and
-the collector as scripts from it (`python3 /opt/tfk8s-logs/log_shipper.py`): their folder is
-sys.path's first entry, so there this module is the top-level `log_protocol`; in a checkout and in
-the wheel it is `trainer.log_protocol`.
+the collector as scripts from it (`python3 /opt/tfk8s-logs/log_shipper.py`): each puts its own folder
+first on sys.path (Python leaves it off with PYTHONSAFEPATH=1 or -I), so there this module is the
+top-level `log_protocol`; in a checkout and in the wheel it is `trainer.log_protocol`.
 
 Ingest (the collector's ingest port, which every task of the experiment reaches): a header line
 `tfk8s-log 1 <task> <pod>\\n`, then the task's output until the shipper closes; a pod that

@@ -23,6 +23,7 @@ import os
 import select
 import signal
 import socket
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Mapping, Optional
@@ -30,6 +31,9 @@ from typing import TYPE_CHECKING, Mapping, Optional
 if TYPE_CHECKING or __package__:
     from . import log_protocol as protocol
 else:  # as a pod runs it: a file beside log_protocol.py, in the archive's ConfigMap
+    # Python puts a script's folder on sys.path, but not with PYTHONSAFEPATH=1 (3.11+: a team's image
+    # or tfk8s:program.env may set it) nor with -I: put it first, or the import below fails.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import log_protocol as protocol
 
 DRAIN_S = protocol.SHIPPER_DRAIN_S

@@ -43,17 +43,22 @@ class LogArchive:
         answer = self._request(log_protocol.read_request(task, pod))
         if answer.startswith(found):
             return answer[len(found) :]
-        said = answer.partition(b"\n")[0].decode(errors="replace") or "nothing"
+        said = answer.partition(b"\n")[0].decode(errors="replace")
         if said.startswith(f"{log_protocol.MISSING} "):
             # The collector dropped it for a newer run since `list`.
             raise ArchiveUnreadable(
                 f"the log archive no longer holds run {pod} of {task} (it answered {said}); run again"
             )
-        # The only request it refuses is a run asked for by its pod's name: an earlier tfk8s's collector.
-        raise ArchiveUnreadable(
-            f"the log collector answered {said} to a read of run {pod} of {task}: it runs an earlier tfk8s's code, "
-            "which reads runs by their position; `pulumi up` replaces it"
-        )
+        if said.startswith(f"{log_protocol.ERROR} "):
+            # Its answer to a request it does not know; this request is well-formed, so the collector
+            # knows no read by a pod's name: an earlier tfk8s's, which read runs by their position.
+            raise ArchiveUnreadable(
+                f"the log collector answered {said} to a read of run {pod} of {task}: it runs an earlier "
+                "tfk8s's code, which reads runs by their position; `pulumi up` replaces it"
+            )
+        # Nothing (the collector could not open the run's files: they went meanwhile) or a broken answer.
+        what = f"an unexpected answer ({said[:80]!r})" if said else "no answer"
+        raise ArchiveUnreadable(f"the log archive gave {what} for run {pod} of {task}; run again")
 
     def _request(self, line: bytes) -> bytes:
         pod = self._collector_pod()

@@ -127,7 +127,9 @@ def test_a_run_dropped_between_the_listing_and_the_read_is_said_in_one_line(
     fake.before_opening = lambda n: send_run(collector, "third-pod") if n == 2 else None
     code, out, err = logs(cluster, capsys, stack, "--previous")
     assert (code, out) == (2, "")
-    assert err.startswith(f"stack 'kept': the log archive no longer holds run first-pod of {TASK} (it answered missing ")
+    assert err.startswith(
+        f"stack 'kept': the log archive no longer holds run first-pod of {TASK} (it answered missing "
+    )
     assert err.endswith("); run again\n") and err.count("\n") == 1, err
 
 
@@ -151,3 +153,22 @@ def test_a_collector_an_earlier_tfk8s_deployed_is_said_to_need_pulumi_up(cluster
         earlier.shutdown()
     assert (code, out) == (2, "")
     assert "runs an earlier tfk8s's code" in err and "`pulumi up`" in err and err.count("\n") == 1, err
+
+
+def test_a_run_the_collector_cannot_open_is_said_in_one_line_naming_no_earlier_tfk8s(
+    cluster, capsys, stack, start_collector, archive, forwarded
+):
+    """The collector answers nothing when it cannot open a run's files (here its log is a folder):
+    that is no earlier tfk8s's collector, and `pulumi up` would not help."""
+    serve_experiment(cluster, stack)
+    collector = start_collector(keep_runs=2)
+    for pod in ("first-pod", "second-pod"):
+        send_run(collector, pod)
+    log = archive / TASK / "second-pod.log"
+    log.unlink()
+    log.mkdir()
+    assert collector.read(TASK, "second-pod") == b""
+    forwarded(collector.read_port)
+    code, out, err = logs(cluster, capsys, stack)
+    assert (code, out) == (2, "")
+    assert err == f"stack 'kept': the log archive gave no answer for run second-pod of {TASK}; run again\n"

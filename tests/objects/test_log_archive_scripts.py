@@ -123,8 +123,17 @@ def start_collector(processes: list[subprocess.Popen], archive: Path) -> Callabl
         processes.append(process)
         lines: queue.Queue[str] = queue.Queue()
         assert process.stdout is not None
-        threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
-        match = START_LINE.match(lines.get(timeout=PATIENCE_S).rstrip("\n"))
+        output = process.stdout
+
+        def read_lines() -> None:
+            for line in output:
+                lines.put(line)
+            lines.put("")  # the collector ended: no start line is coming
+
+        threading.Thread(target=read_lines, daemon=True).start()
+        first = lines.get(timeout=PATIENCE_S)
+        assert first, "the collector ended before its start line (its stderr says why)"
+        match = START_LINE.match(first.rstrip("\n"))
         assert match, "the collector's start line names its ports"
         return Collector(process, int(match[1]), int(match[2]))
 

@@ -1,13 +1,15 @@
 """The shell that starts each task's program with tfk8s:logs (task_shell.LOG_FORWARDER), run
 with the real shipper and collector on 127.0.0.1: the program's output reaches the container's
 output and the archive, whole, even from a program that ends at once; it exits with the program's
-status; SIGTERM and SIGUSR1 reach the program and what it says on them is archived; without
-python3 the program runs as without tfk8s:logs. As a pod's PID 1 on real nodes:
+status, also where the image's python3 leaves the shipper's folder off sys.path; SIGTERM and SIGUSR1
+reach the program and what it says on them is archived; without python3 the program runs as without
+tfk8s:logs. As a pod's PID 1 on real nodes:
 tests/realpods/test_logs.py."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,11 +24,13 @@ from tests.objects.test_log_archive_scripts import (  # noqa: F401 (fixtures)
     SHIPPER,
     archive,
     eventually,
+    pod_folder,
     processes,
     shipper_env,
     start_collector,
 )
 from tests.objects.test_signal_forwarder import HANDLES_TERM, SHELLS
+from trainer import log_protocol
 from trainer.log_shipper import DRAIN_S
 
 
@@ -38,9 +42,9 @@ def shell(request) -> list[str]:
     return shell
 
 
-def forwarder(shell: list[str], folder: Path) -> list[str]:
+def forwarder(shell: list[str], folder: Path, shipper: Path = SHIPPER) -> list[str]:
     """The script with the pod's paths (the scratch folder, the shipper's mount) in `folder` and here."""
-    script = LOG_FORWARDER.replace(SCRATCH_LOG_PIPE, str(folder / "pipe")).replace(SHIPPER_PATH, str(SHIPPER))
+    script = LOG_FORWARDER.replace(SCRATCH_LOG_PIPE, str(folder / "pipe")).replace(SHIPPER_PATH, str(shipper))
     return [*shell, "-c", script, FORWARDER_NAME]
 
 
@@ -52,7 +56,7 @@ def test_the_shell_waits_for_the_shipper_longer_than_the_shipper_drains():
     """Once the program ended the shipper still copies what a left-behind child writes, for DRAIN_S;
     the shell's bounded wait for it must outlast that, or it kills a shipper still sending."""
     assert SHIPPER_WAIT_S > DRAIN_S
-    assert f"(sleep {SHIPPER_WAIT_S} && kill -KILL \"$shipper\")" in LOG_FORWARDER
+    assert f'(sleep {SHIPPER_WAIT_S} && kill -KILL "$shipper")' in LOG_FORWARDER
 
 
 def test_the_output_reaches_the_container_and_the_archive_and_the_status_is_the_programs(
@@ -70,6 +74,34 @@ def test_the_output_reaches_the_container_and_the_archive_and_the_status_is_the_
     assert sorted(done.stdout.splitlines()) == [b"to stderr", b"to stdout"]
     eventually(lambda: sorted(archived(collector).splitlines()) == [b"to stderr", b"to stdout"], "archived")
     assert not (tmp_path / "pipe").exists(), "the pipe is removed"
+
+
+@pytest.mark.parametrize("start", ["PYTHONSAFEPATH=1", "-I"])
+def test_a_python3_that_leaves_the_scripts_folder_off_sys_path_still_ships_the_output(
+    shell, tmp_path, start_collector, start
+):
+    """A team's image (or its tfk8s:program.env) may set PYTHONSAFEPATH=1, or its python3 may run
+    isolated (-I): neither puts the shipper's folder, where log_protocol.py lies, on sys.path. The
+    shipper runs from a folder holding only its files of the ConfigMap, as from its mount in a pod;
+    were it to die, the program would end of SIGPIPE (141) with its output lost."""
+    collector = start_collector()
+    shipper = pod_folder(tmp_path / "code", log_protocol.SHIPPER_FILES) / log_protocol.SHIPPER
+    image_bin = tmp_path / "bin"
+    image_bin.mkdir()
+    isolated = " -I" if start == "-I" else ""
+    (image_bin / "python3").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)}{isolated} "$@"\n')
+    (image_bin / "python3").chmod(0o755)
+    env = shipper_env(collector.ingest_port)
+    env["PATH"] = f"{image_bin}:{env.get('PATH', '/usr/bin:/bin')}"
+    if start == "PYTHONSAFEPATH=1":
+        env["PYTHONSAFEPATH"] = "1"
+    program = [sys.executable, "-c", "import sys; print('to stdout'); print('to stderr', file=sys.stderr); sys.exit(3)"]
+    done = subprocess.run(
+        [*forwarder(shell, tmp_path, shipper), *program], capture_output=True, env=env, timeout=PATIENCE_S
+    )
+    assert (done.returncode, sorted(done.stdout.splitlines())) == (3, [b"to stderr", b"to stdout"]), done.stderr
+    assert done.stderr == b""
+    eventually(lambda: sorted(archived(collector).splitlines()) == [b"to stderr", b"to stdout"], "archived")
 
 
 @pytest.mark.parametrize("attempt", range(5))

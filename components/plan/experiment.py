@@ -18,11 +18,8 @@ from ..spec.program import ProgramSpec
 from ..spec.roles import CHECKPOINT_MOUNT, RoleName
 from ..spec.sizing import (
     SCRATCH_BASE_BYTES,
-    chief_memory_request,
     chief_scratch_bytes,
-    evaluator_memory_request,
     mebibytes,
-    ps_memory_request,
 )
 from ..spec.tensorboard_rules import tensorboard_log_dir
 from ..spec.trainer_contract import TrainerSettings
@@ -30,7 +27,7 @@ from .labels import node_role, server_label_values
 from .object_names import ObjectNames
 from .planner import Plan, plan_stack
 from .program_source import ProgramSource
-from .task_roles import PLACED_ROLES, role_of
+from .task_roles import PLACED_ROLES, PS, role_of
 from .tf_config import (
     MAX_CONFIG_MAP_BYTES,
     MAX_ENV_STRING,
@@ -138,15 +135,7 @@ class Experiment:
 
     @property
     def ps_memory(self) -> str:
-        return ps_memory_request(self.config)
-
-    @property
-    def chief_memory(self) -> str:
-        return chief_memory_request(self.config)
-
-    @property
-    def evaluator_memory(self) -> str:
-        return evaluator_memory_request(self.config)
+        return self.memory_of(PS.name)
 
     def memory_of(self, task_type: RoleName) -> str:
         """A task's memory request and limit (its role's `memory`)."""

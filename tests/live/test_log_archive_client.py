@@ -70,6 +70,16 @@ def send_run(collector: Collector, pod: str) -> None:
     eventually(lambda: collector.read(TASK, pod) == found, f"{pod} archived")
 
 
+def archived_twice(cluster: FakeCluster, stack: str, start_collector, keep_runs: int) -> Collector:
+    """The stack served by the fake API server, and its collector holding TASK's two runs (first-pod, then
+    second-pod)."""
+    serve_experiment(cluster, stack)
+    collector = start_collector(keep_runs=keep_runs)
+    for pod in ("first-pod", "second-pod"):
+        send_run(collector, pod)
+    return collector
+
+
 def logs(cluster: FakeCluster, capsys, stack: str, *argv: str) -> tuple[int, str, str]:
     code = main(["logs", stack, TASK, *argv, "--kubeconfig", cluster.kubeconfig])
     said = capsys.readouterr()
@@ -89,10 +99,7 @@ def forwarded(monkeypatch) -> Callable[[int], FakePortForward]:
 def test_a_gone_pods_runs_are_read_from_the_archive_by_their_pods_names(
     cluster, capsys, stack, start_collector, forwarded
 ):
-    serve_experiment(cluster, stack)
-    collector = start_collector(keep_runs=2)
-    for pod in ("first-pod", "second-pod"):
-        send_run(collector, pod)
+    collector = archived_twice(cluster, stack, start_collector, keep_runs=2)
     fake = forwarded(collector.read_port)
     assert logs(cluster, capsys, stack) == (0, RUNS["second-pod"].decode(), "")
     assert logs(cluster, capsys, stack, "--previous") == (0, RUNS["first-pod"].decode(), "")
@@ -106,10 +113,7 @@ def test_a_run_that_began_between_the_listing_and_the_read_changes_nothing_print
     """The task is retried while `logs --previous` runs: the archive gains a run after the listing
     (the first stream) and before the read (the second). Read by position, `--previous` would now
     name the wrong run."""
-    serve_experiment(cluster, stack)
-    collector = start_collector(keep_runs=3)
-    for pod in ("first-pod", "second-pod"):
-        send_run(collector, pod)
+    collector = archived_twice(cluster, stack, start_collector, keep_runs=3)
     fake = forwarded(collector.read_port)
     fake.before_opening = lambda n: send_run(collector, "third-pod") if n == 2 else None
     assert logs(cluster, capsys, stack, "--previous") == (0, RUNS["first-pod"].decode(), "")
@@ -119,10 +123,7 @@ def test_a_run_that_began_between_the_listing_and_the_read_changes_nothing_print
 def test_a_run_dropped_between_the_listing_and_the_read_is_said_in_one_line(
     cluster, capsys, stack, start_collector, forwarded
 ):
-    serve_experiment(cluster, stack)
-    collector = start_collector(keep_runs=2)
-    for pod in ("first-pod", "second-pod"):
-        send_run(collector, pod)
+    collector = archived_twice(cluster, stack, start_collector, keep_runs=2)
     fake = forwarded(collector.read_port)
     fake.before_opening = lambda n: send_run(collector, "third-pod") if n == 2 else None
     code, out, err = logs(cluster, capsys, stack, "--previous")
@@ -160,10 +161,7 @@ def test_a_run_the_collector_cannot_open_is_said_in_one_line_naming_no_earlier_t
 ):
     """The collector answers nothing when it cannot open a run's files (here its log is a folder):
     that is no earlier tfk8s's collector, and `pulumi up` would not help."""
-    serve_experiment(cluster, stack)
-    collector = start_collector(keep_runs=2)
-    for pod in ("first-pod", "second-pod"):
-        send_run(collector, pod)
+    collector = archived_twice(cluster, stack, start_collector, keep_runs=2)
     log = archive / TASK / "second-pod.log"
     log.unlink()
     log.mkdir()

@@ -16,10 +16,11 @@ the Output is a secret, and a secret is never a value in a pod spec.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Awaitable, Callable, Mapping, Optional, cast
 
 import pulumi
 
@@ -45,8 +46,41 @@ _DIGEST = "@sha256:" + "0" * 64
 _LONG_NODE_NAME = "." + "n" * 56
 
 
-def _is_input(value: Any) -> bool:
+def is_input(value: Any) -> bool:
     return isinstance(value, pulumi.Output) or inspect.isawaitable(value)
+
+
+class ResolvedInputError(pulumi.RunError):
+    """An Input resolved to a value tfk8s refuses, with the message (StackConfigError's) the value gets
+    given plain. A RunError, and no ValueError, which the SDK would wrap in its own words: the engine
+    shows the message alone, without a Python traceback, and every resource that holds the value fails."""
+
+
+@dataclass(frozen=True)
+class InputPlace:
+    """Where an Input was given: its stack value's path (`tfk8s:nodePools[0].nodes[1]`) and the keys
+    and indexes that lead there from the stack's values."""
+
+    path: str
+    keys: tuple[Any, ...]
+
+    @property
+    def env_name(self) -> Optional[str]:
+        """The `tfk8s:program.env` name whose value this is, or None."""
+        return self.path.rsplit(".", 1)[1] if _ENV_VALUE.fullmatch(self.path) else None
+
+    def put(self, values: Mapping[str, Any], value: Any) -> dict[str, Any]:
+        """A copy of `values` (a stack's values) with `value` here."""
+        copied = copy.deepcopy(dict(values))
+        holder: Any = copied
+        for key in self.keys[:-1]:
+            holder = holder[key]
+        holder[self.keys[-1]] = value
+        return copied
+
+
+# check(index, resolved value, whether the Output is secret) -> the value, or ResolvedInputError.
+ResolvedCheck = Callable[[int, Any, bool], Any]
 
 
 @dataclass(frozen=True)
@@ -57,6 +91,19 @@ class InputSlots:
     # `tfk8s:program.env` names whose values are Inputs: they travel in the experiment's Secret.
     env_names: frozenset[str] = field(default_factory=frozenset)
     token: str = "00000000"
+    places: tuple[InputPlace, ...] = ()
+
+    def checked(self, check: ResolvedCheck) -> "InputSlots":
+        """The same Inputs, each passing through `check` once resolved: every object that holds one
+        fails with check's error where its value is refused. A value not known yet (a preview of a
+        resource still to be created) is checked once it is."""
+
+        def through(index: int, output: pulumi.Output[Any]) -> pulumi.Output[Any]:
+            # Whether it is a secret, with the value: a secret's value is never shown in a message.
+            secret: pulumi.Output[bool] = pulumi.Output.from_input(cast(Awaitable[bool], output.is_secret()))
+            return pulumi.Output.all(output, secret).apply(lambda both: check(index, both[0], bool(both[1])))
+
+        return replace(self, outputs=tuple(through(index, output) for index, output in enumerate(self.outputs)))
 
     def resolve(self, value: Any) -> Any:
         """`value` (a manifest, or any part) with each placeholder replaced by its Output."""
@@ -106,11 +153,12 @@ def lift(stack: str, values: Mapping[str, Any], token: str) -> tuple[dict[str, A
     """`values` (a stack's `tfk8s:*` values) with each Input replaced by a placeholder, and the
     Inputs; StackConfigError naming each Input where the plan needs a plain value."""
     outputs: list[pulumi.Output[Any]] = []
+    places: list[InputPlace] = []
     env_names: set[str] = set()
     errors: list[str] = []
 
-    def walk(path: str, value: Any) -> Any:
-        if _is_input(value):
+    def walk(path: str, value: Any, keys: tuple[Any, ...]) -> Any:
+        if is_input(value):
             if not any(pattern.fullmatch(path) for pattern in INPUT_PATHS):
                 errors.append(
                     f"{path}: takes a plain value, not a pulumi Output: the plan is decided and checked "
@@ -120,18 +168,28 @@ def lift(stack: str, values: Mapping[str, Any], token: str) -> tuple[dict[str, A
                 return None
             placeholder = f"{_MARKER}{len(outputs)}-{token}"
             outputs.append(pulumi.Output.from_input(value))
+            places.append(InputPlace(path, keys))
             if _ENV_VALUE.fullmatch(path):
                 env_names.add(path.rsplit(".", 1)[1])
             if path.endswith(("image", "Image")):
                 return placeholder + _DIGEST
             return placeholder + _LONG_NODE_NAME if path.startswith(_NODE_PREFIX) else placeholder
         if isinstance(value, Mapping):
-            return {key: walk(f"{path}.{key}", item) for key, item in value.items()}
+            return {key: walk(f"{path}.{key}", item, (*keys, key)) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
-            return [walk(f"{path}[{index}]", item) for index, item in enumerate(value)]
+            return [walk(f"{path}[{index}]", item, (*keys, index)) for index, item in enumerate(value)]
         return value
 
-    lifted = {key: walk(key, value) for key, value in values.items()}
+    lifted = {key: walk(key, value, (key,)) for key, value in values.items()}
     if errors:
         raise StackConfigError.listing(stack, errors)
-    return lifted, InputSlots(tuple(outputs), frozenset(env_names), token)
+    return lifted, InputSlots(tuple(outputs), frozenset(env_names), token, tuple(places))
+
+
+def redacted(message: str, value: Any) -> str:
+    """`message` with each mention of a secret `value` read as [secret]: as a word, and as written
+    (repr), so that `5` in `253` stays."""
+    forms = {repr(value), str(value)} if isinstance(value, str) and value else {repr(value)}
+    for form in sorted(forms, key=len, reverse=True):
+        message = re.sub(rf"(?<![\w.]){re.escape(form)}(?![\w])", "[secret]", message)
+    return message

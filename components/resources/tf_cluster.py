@@ -22,7 +22,7 @@ from ..objects.experiment_objects import (
     workload_objects,
 )
 from ..plan.experiment import Experiment
-from . import kube
+from . import arguments, kube
 from .inputs import NO_INPUTS, InputSlots
 from .tokens import TF_CLUSTER, answering_to_earlier_token
 
@@ -44,11 +44,25 @@ class TFClusterArgs:
     # The Outputs (an image, env values, Secret names) whose placeholders the experiment holds.
     inputs: InputSlots = NO_INPUTS
 
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        arguments.check_instance(owner, "experiment", self.experiment, Experiment, arguments.EXPERIMENT)
+        for argument, labels in (("server_labels", self.server_labels), ("pool_labels", self.pool_labels)):
+            takes = "a mapping of names to pulumi Resources"
+            arguments.check_instance(owner, argument, labels, Mapping, takes)
+            for key, resource in labels.items():
+                arguments.check_instance(owner, f"{argument}[{key!r}]", resource, pulumi.Resource, "a pulumi Resource")
+        arguments.check_instance(owner, "inputs", self.inputs, InputSlots)
+
 
 class TFCluster(pulumi.ComponentResource):
     namespace: pulumi.Output[str]  # known once the Namespace is registered
 
     def __init__(self, name: str, args: TFClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        owner = type(self).__name__
+        arguments.check_name(owner, name)
+        arguments.check_args(owner, args, TFClusterArgs)
+        arguments.check_opts(owner, opts)
         super().__init__(TF_CLUSTER, name, None, answering_to_earlier_token(TF_CLUSTER, opts))
         experiment = args.experiment
 

@@ -33,6 +33,7 @@ of existing stacks keep their URNs.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -54,7 +55,8 @@ from ..spec.secrets import ENV_PREFIX
 from ..spec.stack_files import PROJECT_ROOT
 from ..spec.tensorboard import TensorBoardSpec
 from ..spec.trainer_contract import TrainerSettings
-from .inputs import NO_INPUTS, InputSlots, lift
+from . import arguments
+from .inputs import NO_INPUTS, InputSlots, ResolvedInputError, lift, redacted
 from .node_pool import NodePool, NodePoolArgs
 from .tf_cluster import TFCluster, TFClusterArgs
 from .tokens import TF_EXPERIMENT, answering_to_earlier_token
@@ -67,12 +69,27 @@ class TFExperimentArgs:
     trainer: Union[TrainerSettings, Mapping[str, Any]] = field(default_factory=dict)
     # The team's own program instead of tfk8s's trainer (docs/programs.md).
     program: Optional[Union[ProgramSpec, Mapping[str, Any]]] = None
-    # Where `program.source` is read (default: the working directory, the Pulumi project's folder).
-    project_root: Optional[Path] = None
+    # Where `program.source` is read (default: the working directory, the Pulumi project's folder):
+    # any path-like, a str or an os.PathLike.
+    project_root: Optional[Union[str, "os.PathLike[str]"]] = None
     # TensorBoard for the experiment (docs/lifecycle.md).
     tensorboard: Optional[Union[TensorBoardSpec, Mapping[str, Any]]] = None
     # Every task's log kept after its pod is gone (docs/lifecycle.md).
     logs: Optional[Union[LogsSpec, Mapping[str, Any]]] = None
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        arguments.check_node_pools(owner, self.node_pools, NodePoolSpec)
+        arguments.check_section(owner, "cluster", self.cluster, ClusterSpec, optional=False)
+        arguments.check_section(owner, "trainer", self.trainer, TrainerSettings, optional=False)
+        arguments.check_section(owner, "program", self.program, ProgramSpec, optional=True)
+        arguments.check_section(owner, "tensorboard", self.tensorboard, TensorBoardSpec, optional=True)
+        arguments.check_section(owner, "logs", self.logs, LogsSpec, optional=True)
+        arguments.project_folder(owner, self.project_root)
+
+    def project_folder(self) -> Path:
+        """The folder `program.source` is read from."""
+        return arguments.project_folder(type(self).__name__, self.project_root) or Path.cwd()
 
     def stack_values(self) -> dict[str, Any]:
         """The arguments as a stack file's `tfk8s:*` values: one per StackConfig field, each argument
@@ -158,17 +175,14 @@ class TFExperiment(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TFExperimentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         # Validated before the component registers: a bad argument leaves nothing behind.
+        owner = type(self).__name__
+        arguments.check_name(owner, name)
+        arguments.check_args(owner, args, TFExperimentArgs)
+        arguments.check_opts(owner, opts)
         values, inputs = lift(name, args.stack_values(), hashlib.sha256(name.encode()).hexdigest()[:8])
-        try:
-            experiment = load_experiment_values(
-                name,
-                values,
-                load_trainer_bundle(PROJECT_ROOT),
-                project_root=args.project_root if args.project_root is not None else Path.cwd(),
-                known_encrypted={f"{ENV_PREFIX}{env_name}" for env_name in inputs.env_names},
-            )
-        except StackConfigError as error:
-            raise StackConfigError(inputs.shown(str(error))) from None
+        loaded = _Loading(name, values, inputs, args.project_folder())
+        experiment = loaded.experiment()
+        inputs = inputs.checked(loaded.check_resolved)
         super().__init__(TF_EXPERIMENT, name, None, answering_to_earlier_token(TF_EXPERIMENT, opts))
         self.experiment = experiment
         node_pools, cluster = register_experiment(experiment, pulumi.ResourceOptions(parent=self), inputs)
@@ -178,3 +192,60 @@ class TFExperiment(pulumi.ComponentResource):
         self.addresses = pulumi.Output.from_input(self.outputs["addresses"])
         self.pool_nodes = pulumi.Output.from_input(self.outputs["poolNodes"])
         self.register_outputs(self.outputs)
+
+
+@dataclass(frozen=True)
+class _Loading:
+    """An experiment's values as given, its Inputs standing in as placeholders; loaded once before
+    anything registers, and again for each Input's value once the engine resolves it."""
+
+    name: str
+    values: Mapping[str, Any]
+    inputs: InputSlots
+    project_root: Path
+
+    def experiment(self) -> Experiment:
+        try:
+            return self._load(self.values, {f"{ENV_PREFIX}{name}" for name in self.inputs.env_names})
+        except StackConfigError as error:
+            raise StackConfigError(self.inputs.shown(str(error))) from None
+
+    def check_resolved(self, index: int, value: Any, secret: bool) -> Any:
+        """`value`, what the Input at `index` resolved to, checked as that value given plain would be:
+        ResolvedInputError with the message the plain value gets (a secret's value never shown)."""
+        place = self.inputs.places[index]
+        env_name = place.env_name
+        # The others stay placeholders; this one is a plain value, a secret only where one may be.
+        known = {f"{ENV_PREFIX}{name}" for name in self.inputs.env_names if name != env_name}
+        if secret and env_name is None:
+            known.add(place.path)  # refused as a value set with --secret there is
+        try:
+            self._load(place.put(self.values, value), known)
+        except StackConfigError as error:
+            message = self.inputs.shown(str(error))
+            raise ResolvedInputError(redacted(message, value) if secret else message) from None
+        if env_name is not None and not isinstance(value, str):
+            # Taken plain as a Secret's reference: an Output's value goes into the experiment's Secret, as text.
+            raise ResolvedInputError(
+                StackConfigError.listing(
+                    self.name,
+                    [
+                        f"{place.path}: a pulumi Output here must resolve to text (got {_kind(value)}); "
+                        "a Secret's reference is a mapping {'secret': ..., 'key': ...} whose values may be Outputs"
+                    ],
+                ).args[0]
+            )
+        return value
+
+    def _load(self, values: Mapping[str, Any], known_encrypted: set[str]) -> Experiment:
+        return load_experiment_values(
+            self.name,
+            values,
+            load_trainer_bundle(PROJECT_ROOT),
+            project_root=self.project_root,
+            known_encrypted=known_encrypted,
+        )
+
+
+def _kind(value: Any) -> str:
+    return "a mapping" if isinstance(value, Mapping) else f"a {type(value).__name__}"

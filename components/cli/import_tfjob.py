@@ -1,10 +1,11 @@
 """`python -m components import-tfjob FILE --stack NAME`: a Kubeflow TFJob to a stack file.
 
 Exit 0 when the stack is written (with a line on stderr for each field not carried, and each
-value to fill in); 1 when nothing usable came of the TFJob, or the stack file exists and --force
-is not given; 2 when FILE cannot be read as text or the stack file cannot be written (the table of
-components/cli/exit_codes.py). Nothing is written unless it exits 0: an existing stack file is kept
-as it was. A --stack that is not a stack name is refused before this runs (main.py: argparse, 2).
+value to fill in); 1 when nothing usable came of FILE (it cannot be read as text, is not YAML or
+not a TFJob, has a field tfk8s cannot carry, or makes a stack tfk8s refuses), --stack is no stack
+name, or the stack file exists and --force is not given; 2 when a flag's value is not of its form
+(main.py: argparse) or the stack file cannot be written (the table of components/cli/exit_codes.py).
+Nothing is written unless it exits 0: an existing stack file is kept as it was.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
             raise NotImportable(f"{shown(target)} exists; give --force to overwrite it, or another --stack")
         job = read_tfjob(text, source)
         imported = carry(job, options)
-        _check(options.stack, imported)
+        _check(options.stack, imported, f"{source}: TFJob '{job.name}'")
     except NotImportable as error:
         return _nothing_written(str(error), NO)
     try:
@@ -81,12 +82,33 @@ def _read(file: str) -> str:
     return decode_user_text(stdin.read()) if stdin is not None else sys.stdin.read()
 
 
-def _check(stack: str, imported: ImportedStack) -> None:
-    """The stack as tfk8s will load it, the values to fill in standing in for valid ones."""
+def _check(stack: str, imported: ImportedStack, job: str) -> None:
+    """The stack as tfk8s will load it, the values to fill in standing in for valid ones; a refusal
+    names the TFJob field or the flag each bad value came from."""
     try:
         load_stack_config(stack, imported.as_checked())
     except StackConfigError as error:
-        raise NotImportable(f"the stack it makes is refused: {error}") from None
+        listed = [line[len(LISTED) :] for line in str(error).splitlines()[1:] if line.startswith(LISTED)]
+        # Two stack values from one field (backoffLimit: the PS' restarts and the chief's) are one problem.
+        problems = dict.fromkeys(_named_by_source(problem, imported) for problem in listed)
+        raise NotImportable(f"{job} makes a stack tfk8s refuses:\n" + "\n".join(LISTED + p for p in problems)) from None
+
+
+# How StackConfigError lists each problem, after its first line.
+LISTED = "  - "
+
+
+def _named_by_source(problem: str, imported: ImportedStack) -> str:
+    """`problem` (`tfk8s:cluster.ps.memory: must be ...`) naming where the value came from instead:
+    `spec.tfReplicaSpecs.PS.template.spec.containers[0].resources.limits.memory: must be ...`, or the
+    flag (`--nodes: must be a node name ... (got 'Bad_Node')`)."""
+    path, _, said = problem.partition(": ")
+    # A problem listed under the section may begin with the key it is about (`command is empty`).
+    first_word = said.split(" ", 1)[0]
+    source = imported.source_of(path) or imported.source_of(f"{path}.{first_word}")
+    if source is None:
+        return problem  # a value import-tfjob chose itself, named as the stack file it writes would hold it
+    return f"{source}: {said}"
 
 
 def _header(job: TFJob, file: str) -> str:

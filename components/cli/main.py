@@ -159,12 +159,15 @@ def _parser() -> argparse.ArgumentParser:
     tfjob = commands.add_parser(
         "import-tfjob",
         help="write stacks/Pulumi.<NAME>.yaml from a kubeflow.org/v1 TFJob (exit 0 written, 1 nothing usable, "
-        "2 bad input)",
+        "2 a flag not of its form or the stack file not writable)",
         description="Write stacks/Pulumi.<NAME>.yaml from a kubeflow.org/v1 TFJob: replicas, image, command, "
         "args, env, claims, resources, restart policies. What cannot be carried is listed on stderr, one line "
-        "each. Exit 0 when the stack is written; 1 when nothing usable came of the TFJob, or the stack file "
-        "exists and --force is not given; 2 when FILE cannot be read as text, a flag's value is not of its "
-        "form, or the stack file cannot be written. Nothing is written unless it exits 0.",
+        "each; a value tfk8s refuses is named by its TFJob field or the flag that gave it. Exit 0 when the "
+        "stack is written; 1 when nothing usable came of FILE (it cannot be read as text, is not YAML or not a "
+        "TFJob, has a field tfk8s cannot carry, or makes a stack tfk8s refuses: a TFJob value, or --image, "
+        "--nodes or --pool), --stack is no stack name, or the stack file exists and --force is not given; 2 "
+        "when a flag's value is not of its form or the stack file cannot be written. Nothing is written unless "
+        "it exits 0.",
     )
     tfjob.add_argument(
         "file", metavar="FILE", help="the TFJob manifest (the first TFJob of a multi-document file); - reads stdin"
@@ -307,7 +310,16 @@ def _cluster_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _node_names(text: str) -> tuple[str, ...]:
-    return tuple(name.strip() for name in text.split(",") if name.strip())
+    """--nodes n1,n2: every name given, none left empty (an empty one would be dropped unseen)."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not any(names):
+        raise argparse.ArgumentTypeError(
+            f"no node name in {text!r}; give the pool's nodes as n1,n2,..., or leave --nodes out (a placeholder "
+            "to fill in)"
+        )
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"an empty node name in {text!r}; give the pool's nodes as n1,n2,...")
+    return names
 
 
 def _local_port(text: str) -> int:

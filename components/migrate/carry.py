@@ -3,6 +3,7 @@ in, and a Note for every field that does not carry."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -39,6 +40,16 @@ class ImportedStack:
     comments: dict[tuple[str, ...], str]
     notes: list[Note]
     fill_in: list[str] = field(default_factory=list)
+    # Where each value came from, by its stack path (`tfk8s:cluster.ps.memory`): the TFJob field
+    # (`spec.tfReplicaSpecs.PS...memory`) or the flag (`--nodes`); a refusal names it, not the key.
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def source_of(self, path: str) -> Optional[str]:
+        """The TFJob field or flag the value at `path` (or the value holding it) came from."""
+        for key in sorted(self.sources, key=len, reverse=True):
+            if path == key or path.startswith((f"{key}.", f"{key}[")):
+                return self.sources[key]
+        return None
 
     def as_checked(self) -> dict[str, Any]:
         """The values with valid stand-ins for those to fill in: what the stack's check is given."""
@@ -61,6 +72,7 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     comments: dict[tuple[str, ...], str] = {}
     fill_in: list[str] = []
     workers = roles["worker"]
+    sources = _sources(roles, options)
 
     pool = _pool(workers, options, comments, fill_in)
     cluster: dict[str, Any] = {"placement": "spread"}
@@ -68,7 +80,7 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
         "spread: the scheduler places the pods, as it did the TFJob's; colocated or isolated pin\n"
         "every task to a server (docs/stack-files.md)."
     )
-    cluster.update(_images(job, roles, options, notes))
+    cluster.update(_images(job, roles, options, notes, sources))
     ps = roles.get("ps")
     if ps is None:
         cluster["ps"] = {"replicas": 0}
@@ -99,8 +111,8 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
             "TensorFlow's side-car evaluator: restarted alone whatever its exit, never deciding the outcome,\n"
             "stopped when the experiment ends. It reads the checkpoints where your program writes them."
         )
-    carry_run_policy(job, roles, cluster, comments, notes)
-    _pod_wide(roles, cluster, notes)
+    carry_run_policy(job, roles, cluster, comments, notes, sources)
+    _pod_wide(roles, cluster, notes, sources)
     program = _program(roles, notes)
     if program["done"] == "workers":
         comments[("tfk8s:program", "done")] = (
@@ -109,7 +121,40 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
         )
     notes += _namespace_notes(job, program, cluster)
     values = {"tfk8s:nodePools": [pool], "tfk8s:cluster": cluster, "tfk8s:program": program}
-    return ImportedStack(values, comments, notes, fill_in)
+    return ImportedStack(values, comments, notes, fill_in, sources)
+
+
+# Each role's stack key under tfk8s:cluster.
+CLUSTER_KEY = {"chief": "chief", "ps": "ps", "worker": "workers", "evaluator": "evaluator"}
+
+
+def _sources(roles: dict[str, RoleView], options: ImportOptions) -> dict[str, str]:
+    """Where the values carry() writes come from, by stack path: the flags, each role's replicas and
+    sizes, and the program's fields (the workers' container, or a role's own)."""
+    sources = {
+        "tfk8s:nodePools[0].name": "--pool",
+        "tfk8s:nodePools[0].nodes": "--nodes",
+        "tfk8s:nodePools[0].gpu.perNode": roles["worker"].sources["gpus"],
+    }
+    if "gpu_product" in roles["worker"].sources:
+        sources["tfk8s:nodePools[0].gpu.product"] = roles["worker"].sources["gpu_product"]
+    for role, view in roles.items():
+        key = f"tfk8s:cluster.{CLUSTER_KEY[role]}"
+        sources[f"{key}.replicas"] = f"{view.replica.path}.replicas"
+        sources[f"{key}.pool"] = "--pool"
+        for size in ("cpu", "memory", "gpus", "tolerations"):
+            sources[f"{key}.{size}"] = view.sources[size]
+    workers = roles["worker"]
+    for key in ("command", "args", "workingDir", "volumes"):
+        sources[f"tfk8s:program.{key}"] = workers.at("volumeMounts" if key == "volumes" else key)
+    for view in roles.values():
+        for name, path in view.sources.items():
+            if name.startswith("env."):
+                sources.setdefault(f"tfk8s:program.{name}", path)
+        if view.replica.role != "worker":
+            for key in ("command", "args"):
+                sources[f"tfk8s:program.roles.{view.replica.role}.{key}"] = view.at(key)
+    return sources
 
 
 def _pool(workers: RoleView, options: ImportOptions, comments: dict, fill_in: list[str]) -> dict[str, Any]:
@@ -130,13 +175,17 @@ def _pool(workers: RoleView, options: ImportOptions, comments: dict, fill_in: li
     return pool
 
 
-def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, notes: list[Note]) -> dict[str, Any]:
+def _images(
+    job: TFJob, roles: dict[str, RoleView], options: ImportOptions, notes: list[Note], sources: dict[str, str]
+) -> dict[str, Any]:
     """cluster.image from the chief (else the PS under GPU workers, else the workers); gpuImage for GPU workers."""
     if options.image is not None:
         if not is_pinned(options.image):
             raise NotImportable(
-                f"--image {options.image}: tfk8s runs images pinned to a tag other than latest or a digest"
+                f"--image {shlex.quote(options.image)}: tfk8s runs images pinned to a tag other than latest or a "
+                "digest (registry/name:tag or registry/name@sha256:...)"
             )
+        sources["tfk8s:cluster.image"] = sources["tfk8s:cluster.gpuImage"] = "--image"
         return {"image": options.image, **({"gpuImage": options.image} if roles["worker"].gpus else {})}
     for view in roles.values():
         image = view.container.get("image")
@@ -151,6 +200,8 @@ def _images(job: TFJob, roles: dict[str, RoleView], options: ImportOptions, note
     base_role = "chief" if "chief" in roles else "ps" if workers.gpus and "ps" in roles else "worker"
     base = roles[base_role].container["image"]
     images: dict[str, Any] = {"image": base}
+    sources["tfk8s:cluster.image"] = roles[base_role].at("image")
+    sources["tfk8s:cluster.gpuImage"] = workers.at("image")
     if workers.gpus:
         images["gpuImage"] = workers.container["image"]  # tfk8s would otherwise append -gpu to image's tag
     for role, view in roles.items():
@@ -173,11 +224,16 @@ def _sizes(view: RoleView) -> dict[str, Any]:
     )
 
 
-def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[Note]) -> None:
+def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[Note], sources: dict[str, str]) -> None:
     """The priority class and image pull Secrets, which tfk8s gives every pod of the experiment."""
     priorities = {view.replica.pod.get("priorityClassName") for view in roles.values()} - {None}
     if "priorityClass" not in cluster and len(priorities) == 1:
         cluster["priorityClass"] = priorities.pop()
+        sources["tfk8s:cluster.priorityClass"] = next(
+            f"{view.replica.path}.template.spec.priorityClassName"
+            for view in roles.values()
+            if view.replica.pod.get("priorityClassName") == cluster["priorityClass"]
+        )
     elif priorities - {cluster.get("priorityClass")}:
         for view in roles.values():
             if view.replica.pod.get("priorityClassName") not in (None, cluster.get("priorityClass")):
@@ -190,6 +246,11 @@ def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[N
     secrets = sorted({s.get("name") for view in roles.values() for s in view.replica.pod.get("imagePullSecrets") or ()})
     if secrets:
         cluster["imagePullSecrets"] = secrets
+        sources["tfk8s:cluster.imagePullSecrets"] = next(
+            f"{view.replica.path}.template.spec.imagePullSecrets"
+            for view in roles.values()
+            if view.replica.pod.get("imagePullSecrets")
+        )
 
 
 def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:

@@ -56,6 +56,8 @@ class RoleView:
     gpu_product: Optional[str] = None
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    # The TFJob field each of the above came from ("cpu", "memory", "gpus", "tolerations", "env.NAME").
+    sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def container(self) -> dict[str, Any]:
@@ -92,6 +94,9 @@ def _pod_fields(view: RoleView) -> None:
         {name: value for name, value in toleration.items() if value is not None}
         for toleration in pod.get("tolerations") or ()
     ]
+    view.sources["tolerations"] = f"{path}.tolerations"
+    if view.gpu_product is not None:
+        view.sources["gpu_product"] = f"{path}.nodeSelector.{GFD_PRODUCT_LABEL}"
 
 
 def _container_fields(view: RoleView) -> None:
@@ -112,6 +117,7 @@ def _env(view: RoleView) -> None:
         if name == TF_CONFIG or name in PROGRAM_VARIABLES or name.startswith(RESERVED_PREFIX):
             view.notes.append(Note(f"{path} ({name})", "tfk8s sets it on every task"))
             continue
+        view.sources[f"env.{name}"] = path
         source = variable.get("valueFrom")
         if source is None:
             view.env[name] = str(variable.get("value", ""))
@@ -163,6 +169,7 @@ def _resources(view: RoleView) -> None:
     path = view.at("resources")
     cpu = requests.get("cpu", limits.get("cpu"))
     view.cpu = None if cpu is None else str(cpu)
+    view.sources["cpu"] = f"{path}.{'requests' if 'cpu' in requests else 'limits'}.cpu"
     if "cpu" in limits:
         view.notes.append(
             Note(
@@ -172,11 +179,13 @@ def _resources(view: RoleView) -> None:
         )
     memory = limits.get("memory", requests.get("memory"))
     view.memory = None if memory is None else str(memory)
+    view.sources["memory"] = f"{path}.{'limits' if 'memory' in limits else 'requests'}.memory"
     if "memory" in limits and "memory" in requests and str(limits["memory"]) != str(requests["memory"]):
         view.notes.append(Note(f"{path}.requests.memory", f"tfk8s requests what it limits: {limits['memory']}"))
     gpus = limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE))
-    if gpus is not None and not str(gpus).isdigit():
-        raise NotImportable(f"{path}.limits.{GPU_RESOURCE} is {gpus!r}; GPUs are whole numbers")
+    gpus_at = view.sources["gpus"] = f"{path}.{'limits' if GPU_RESOURCE in limits else 'requests'}.{GPU_RESOURCE}"
+    if gpus is not None and not (str(gpus).isascii() and str(gpus).isdigit()):
+        raise NotImportable(f"{gpus_at} is {gpus!r}; GPUs are whole numbers")
     if gpus is not None and int(gpus) > 0:
         if view.replica.role == "worker":
             view.gpus = int(gpus)

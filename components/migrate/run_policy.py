@@ -18,10 +18,15 @@ LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineS
 
 
 def carry_run_policy(
-    job: TFJob, roles: dict[str, RoleView], cluster: dict[str, Any], comments: dict, notes: list[Note]
+    job: TFJob,
+    roles: dict[str, RoleView],
+    cluster: dict[str, Any],
+    comments: dict,
+    notes: list[Note],
+    sources: dict[str, str],
 ) -> None:
     """Restart policies, backoffLimit, the deadline, Kueue's queue and the priority, where tfk8s has the
-    same meaning."""
+    same meaning; `sources` gets the TFJob field each value came from, by its stack path."""
     # Early v1 TFJobs set these in spec; later ones in spec.runPolicy.
     where_of = {key: f"spec.{key}" for key in LEGACY_RUN_KEYS if key in job.spec}
     where_of |= {key: f"spec.runPolicy.{key}" for key in job.spec.get("runPolicy") or {}}
@@ -38,6 +43,10 @@ def carry_run_policy(
         if restarts is not None:
             target = cluster["chief"] if where else cluster
             target["restarts"] = restarts
+            from_backoff = policy in RESTARTING and "backoffLimit" in where_of
+            sources[f"tfk8s:cluster.{'chief.' if where else ''}restarts"] = (
+                where_of["backoffLimit"] if from_backoff else f"{view.replica.path}.restartPolicy"
+            )
             default = "" if view.replica.restart_policy else " (TFJob's default)"
             comments[("tfk8s:cluster", *(where or ("restarts",)))] = (
                 f"From the TFJob's {view.replica.path.rsplit('.', 1)[1]} restartPolicy {policy}{default}"
@@ -66,6 +75,7 @@ def carry_run_policy(
     if deadline is not None:
         if "chief" in cluster:
             cluster["chief"]["activeDeadlineSeconds"] = deadline
+            sources["tfk8s:cluster.chief.activeDeadlineSeconds"] = where_of["activeDeadlineSeconds"]
         else:
             notes.append(
                 Note(
@@ -76,9 +86,11 @@ def carry_run_policy(
     scheduling = run.get("schedulingPolicy") or {}
     if scheduling.get("queue"):
         cluster["queue"] = scheduling["queue"]
+        sources["tfk8s:cluster.queue"] = "spec.runPolicy.schedulingPolicy.queue"
         comments[("tfk8s:cluster", "queue")] = "A Kueue ClusterQueue: Kueue admits the whole experiment or none of it."
     if scheduling.get("priorityClass"):
         cluster["priorityClass"] = scheduling["priorityClass"]
+        sources["tfk8s:cluster.priorityClass"] = "spec.runPolicy.schedulingPolicy.priorityClass"
     for key in sorted(set(scheduling) - {"queue", "priorityClass"}):
         notes.append(
             Note(
@@ -93,6 +105,7 @@ def carry_run_policy(
     }
     if run.get("ttlSecondsAfterFinished") is not None:
         cluster["ttlSecondsAfterFinished"] = run["ttlSecondsAfterFinished"]
+        sources["tfk8s:cluster.ttlSecondsAfterFinished"] = where_of["ttlSecondsAfterFinished"]
     carried = {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy", "ttlSecondsAfterFinished"}
     for key in sorted(set(run) - carried):
         notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))

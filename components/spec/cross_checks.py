@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import re
 
+from .combination_rules import combination_checks
+from .limit_checks import kubernetes_limit_checks
 from .models import CONFIG_NAMESPACE, MAX_TASKS, StackConfig
 from .placement_rules import placement_problems
-from .program import WorkersDone
 from .quantities import DNS_LABEL_PATTERN, quantity_value
 from .roles import is_remote
 from .sizing import checkpoint_bytes, embedding_shard_bytes
@@ -15,6 +16,12 @@ from .task_counts import task_counts
 
 
 def cross_checks(config: StackConfig) -> list[str]:
+    """Rules that relate keys to each other (pools to the cluster, a task's settings to the tasks there
+    are, a program's volumes to tfk8s's mounts) and Kubernetes' limits on every value."""
+    return [*_pool_checks(config), *combination_checks(config), *kubernetes_limit_checks(config)]
+
+
+def _pool_checks(config: StackConfig) -> list[str]:
     """Rules that relate pools to the cluster; each returns a message or nothing."""
     errors: list[str] = []
     cluster = config.cluster
@@ -220,10 +227,5 @@ def _program_checks(config: StackConfig) -> list[str]:
         errors.append(
             f"{ns}:program.done.workers: {program.workers_to_finish(replicas)} workers must exit 0, but "
             f"{ns}:cluster.workers.replicas runs {replicas}; give at most {replicas}"
-        )
-    if program is not None and isinstance(program.done, WorkersDone) and config.cluster.workload == "statefulset":
-        errors.append(
-            f"{ns}:program.done: {program.done_text} needs {ns}:cluster.workload: jobset (a StatefulSet's "
-            "workers serve until the experiment is destroyed, they never finish)"
         )
     return errors

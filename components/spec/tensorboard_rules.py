@@ -6,6 +6,7 @@ import posixpath
 from typing import Optional
 
 from .models import CONFIG_NAMESPACE, StackConfig
+from .remote_storage import TENSORBOARD_SCHEMES, remote_url, storage_url_problem
 from .roles import CHECKPOINT_MOUNT, checkpoint_volume_folder, is_remote
 from .tensorboard import DEFAULT_LOG_FOLDER
 
@@ -37,7 +38,19 @@ def tensorboard_checks(config: StackConfig) -> list[str]:
             f"nowhere its pod can read; set {ns}:cluster.chief.checkpointVolume (it then reads "
             f"{CHECKPOINT_MOUNT}/{DEFAULT_LOG_FOLDER} there) or a remote {ns}:tensorboard.logDir (gs://, s3://)"
         ]
-    if is_remote(log_dir):
+    # Named by the key it comes from: the default follows a remote checkpointDir.
+    key = f"{ns}:tensorboard.logDir"
+    if config.tensorboard.log_dir is None:
+        if storage_url_problem(config.trainer.checkpoint_dir):
+            return []  # the checkpointDir's own check says why: the folder under it is no better
+        key += f" (left out: the tensorboard folder of {ns}:trainer.checkpointDir)"
+    problem = storage_url_problem(log_dir)
+    if problem:
+        return [f"{key}: {log_dir!r} {problem}; TensorBoard reads {_readable()}"]
+    url = remote_url(log_dir)
+    if url is not None:
+        if url.scheme not in TENSORBOARD_SCHEMES:
+            return [f"{key}: {log_dir!r} names {url.scheme}://, which TensorBoard cannot read; it reads {_readable()}"]
         return []
     if config.cluster.chief.checkpoint_volume is None:
         return [
@@ -59,3 +72,8 @@ def tensorboard_checks(config: StackConfig) -> list[str]:
             f"a folder under it (e.g. '{CHECKPOINT_MOUNT}/{DEFAULT_LOG_FOLDER}', the default) or a remote URL"
         ]
     return []
+
+
+def _readable() -> str:
+    schemes = ", ".join(f"{scheme}://" for scheme in TENSORBOARD_SCHEMES)
+    return f"{schemes} URLs and folders under {CHECKPOINT_MOUNT} (the chief's checkpointVolume)"

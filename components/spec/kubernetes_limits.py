@@ -1,0 +1,132 @@
+"""Kubernetes' and Linux's own limits on what a stack's values become, checked before anything reaches
+the API server: each predicate returns why a value breaks the rule, in words, or None.
+
+The rules are Kubernetes' own, as its validation states them:
+- names, label keys and values, ConfigMap and Secret keys: k8s.io/apimachinery
+  pkg/util/validation/validation.go (IsDNS1123Label, IsDNS1123Subdomain, IsQualifiedName,
+  IsValidLabelValue, IsConfigMapKey);
+- a label key and a toleration's key are qualified names, a toleration's value (operator Equal) a
+  label value: k8s.io/kubernetes pkg/apis/core/validation/validation.go (validateTolerations);
+- a ConfigMap's or a Secret's data is at most MaxSecretSize (1 MiB): k8s.io/api core/v1/types.go,
+  applied by ValidateConfigMap and ValidateSecret;
+- an object's annotations are at most 256 KiB together: k8s.io/apimachinery
+  pkg/api/validation/objectmeta.go (TotalAnnotationSizeLimitB);
+- a container's mountPath is not empty and is unique in its container (ValidateVolumeMounts): two
+  mounts at one path are refused.
+What a container runs is Linux's to limit: execve(2) refuses (E2BIG) one argument or environment
+string past MAX_ARG_STRLEN (32 pages: 131,072 bytes with its NUL) and all of them together past
+ARG_MAX (a quarter of the stack limit: 2 MiB under the usual 8 MiB).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+# Names.
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL_RE = re.compile(rf"^{_DNS1123_LABEL}$")
+DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+# Label keys (qualified names) and values.
+QUALIFIED_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QUALIFIED_NAME_RE = re.compile(rf"^{_QUALIFIED_NAME}$")
+LABEL_VALUE_RE = re.compile(rf"^({_QUALIFIED_NAME})?$")
+# ConfigMap and Secret keys.
+CONFIG_MAP_KEY_MAX = 253
+CONFIG_MAP_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
+# Sizes.
+MAX_CONFIG_MAP_BYTES = 1024 * 1024  # MaxSecretSize, a ConfigMap's and a Secret's data alike
+MAX_ANNOTATION_BYTES = 256 * 1024  # TotalAnnotationSizeLimitB: keys and values together
+MAX_ARG_STRLEN = 131_072  # one argument or NAME=value string, its NUL included
+ARG_MAX = 2 * 1024 * 1024  # every argument and environment string of one exec, NULs included
+
+LABEL_VALUE_RULE = "at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+LABEL_KEY_RULE = (
+    "a name of at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, "
+    "after an optional DNS subdomain prefix and '/' (e.g. 'example.com/gpu-kind')"
+)
+DNS1123_SUBDOMAIN_RULE = (
+    "at most 253 characters: lower-case letters, digits and '-' in parts joined by '.', each part starting and "
+    "ending with a letter or digit"
+)
+CONFIG_MAP_KEY_RULE = "at most 253 letters, digits, '-', '_' and '.', and not '.', '..' or starting with '..'"
+
+
+def shown(value: str, limit: int = 60) -> str:
+    """A value as a message quotes it: repr, so a newline or a space shows, cut when long."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(value):,} characters)"
+
+
+def dns1123_label_problem(name: str) -> Optional[str]:
+    if len(name) > DNS1123_LABEL_MAX:
+        return f"is {len(name)} characters; a DNS-1123 label has at most {DNS1123_LABEL_MAX}"
+    if not DNS1123_LABEL_RE.match(name):
+        return "is not a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"
+    return None
+
+
+def dns1123_subdomain_problem(name: str) -> Optional[str]:
+    if len(name) > DNS1123_SUBDOMAIN_MAX:
+        return f"is {len(name)} characters; a DNS-1123 subdomain has at most {DNS1123_SUBDOMAIN_MAX}"
+    if not DNS1123_SUBDOMAIN_RE.match(name):
+        return f"is not a DNS-1123 subdomain: {DNS1123_SUBDOMAIN_RULE}"
+    return None
+
+
+def label_value_problem(value: str) -> Optional[str]:
+    if len(value) > LABEL_VALUE_MAX:
+        return f"is {len(value)} characters; a label value has at most {LABEL_VALUE_MAX}"
+    if not LABEL_VALUE_RE.match(value):
+        return f"is not a label value: {LABEL_VALUE_RULE} (or empty)"
+    return None
+
+
+def label_key_problem(key: str) -> Optional[str]:
+    """IsQualifiedName: `[prefix/]name`, the prefix a DNS-1123 subdomain, the name at most 63."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return f"has more than one '/'; a label key is {LABEL_KEY_RULE}"
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return f"has an empty prefix before '/'; a label key is {LABEL_KEY_RULE}"
+        problem = dns1123_subdomain_problem(prefix)
+        if problem:
+            return f"has a prefix '{prefix}' that {problem}"
+    if not name:
+        return f"has an empty name; a label key is {LABEL_KEY_RULE}"
+    if len(name) > QUALIFIED_NAME_MAX:
+        return f"has a name of {len(name)} characters (after any prefix); at most {QUALIFIED_NAME_MAX}"
+    if not QUALIFIED_NAME_RE.match(name):
+        return f"is not a label key: {LABEL_KEY_RULE}"
+    return None
+
+
+def config_map_key_problem(key: str) -> Optional[str]:
+    """IsConfigMapKey: a ConfigMap's or a Secret's key."""
+    if len(key) > CONFIG_MAP_KEY_MAX:
+        return f"is {len(key)} characters; a ConfigMap or Secret key has at most {CONFIG_MAP_KEY_MAX}"
+    if not CONFIG_MAP_KEY_RE.match(key) or key in (".", "..") or key.startswith(".."):
+        return f"is not a ConfigMap or Secret key: {CONFIG_MAP_KEY_RULE}"
+    return None
+
+
+def exec_string_bytes(text: str) -> int:
+    """What one argument or NAME=value string takes of exec's limits: its UTF-8 bytes and a NUL."""
+    return len(text.encode("utf-8", "surrogatepass")) + 1
+
+
+def exec_string_problem(text: str) -> Optional[str]:
+    size = exec_string_bytes(text)
+    if size > MAX_ARG_STRLEN:
+        return (
+            f"is {size:,} bytes, and Linux passes at most {MAX_ARG_STRLEN:,} in one argument or environment "
+            "variable (exec fails with 'Argument list too long')"
+        )
+    return None

@@ -1,0 +1,179 @@
+"""Kubernetes' and Linux's limits (kubernetes_limits.py) applied to every stack key whose value
+reaches an object or a container as it is: each message names the key, the value and the rule.
+
+The models check each key's form; these are the rules the models' patterns do not hold (a
+'..' in a DNS subdomain, a label key's prefix, a Secret key's length, exec's sizes), so that
+nothing the API server or the kubelet would refuse is sent to either.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping, Optional
+
+from .kubernetes_limits import (
+    ARG_MAX,
+    config_map_key_problem,
+    dns1123_subdomain_problem,
+    exec_string_bytes,
+    exec_string_problem,
+    label_key_problem,
+    label_value_problem,
+    shown,
+)
+from .models import CONFIG_NAMESPACE, StackConfig
+from .program import ProgramSpec, SecretRef
+from .remote_storage import storage_url_problem
+from .roles import Tolerations
+from .tensorboard_rules import tensorboard_log_dir
+from .trainer_contract import SETTINGS_ENV, TENSORBOARD_DIR_ENV
+
+Check = Callable[[str], Optional[str]]
+
+
+def kubernetes_limit_checks(config: StackConfig) -> list[str]:
+    """Every value of the stack that Kubernetes or exec would refuse, under its key."""
+    errors: list[str] = []
+    for index, pool in enumerate(config.node_pools):
+        where = f"nodePools[{index}]"
+        errors += _each(f"{where}.nodes", dict(enumerate(pool.nodes or ())), dns1123_subdomain_problem, "node name")
+        errors += _labels(f"{where}.selector", pool.selector or {})
+    cluster = config.cluster
+    roles = (
+        ("chief", cluster.chief.tolerations),
+        ("ps", cluster.ps.tolerations),
+        ("workers", cluster.workers.tolerations),
+        ("evaluator", cluster.evaluator.tolerations if cluster.evaluator is not None else ()),
+    )
+    for role, tolerations in roles:
+        errors += _toleration_problems(f"cluster.{role}.tolerations", tolerations)
+    named = (
+        ("cluster.priorityClass", cluster.priority_class, "PriorityClass name"),
+        (
+            "cluster.chief.checkpointVolume.storageClass",
+            cluster.chief.checkpoint_volume.storage_class if cluster.chief.checkpoint_volume else None,
+            "StorageClass name",
+        ),
+        ("logs.storageClass", config.logs.storage_class if config.logs else None, "StorageClass name"),
+    )
+    for key, name, kind in named:
+        if name is not None:
+            errors += _each(key, {None: name}, dns1123_subdomain_problem, kind)
+    if config.tensorboard is not None:
+        for index, peer in enumerate(config.tensorboard.allow_from):
+            errors += _labels(f"tensorboard.allowFrom[{index}].podLabels", peer.pod_labels)
+    if config.program is not None:
+        errors += _program_problems(config.program)
+    else:
+        for key, value in (("checkpointDir", config.trainer.checkpoint_dir), ("data", config.trainer.data)):
+            problem = storage_url_problem(value)
+            if problem:
+                errors.append(f"{CONFIG_NAMESPACE}:trainer.{key}: {shown(value)} {problem}")
+        settings = f"{SETTINGS_ENV}={config.trainer.to_json()}"
+        problem = exec_string_problem(settings)
+        if problem:
+            errors.append(
+                f"{CONFIG_NAMESPACE}:trainer: the settings reach every task as one environment variable "
+                f"({SETTINGS_ENV}), which {problem}; shorten trainer.data and trainer.checkpointDir"
+            )
+    log_dir = tensorboard_log_dir(config)
+    if log_dir is not None:
+        problem = exec_string_problem(f"{TENSORBOARD_DIR_ENV}={log_dir}")
+        if problem:
+            errors.append(
+                f"{CONFIG_NAMESPACE}:tensorboard.logDir: {shown(log_dir)} reaches every task as "
+                f"{TENSORBOARD_DIR_ENV}, which {problem}; give a shorter folder"
+            )
+    return errors
+
+
+def _at(key: str, index: object) -> str:
+    if index is None:
+        return key
+    return f"{key}[{index}]" if isinstance(index, int) else f"{key}.{index}"
+
+
+def _each(key: str, values: Mapping[object, str], check: Check, kind: str) -> list[str]:
+    problems = []
+    for index, value in values.items():
+        problem = check(value)
+        if problem:
+            problems.append(f"{CONFIG_NAMESPACE}:{_at(key, index)}: {kind} {shown(value)} {problem}")
+    return problems
+
+
+def _labels(key: str, labels: Mapping[str, str]) -> list[str]:
+    """Labels a selector matches: each key a qualified name, each value a label value."""
+    problems = []
+    for label, value in labels.items():
+        problem = label_key_problem(label)
+        if problem:
+            problems.append(f"{CONFIG_NAMESPACE}:{key}: label key {shown(label)} {problem}")
+        problem = label_value_problem(value)
+        if problem:
+            problems.append(f"{CONFIG_NAMESPACE}:{key}: the value of '{label}', {shown(value)}, {problem}")
+    return problems
+
+
+def _toleration_problems(key: str, tolerations: Tolerations) -> list[str]:
+    """validateTolerations: a key is a label key, an Equal toleration's value a label value."""
+    problems = []
+    for index, toleration in enumerate(tolerations):
+        if toleration.key is not None:
+            problem = label_key_problem(toleration.key)
+            if problem:
+                problems.append(f"{CONFIG_NAMESPACE}:{key}[{index}].key: taint key {shown(toleration.key)} {problem}")
+        if toleration.value is not None:
+            problem = label_value_problem(toleration.value)
+            if problem:
+                problems.append(
+                    f"{CONFIG_NAMESPACE}:{key}[{index}].value: taint value {shown(toleration.value)} {problem}"
+                )
+    return problems
+
+
+def _program_problems(program: ProgramSpec) -> list[str]:
+    ns = CONFIG_NAMESPACE
+    problems = []
+    for index, volume in enumerate(program.volumes):
+        problems += _each(f"program.volumes[{index}].claim", {None: volume.claim}, dns1123_subdomain_problem, "claim")
+    plain: dict[str, str] = {}
+    for name, value in program.env.items():
+        if isinstance(value, SecretRef):
+            problems += _each(f"program.env.{name}.secret", {None: value.secret}, dns1123_subdomain_problem, "Secret")
+            problems += _each(f"program.env.{name}.key", {None: value.key}, config_map_key_problem, "key")
+        else:
+            plain[name] = value
+    for name, value in plain.items():
+        problem = exec_string_problem(f"{name}={value}")
+        if problem:
+            problems.append(f"{ns}:program.env.{name}: the variable {problem}; pass a file instead (program.volumes)")
+    for role in ("", "chief", "ps", "worker", "evaluator"):
+        command, args = program.command_of(role) if role else (program.command, program.args)
+        own = next((given for name, given in program.roles.items() if name == role), None)
+        for field, words in (("command", command), ("args", args)):
+            if role and (own is None or getattr(own, field) is None):
+                continue  # the program's, checked once
+            where = f"program.roles.{role}.{field}" if role else f"program.{field}"
+            for index, word in enumerate(words or ()):
+                problem = exec_string_problem(word)
+                if problem:
+                    problems.append(f"{ns}:{where}[{index}]: {shown(word)} {problem}")
+        total = _exec_bytes((*(command or ()), *(args or ())), plain)
+        if total > ARG_MAX:
+            where = f"program.roles.{role}" if role and own is not None else "program"
+            problems.append(
+                f"{ns}:{where}: command, args and env come to {total:,} bytes, and Linux starts a program with at "
+                f"most {ARG_MAX:,} (ARG_MAX; exec fails with 'Argument list too long'); pass data in a file "
+                "(program.source or program.volumes)"
+            )
+    return _unique(problems)
+
+
+def _exec_bytes(words: Iterable[str], env: Mapping[str, str]) -> int:
+    return sum(exec_string_bytes(word) for word in words) + sum(
+        exec_string_bytes(f"{name}={value}") for name, value in env.items()
+    )
+
+
+def _unique(problems: list[str]) -> list[str]:
+    return list(dict.fromkeys(problems))

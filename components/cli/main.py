@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -244,7 +245,16 @@ exit codes:
 def main(argv: list[str] | None = None) -> int:
     """The command's exit code (components/cli/exit_codes.py). Ctrl-C is components/__main__.py's to turn
     into its code, since it may come while this module is still being imported."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "logs" and args.task is None and (args.previous or args.follow):
+        # Without TASK, logs lists the tasks: a run to go back to or a log to follow is one task's.
+        given = " and ".join(flag for flag, on in (("--previous", args.previous), ("--follow", args.follow)) if on)
+        _subparser(parser, "logs").error(
+            f"{given} read{'s' if ' and ' not in given else ''} one task's log: give TASK (e.g. "
+            f"`python -m components logs {shlex.quote(args.stack)} worker-0 {given.replace(' and ', ' ')}`), or leave "
+            f"{given} out to list the tasks"
+        )
 
     if args.command == "stacks":
         print("\n".join(stack_names()))
@@ -282,21 +292,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "logs":
         from ..live.logs import show_logs
 
-        return show_logs(experiment, args.task, args.previous, args.follow, args.kubeconfig, args.context)
+        return show_logs(
+            experiment, args.task, args.previous, args.follow, args.kubeconfig, args.context, stack_given=args.stack
+        )
 
     if args.command == "tensorboard":
         from ..live.tensorboard_forward import serve_tensorboard
 
-        return serve_tensorboard(experiment, args.kubeconfig, args.context, args.port)
+        return serve_tensorboard(experiment, args.kubeconfig, args.context, args.port, stack_given=args.stack)
 
     if args.command == "top":
         from ..live.top import cluster_top
 
-        return cluster_top(experiment, args.kubeconfig, args.context, args.watch, args.json)
+        return cluster_top(experiment, args.kubeconfig, args.context, args.watch, args.json, stack_given=args.stack)
 
     from ..live.status import cluster_status
 
-    return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json)
+    return cluster_status(experiment, args.kubeconfig, args.context, as_json=args.json, stack_given=args.stack)
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of `command`, whose usage line its errors print."""
+    (commands,) = [action for action in parser._actions if action.dest == "command"]
+    assert isinstance(commands.choices, dict)
+    return commands.choices[command]
 
 
 def _cluster_arguments(command: argparse.ArgumentParser) -> None:
@@ -323,10 +342,17 @@ def _node_names(text: str) -> tuple[str, ...]:
 
 
 def _local_port(text: str) -> int:
-    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
-    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {text!r})")
-    return int(text)
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses; and few of them, for int()
+    # refuses more than 4,300 digits with a ValueError argparse would blame on this function by its name.
+    digits = text.lstrip("0") or "0"
+    if not (text.isascii() and text.isdigit()) or len(digits) > 5 or int(digits) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {_shown_value(text)})")
+    return int(digits)
+
+
+def _shown_value(text: str) -> str:
+    """A flag's value as a message quotes it: whole, or its start where it is long."""
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text):,} characters)"
 
 
 def _positive_seconds(text: str) -> float:
@@ -334,10 +360,15 @@ def _positive_seconds(text: str) -> float:
         seconds = float(text)
     except ValueError:
         seconds = 0.0
-    # float() reads 'nan' and 'inf' too: neither is a number of seconds to wait.
+    # float() reads 'nan' and 'inf' too, and a number too large for a float as inf: none is a number
+    # of seconds to wait.
     if not (math.isfinite(seconds) and seconds > 0):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {text!r})")
+        overflow = " (too large: no finite number)" if seconds == math.inf and text.strip().lower() not in INF else ""
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {_shown_value(text)}){overflow}")
     return seconds
+
+
+INF = {"inf", "+inf", "infinity", "+infinity"}
 
 
 def _diff(a: str, b: str, as_json: bool) -> int:

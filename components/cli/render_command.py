@@ -6,6 +6,7 @@ write, a file given as the folder, a folder that cannot be written).
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -35,6 +36,15 @@ def render_command(experiment: Experiment, out: Path | None, output: str, force:
             f"render: -o yaml writes to standard output, and --out {out} to a folder: give one of them", file=sys.stderr
         )
         return BAD_INPUT
+    if to_stdout and force:
+        # --force says which files of a folder may be replaced: with no folder it would be ignored.
+        where = "-o yaml" if output == "yaml" else "--out -"
+        print(
+            f"render: {where} writes to standard output, and --force is for writing into a folder (--out DIR): "
+            "drop --force, or give --out DIR",
+            file=sys.stderr,
+        )
+        return BAD_INPUT
     if to_stdout:
         # Standard output holds the objects alone, for `| kubectl apply -f -`; the counts go to stderr.
         kinds = write_stream(experiment, sys.stdout)
@@ -53,14 +63,14 @@ def render_command(experiment: Experiment, out: Path | None, output: str, force:
     if label_commands(experiment):
         print(
             f"render: node labels are not objects here (`kubectl delete -f` would delete the nodes): run "
-            f"sh {shown(out_dir / LABEL_SCRIPT)} before `kubectl apply -f {shown(out_dir)}`, and "
-            f"sh {shown(out_dir / UNLABEL_SCRIPT)} after deleting it",
+            f"sh {_arg(out_dir / LABEL_SCRIPT)} before `kubectl apply -f {_arg(out_dir)}`, and "
+            f"sh {_arg(out_dir / UNLABEL_SCRIPT)} after deleting it",
             file=sys.stderr,
         )
     for template in rendering.templates:
         _note_secret(
             experiment,
-            f"is written as {shown(out_dir / template)}, which `kubectl apply -f {shown(out_dir)}` does not read",
+            f"is written as {shown(out_dir / template)}, which `kubectl apply -f {_arg(out_dir)}` does not read",
         )
     if rendering.kept:
         print(
@@ -118,6 +128,11 @@ def _note_node_labels_for_stream(experiment: Experiment) -> None:
         )
         for command in commands:
             print(f"  {command}", file=sys.stderr)
+
+
+def _arg(path: Path) -> str:
+    """`path` as a command printed for the user to run takes it: quoted where the shell would split it."""
+    return shlex.quote(shown(path))
 
 
 def _listed(names: tuple[str, ...]) -> str:

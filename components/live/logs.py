@@ -42,6 +42,7 @@ def show_logs(
     follow: bool,
     kubeconfig: Optional[str],
     context: Optional[str],
+    stack_given: Optional[str] = None,
 ) -> int:
     """0 when a log (or the list) was printed; 1 when the task has no log to show; 2 for an unknown
     task or a cluster that cannot be read."""
@@ -64,7 +65,7 @@ def show_logs(
             return 0
         return _show_run(core, experiment, archive, task, runs.get(task, []), previous, follow)
 
-    return with_cluster(experiment, kubeconfig, context, show)
+    return with_cluster(experiment, kubeconfig, context, show, stack_given)
 
 
 def experiment_tasks(experiment: Experiment) -> list[str]:

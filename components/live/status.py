@@ -17,8 +17,10 @@ read and which permission would show it.
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from ..access.kubeconfig import (
@@ -34,6 +36,7 @@ from ..objects.api_errors import api_error_text, missing_permission, status_of
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.task_roles import role_of
+from ..spec.stack_files import PROJECT_ROOT, looks_like_a_path
 from ..spec.trainer_contract import last_summary
 from .failures import failed_jobs
 from .phase import (
@@ -303,15 +306,16 @@ class _ClusterUnreadable(Exception):
 
 def _api_client(stack: str, kubeconfig: Optional[str], context: Optional[str]) -> tuple[Any, Kubeconfig]:
     """The client of the kubeconfig looked for, and the kubeconfig as checked; _ClusterUnreadable where
-    there is none or it cannot be used."""
+    there is none or it cannot be used. `stack`: as make's STACK takes it (make_stack)."""
     try:
         files = kubeconfig_files(kubeconfig)
     except KubeconfigError as why:
         raise _ClusterUnreadable(str(why)) from None
     if not any(path.exists() for path in files.paths):
         raise _ClusterUnreadable(
-            f"no kubeconfig at {files.shown} ({files.why}); for the local cluster run `make cluster-up STACK={stack}` "
-            f"and then `make status STACK={stack}` (which passes --kubeconfig .cluster/kubeconfig)"
+            f"no kubeconfig at {files.shown} ({files.why}); for the local cluster run "
+            f"`make cluster-up {shlex.quote(f'STACK={stack}')}` and then `make status {shlex.quote(f'STACK={stack}')}` "
+            "(which passes --kubeconfig .cluster/kubeconfig)"
         )
     try:
         checked = read_kubeconfig(files, context)
@@ -341,16 +345,32 @@ def _answered(api: Any, kubeconfig: Kubeconfig, action: Callable[[Any], int]) ->
     raise _ClusterUnreadable(credentials_failure(kubeconfig, logged) if logged else said)
 
 
+def make_stack(experiment: Experiment, stack_given: Optional[str]) -> str:
+    """The stack as a hint's `make ... STACK=` names it: make runs in the project's folder, where a
+    stack given by its path is found by the path from there (or the whole path), not by its name."""
+    if stack_given is None or not looks_like_a_path(stack_given):
+        return experiment.stack
+    path = Path(stack_given).resolve()
+    try:
+        return str(path.relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def with_cluster(
-    experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], action: Callable[[Any], int]
+    experiment: Experiment,
+    kubeconfig: Optional[str],
+    context: Optional[str],
+    action: Callable[[Any], int],
+    stack_given: Optional[str] = None,
 ) -> int:
     """Run `action(api)` against the cluster of `kubeconfig`/`context`; 2 with one clear line when the
     cluster cannot be read (no kubeconfig or not one, no answer, a refusal, no JobSet for a stack that
-    asks for one)."""
+    asks for one). `stack_given`: the stack as the user gave it (a name, or a stack file's path)."""
     # One clear line for an API server that does not answer, not urllib3's retries and warnings.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
     try:
-        api, checked = _api_client(experiment.stack, kubeconfig, context)
+        api, checked = _api_client(make_stack(experiment, stack_given), kubeconfig, context)
         api.configuration.retries = False
         return _answered(api, checked, action)
     except _ClusterUnreadable as why:
@@ -361,7 +381,13 @@ def with_cluster(
         return 2
 
 
-def cluster_status(experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], as_json: bool) -> int:
+def cluster_status(
+    experiment: Experiment,
+    kubeconfig: Optional[str],
+    context: Optional[str],
+    as_json: bool,
+    stack_given: Optional[str] = None,
+) -> int:
     """Print the status; 0 when the experiment succeeded or every task runs as planned, 1 when not (or it
     failed), 2 when the cluster cannot be read (or has no JobSet for a stack that asks for one)."""
 
@@ -372,4 +398,4 @@ def cluster_status(experiment: Experiment, kubeconfig: Optional[str], context: O
             return 0
         return 0 if all(s.as_planned for s in status.tasks) and status.phase.name != "Failed" else 1
 
-    return with_cluster(experiment, kubeconfig, context, show)
+    return with_cluster(experiment, kubeconfig, context, show, stack_given)

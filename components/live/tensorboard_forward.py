@@ -32,6 +32,7 @@ def serve_tensorboard(
     port: int,
     stop: Optional[threading.Event] = None,
     on_url: Callable[[str], None] = lambda url: None,
+    stack_given: Optional[str] = None,
 ) -> int:
     """0 once `stop` is set (Ctrl-C is the command line's 130); 2 when the stack has no TensorBoard,
     the cluster cannot be read or the local port is taken."""
@@ -83,7 +84,7 @@ def serve_tensorboard(
                 ).start()
         return 0
 
-    return with_cluster(experiment, kubeconfig, context, forward)
+    return with_cluster(experiment, kubeconfig, context, forward, stack_given)
 
 
 def _wait_for_ready_pod(core: Any, experiment: Experiment, stop: threading.Event) -> Optional[str]:

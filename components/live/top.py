@@ -262,8 +262,17 @@ def watch(read: Callable[[], TopView], every_s: Optional[float], as_json: bool, 
 
 
 def cluster_top(
-    experiment: Experiment, kubeconfig: Optional[str], context: Optional[str], every_s: Optional[float], as_json: bool
+    experiment: Experiment,
+    kubeconfig: Optional[str],
+    context: Optional[str],
+    every_s: Optional[float],
+    as_json: bool,
+    stack_given: Optional[str] = None,
 ) -> int:
     return with_cluster(
-        experiment, kubeconfig, context, lambda api: watch(lambda: read_top(api, experiment), every_s, as_json)
+        experiment,
+        kubeconfig,
+        context,
+        lambda api: watch(lambda: read_top(api, experiment), every_s, as_json),
+        stack_given,
     )

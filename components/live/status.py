@@ -393,7 +393,7 @@ def cluster_status(
 
     def show(api: Any) -> int:
         status = read_status(api, experiment)
-        print(status_json(experiment, status) if as_json else status_table(experiment, status))
+        print(status_json(experiment, status) if as_json else status_table(experiment, status, stack_given))
         if status.phase.name == "Succeeded":
             return 0
         return 0 if all(s.as_planned for s in status.tasks) and status.phase.name != "Failed" else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -136,7 +137,7 @@ def against_shares(experiment: Experiment, tasks: list[TaskStatus]) -> tuple[lis
     return tasks, servers
 
 
-def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
+def status_table(experiment: Experiment, status: ExperimentStatus, stack_given: Optional[str] = None) -> str:
     statuses = status.tasks
     off_plan = [s for s in statuses if not s.as_planned]
     pending = sum(1 for s in statuses if s.phase == "Pending")
@@ -160,7 +161,7 @@ def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
         )
     lines += aligned(rows)
     if status.phase.name in ("Succeeded", "Failed"):
-        lines += ["", logs_after_the_run(experiment)]
+        lines += ["", logs_after_the_run(experiment, stack_given)]
     if status.servers:
         lines += ["", *servers_table(status.servers)]
     if status.not_read:
@@ -168,9 +169,10 @@ def status_table(experiment: Experiment, status: ExperimentStatus) -> str:
     return "\n".join(lines)
 
 
-def logs_after_the_run(experiment: Experiment) -> str:
-    """Where a finished experiment's logs are: JobSet deleted the tasks it stopped, their logs with them."""
-    command = f"python -m components logs {experiment.stack} TASK"
+def logs_after_the_run(experiment: Experiment, stack_given: Optional[str] = None) -> str:
+    """Where a finished experiment's logs are: JobSet deleted the tasks it stopped, their logs with them.
+    `stack_given`: the stack as the user gave it, a name or a path (the command then runs as printed)."""
+    command = f"python -m components logs {shlex.quote(stack_given or experiment.stack)} TASK"
     if experiment.config.logs is not None:
         return f"logs: every task's, from its pod or the log archive: {command}"
     return (

@@ -132,3 +132,19 @@ def test_the_local_cluster_hint_for_a_stack_given_by_name_names_it(tmp_path, mon
     assert main(["top", "scene1-case1"]) == 2
     err = capsys.readouterr().err
     assert "`make cluster-up STACK=scene1-case1` and then `make status STACK=scene1-case1`" in err
+
+
+def test_the_logs_hint_of_a_finished_experiment_names_the_stack_as_given(tmp_path, monkeypatch):
+    from components.live.phase import Phase
+    from components.live.tasks import ExperimentStatus, status_table
+    from components.objects.loading import load_experiment
+
+    folder = tmp_path / "team stacks"
+    folder.mkdir()
+    shutil.copy(PROJECT_ROOT / "stacks" / "Pulumi.scene1-case1.yaml", folder / "Pulumi.mine.yaml")
+    monkeypatch.chdir(tmp_path)
+    given = "team stacks/Pulumi.mine.yaml"
+    said = status_table(load_experiment(given), ExperimentStatus(Phase("Succeeded"), []), given).splitlines()[-1]
+    command = said[said.index("python -m components logs") :].split(")")[0]
+    assert command == "python -m components logs 'team stacks/Pulumi.mine.yaml' TASK"
+    assert load_experiment(shlex.split(command)[4]).stack == "mine", "the command finds the stack it was given"

@@ -16,7 +16,7 @@ from ..spec.loading import is_near_namespace
 from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 from ..spec.secrets import encrypted_paths
 from ..spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
-from . import private_apis
+from . import arguments, private_apis
 from .admission import refuse_never_admitted
 from .provider_cluster import ClusterReader, ProviderCluster
 from .team_namespace import check_team_namespace
@@ -63,6 +63,9 @@ def build(
     experiment Kueue could never admit is refused, and so is one in a team's namespace that lacks
     what the stack names there.
     """
+    arguments.check_instance("build", "stack", stack, str, "a str (the stack's name)")
+    arguments.check_instance("build", "values", values, Mapping, "a mapping of the stack's tfk8s:* values")
+    arguments.check_opts("build", opts)
     experiment = load_experiment_values(
         stack, values, load_trainer_bundle(PROJECT_ROOT), secret_keys=secret_keys, known_encrypted=known_encrypted
     )

@@ -149,6 +149,11 @@ def _refused(tmp_path: Path, body: str, error: type[Exception]) -> str:
             "TFClusterArgs: server_labels takes a mapping of names to pulumi Resources, not list ['srv-00']",
             id="TFClusterArgs server_labels a list",
         ),
+        pytest.param(
+            "from components.program import build\nbuild('dev', 'tfk8s:cluster')",
+            "build: values takes a mapping of the stack's tfk8s:* values, not str 'tfk8s:cluster'",
+            id="the stack program's build with values a str",
+        ),
     ],
 )
 def test_an_argument_of_the_wrong_type_is_a_type_error_naming_it(tmp_path, body, message):

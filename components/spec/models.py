@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Optional
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from .durations import Seconds
 from .egress import EgressRule
@@ -196,7 +197,13 @@ class ClusterSpec(_Model):
     @classmethod
     def _namespace_by_name(cls, namespace: Any) -> Any:
         """The string form names a namespace tfk8s creates, as it always has."""
-        return {"name": namespace} if isinstance(namespace, str) else namespace
+        if isinstance(namespace, str):
+            return {"name": namespace}
+        if namespace is not None and not isinstance(namespace, (Mapping, NamespaceSpec)):
+            raise PydanticCustomError(
+                "string_type", "should be a namespace's name, or {name: <namespace>, existing: true} for a team's"
+            )
+        return namespace
 
     @field_validator("image", "gpu_image")
     @classmethod

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 # Kubernetes resource quantities as a stack file would write them ("500m", "4Gi").
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
@@ -69,7 +70,18 @@ def at_least_memory(text: str) -> str:
     return text
 
 
-Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN), AfterValidator(within_kubernetes)]
+def number_as_quantity(value: Any) -> Any:
+    """A quantity written as a number (`cpu: 2`, `cpu: 0.5`), which Kubernetes takes as it takes "2": its text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    return value
+
+
+Quantity = Annotated[
+    str, BeforeValidator(number_as_quantity), Field(pattern=QUANTITY_PATTERN), AfterValidator(within_kubernetes)
+]
 CpuQuantity = Annotated[Quantity, AfterValidator(at_least_cpu)]
 MemoryQuantity = Annotated[Quantity, AfterValidator(at_least_memory)]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]

@@ -8,6 +8,7 @@ speed where it is installed); only the mapping construction is checked here.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Iterator
 
 import yaml
@@ -54,6 +55,141 @@ class UniqueKeyLoader(_BaseLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+class YamlReading:
+    """A value whose text, as written, YAML reads as something else: a plain (unquoted) scalar whose
+    value is not its text (`1:30` is 90, `yes` is true, `1.10` is 1.1, `2026-01-01` a date, nothing
+    or `~` null), or a YAML-only type (`!!set`, `!!binary`, `!!omap`, `!!pairs`). A stack file's reader keeps both, so
+    that what is refused is named as the user wrote it; `value` is what PyYAML makes of it.
+
+    `ambiguous`: YAML parsers disagree on it (YAML 1.1, which PyYAML reads, against YAML 1.2,
+    which Pulumi's engine reads: `1:30`, `yes`, `010`, `1_000`, dates), or no stack value can be
+    of its type (sets, binary, ordered maps); such a value is refused wherever it is given.
+    Otherwise only its text is lost (`1.10`, `0x1F`, `.inf`): where a number belongs it is that number.
+    """
+
+    __slots__ = ("written", "value", "ambiguous", "reading")
+
+    def __init__(self, written: str, value: Any, ambiguous: bool, reading: str) -> None:
+        self.written, self.value, self.ambiguous, self.reading = written, value, ambiguous, reading
+
+    def __repr__(self) -> str:
+        return self.written
+
+    __str__ = __repr__
+
+
+def quoted(text: str) -> str:
+    """`text` as a YAML single-quoted scalar: 'yes', 'it''s'."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _integer_reading(written: str, value: int) -> str:
+    digits = written.lstrip("+-")
+    if ":" in written:
+        return f"the base-60 number {value}"
+    if digits.startswith(("0b", "0B")):
+        return f"the binary number {value}"
+    if digits.startswith(("0x", "0X")):
+        return f"the hexadecimal number {value}"
+    if len(digits) > 1 and digits.startswith("0"):
+        return f"the octal number {value}"
+    return f"the number {value}"
+
+
+def _plain_integer(loader: Any, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_yaml_int(node)
+    written = node.value
+    if written == str(value):
+        return value
+    digits = written.lstrip("+-")
+    # YAML 1.2 reads `010` as 10, `0b1`, `1_000` and `1:30` as text; hexadecimal, `+5` and `-0` alike.
+    ambiguous = ":" in written or "_" in written or (len(digits) > 1 and digits[0] == "0" and digits[1] not in "xX")
+    return YamlReading(written, value, ambiguous, _integer_reading(written, value))
+
+
+def _plain_float(loader: Any, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_yaml_float(node)
+    written = node.value
+    if written == repr(value):
+        return value
+    base_60 = ":" in written
+    reading = f"the base-60 number {value!r}" if base_60 else f"the number {value!r}"
+    return YamlReading(written, value, base_60 or "_" in written, reading)
+
+
+def _plain_boolean(loader: Any, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_yaml_bool(node)
+    if node.value.lower() in ("true", "false"):
+        return value
+    # yes/no/on/off: booleans to YAML 1.1 only.
+    return YamlReading(node.value, value, True, f"the boolean {str(value).lower()}")
+
+
+def _null(loader: Any, node: yaml.ScalarNode) -> YamlReading:
+    # A key with nothing after it, `null` or `~`: an empty key, which a stack file refuses (loading.py).
+    return YamlReading(node.value, None, True, "nothing (null)")
+
+
+def _timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_yaml_timestamp(node)
+    kind = "timestamp" if isinstance(value, datetime.datetime) else "date"
+    return YamlReading(node.value, value, True, f"the {kind} {value.isoformat()}")
+
+
+def _binary(loader: Any, node: yaml.ScalarNode) -> Any:
+    return YamlReading(f"!!binary {node.value.strip()[:20]}", loader.construct_yaml_binary(node), True, "binary data")
+
+
+def _yaml_only_collection(constructor_name: str, tag: str, reading: str) -> Any:
+    def construct(loader: Any, node: yaml.Node) -> Iterator[YamlReading]:
+        built = getattr(loader, constructor_name)(node)
+        value = next(built)  # the empty collection, filled in below (it may hold itself through an alias)
+        yield YamlReading(f"!!{tag}", value, True, reading)
+        for _ in built:
+            pass
+
+    return construct
+
+
+class StackFileLoader(UniqueKeyLoader):
+    """The stack file's loader: every value whose text YAML reads as something else is a YamlReading."""
+
+
+for _tag, _constructor in {
+    "int": _plain_integer,
+    "float": _plain_float,
+    "bool": _plain_boolean,
+    "null": _null,
+    "timestamp": _timestamp,
+    "binary": _binary,
+    "set": _yaml_only_collection("construct_yaml_set", "set", "a YAML set (!!set)"),
+    "omap": _yaml_only_collection("construct_yaml_omap", "omap", "a YAML ordered mapping (!!omap)"),
+    "pairs": _yaml_only_collection("construct_yaml_pairs", "pairs", "a YAML list of pairs (!!pairs)"),
+}.items():
+    StackFileLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _constructor)
+
+
+def _represent_reading(dumper: yaml.SafeDumper, reading: YamlReading) -> yaml.Node:
+    # What a stack file's values are written back as (tools/engine hands them to the engine): PyYAML's reading.
+    return dumper.represent_data(reading.value)
+
+
+yaml.SafeDumper.add_representer(YamlReading, _represent_reading)
+
+
+def plain_values(value: Any) -> Any:
+    """`value` with every YamlReading as PyYAML reads it: what a stack file held before it was read as written."""
+    if isinstance(value, YamlReading):
+        return plain_values(value.value)
+    if isinstance(value, dict):
+        return {plain_values(key): plain_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_values(item) for item in value]
+    if isinstance(value, set):
+        return {plain_values(item) for item in value}
+    return value
+
+
 # Far past any stack file or manifest (a stack file nests six deep, and holds some hundred values);
 # short of what would exhaust Python's stack or memory in what reads the values after.
 MAX_DEPTH = 100
@@ -65,8 +201,9 @@ class TooLargeError(yaml.YAMLError):
 
 
 def load_yaml(text: str) -> Any:
-    """The one YAML document of `text` (None for none)."""
-    loader = UniqueKeyLoader(text)
+    """The one YAML document of `text` (None for none), a stack file: each value whose text YAML reads as
+    something else a YamlReading (`plain_values` gives what PyYAML alone makes of it)."""
+    loader = StackFileLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -125,8 +262,10 @@ DESCRIBED_TEXT_CHARS = 40
 def described(value: Any) -> str:
     """A YAML value as a message names it where another kind belongs: `the text 'python train.py'`,
     `the number 5`, `a list`; every command describes a wrong value the same way."""
-    if value is None:
+    if value is None or isinstance(value, YamlReading) and value.value is None:
         return "nothing (null)"
+    if isinstance(value, YamlReading):
+        return f"{value.written} (to YAML, {value.reading})"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"  # as YAML writes it
     if isinstance(value, (int, float)):

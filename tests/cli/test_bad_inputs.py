@@ -254,7 +254,7 @@ BAD_INPUTS = {
     # Trainer settings a model cannot take.
     "learningRate: .nan": Case(
         plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {learningRate: .nan}")), 2,
-        r"tfk8s:trainer\.learningRate: must be a finite number \(got nan\)",
+        r"tfk8s:trainer\.learningRate: must be a finite number \(got \.nan, which YAML reads as the number nan\)",
     ),
     "steps of 10**30": Case(
         plan(edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {{steps: {10**30}}}")), 2,

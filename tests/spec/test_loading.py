@@ -217,7 +217,7 @@ BAD_INPUTS = {
     ),
     "gpus as a boolean": (
         lambda v: cluster(v)["workers"].update(gpus=True),
-        r"tfk8s:cluster\.workers\.gpus: Input should be a valid integer \(got True\)",
+        r"tfk8s:cluster\.workers\.gpus: Input should be a valid integer \(got true\)",
     ),
     "strict as text": (
         lambda v: cluster(v).update(strict="no"),

@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Mapping, Optional
 
 from .kubernetes_limits import (
     ARG_MAX,
+    LABEL_VALUE_MAX,
     config_map_key_problem,
     dns1123_subdomain_problem,
     exec_string_bytes,
@@ -38,6 +39,8 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
         errors += _each(f"{where}.nodes", dict(enumerate(pool.nodes or ())), dns1123_subdomain_problem, "node name")
         errors += _labels(f"{where}.selector", pool.selector or {})
     cluster = config.cluster
+    if cluster.place_by == "hostname":
+        errors += _hostname_problems(config)
     roles = (
         ("chief", cluster.chief.tolerations),
         ("ps", cluster.ps.tolerations),
@@ -84,6 +87,22 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
                 f"{TENSORBOARD_DIR_ENV}, which {problem}; give a shorter folder"
             )
     return errors
+
+
+def _hostname_problems(config: StackConfig) -> list[str]:
+    """placeBy: hostname pins a task by its node's kubernetes.io/hostname label, whose value is at most 63
+    characters: a longer node name can be no such value (the API server refuses it in a required affinity)."""
+    problems = []
+    for index, pool in enumerate(config.node_pools):
+        for position, node in enumerate(pool.nodes or ()):
+            if len(node) > LABEL_VALUE_MAX:
+                problems.append(
+                    f"{CONFIG_NAMESPACE}:nodePools[{index}].nodes[{position}]: node {shown(node)} has a name of "
+                    f"{len(node)} characters, and {CONFIG_NAMESPACE}:cluster.placeBy: hostname places tasks by the "
+                    f"node's kubernetes.io/hostname label, whose value has at most {LABEL_VALUE_MAX}; use placeBy: "
+                    "labels (tfk8s labels the node with a short name of its own)"
+                )
+    return problems
 
 
 def _at(key: str, index: object) -> str:

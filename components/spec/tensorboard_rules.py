@@ -32,6 +32,14 @@ def tensorboard_checks(config: StackConfig) -> list[str]:
         return []
     ns = CONFIG_NAMESPACE
     log_dir = tensorboard_log_dir(config)
+    program = config.program
+    if program is not None and not program.has_chief and (log_dir is None or not is_remote(log_dir)):
+        # No chief, so no checkpointVolume: a remote folder is the one place left.
+        return [
+            f"{ns}:tensorboard with {ns}:program.done: {program.done_text}: there is no chief task, so no "
+            f"{ns}:cluster.chief.checkpointVolume for TensorBoard to read; give a remote {ns}:tensorboard.logDir "
+            "(gs://, s3://) that your workers write their event files into (TFK8S_TENSORBOARD_DIR)"
+        ]
     if log_dir is None:
         return [
             f"{ns}:tensorboard: TensorBoard reads the event files the tasks write, and this stack keeps them "

@@ -1,0 +1,258 @@
+"""Kubernetes' and Linux's own limits, checked at `plan` before anything reaches the API server: the
+rules as Kubernetes' validation states them, then each stack key that carries a value to one of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.spec import kubernetes_limits as K
+from tests.spec.test_cross_key_rules import IMAGE, Edit, chain, cluster, key, plan, program, role, trainer
+
+# --------------------------------------------------------------------------
+# The rules (k8s.io/apimachinery pkg/util/validation), each with the values either side of it.
+
+
+@pytest.mark.parametrize(
+    "label_key, ok",
+    [
+        pytest.param("app", True, id="a name"),
+        pytest.param("cloud.google.com/gke-nodepool", True, id="a prefix and a name"),
+        pytest.param("My_Name.v2", True, id="upper case, '_' and '.' in the name"),
+        pytest.param("n" * 63, True, id="a name of 63"),
+        pytest.param("n" * 64, False, id="a name of 64"),
+        pytest.param(f"{'p' * 63}.{'q' * 63}.{'r' * 63}.{'s' * 61}/n", True, id="a prefix of 253"),
+        pytest.param(f"{'p' * 63}.{'q' * 63}.{'r' * 63}.{'s' * 62}/n", False, id="a prefix of 254"),
+        pytest.param("a/b/c", False, id="two slashes"),
+        pytest.param("/name", False, id="an empty prefix"),
+        pytest.param("example.com/", False, id="an empty name"),
+        pytest.param("Example.com/name", False, id="an upper-case prefix"),
+        pytest.param("-name", False, id="a name starting with '-'"),
+        pytest.param("gke nodepool", False, id="a space"),
+        pytest.param("", False, id="empty"),
+    ],
+)
+def test_a_label_key_is_a_qualified_name(label_key, ok):
+    assert (K.label_key_problem(label_key) is None) == ok, K.label_key_problem(label_key)
+
+
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        pytest.param("", True, id="empty"),
+        pytest.param("Tesla-P40", True, id="letters, digits and '-'"),
+        pytest.param("a_b.c", True, id="'_' and '.' inside"),
+        pytest.param("v" * 63, True, id="63"),
+        pytest.param("v" * 64, False, id="64"),
+        pytest.param("_a", False, id="starting with '_'"),
+        pytest.param("a.", False, id="ending with '.'"),
+        pytest.param("a b", False, id="a space"),
+        pytest.param("a/b", False, id="a slash"),
+    ],
+)
+def test_a_label_value(value, ok):
+    assert (K.label_value_problem(value) is None) == ok
+
+
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        pytest.param("srv-00", True, id="a label"),
+        pytest.param("srv-00.rack-1.example", True, id="labels joined by dots"),
+        pytest.param(".".join(["n" * 63] * 3) + "." + "n" * 61, True, id="253"),
+        pytest.param(".".join(["n" * 63] * 3) + "." + "n" * 62, False, id="254"),
+        pytest.param("a..b", False, id="an empty part"),
+        pytest.param("a.-b", False, id="a part starting with '-'"),
+        pytest.param("a-.b", False, id="a part ending with '-'"),
+        pytest.param("Srv", False, id="upper case"),
+    ],
+)
+def test_a_dns_1123_subdomain(name, ok):
+    assert (K.dns1123_subdomain_problem(name) is None) == ok
+
+
+@pytest.mark.parametrize(
+    "config_key, ok",
+    [
+        pytest.param("token", True, id="a word"),
+        pytest.param(".dockerconfigjson", True, id="a leading dot"),
+        pytest.param("a-b_c.d", True, id="'-', '_' and '.'"),
+        pytest.param("k" * 253, True, id="253"),
+        pytest.param("k" * 254, False, id="254"),
+        pytest.param(".", False, id="'.'"),
+        pytest.param("..", False, id="'..'"),
+        pytest.param("..data", False, id="starting with '..'"),
+        pytest.param("a/b", False, id="a slash"),
+    ],
+)
+def test_a_config_map_or_secret_key(config_key, ok):
+    assert (K.config_map_key_problem(config_key) is None) == ok
+
+
+def test_one_exec_string_holds_131072_bytes_with_its_nul_counted_in_utf_8():
+    assert K.exec_string_problem("a" * (K.MAX_ARG_STRLEN - 1)) is None
+    assert K.exec_string_problem("a" * K.MAX_ARG_STRLEN).startswith(
+        "is 131,073 bytes, and Linux passes at most 131,072"
+    )
+    # Bytes, not characters: 'é' is two.
+    assert K.exec_string_problem("é" * (K.MAX_ARG_STRLEN // 2)) is not None
+
+
+# --------------------------------------------------------------------------
+# Each stack key that carries a value to a rule.
+
+LONG = "x" * K.MAX_ARG_STRLEN  # one byte past one exec string, with its NUL
+
+
+def pools(*pool: dict[str, Any]) -> Edit:
+    return lambda values: values.update({"tfk8s:nodePools": [{"name": "servers", "nodes": ["srv-00"]}, *pool]})
+
+
+def toleration(**given: Any) -> Edit:
+    return role("workers", replicas=50, pool="servers", tolerations=[given])
+
+
+def env(**variables: Any) -> Edit:
+    return program(env=variables)
+
+
+REFUSED = [
+    pytest.param(
+        pools({"name": "managed", "selector": {"cloud.google.com/gke nodepool": "tf"}}),
+        "tfk8s:nodePools[1].selector: label key 'cloud.google.com/gke nodepool' is not a label key",
+        id="selector: a label key with a space",
+    ),
+    pytest.param(
+        pools({"name": "managed", "selector": {"pool": "v" * 64}}),
+        "tfk8s:nodePools[1].selector: the value of 'pool', 'vvv",
+        id="selector: a label value of 64",
+    ),
+    pytest.param(
+        pools({"name": "racks", "nodes": ["srv-10..rack"]}),
+        "tfk8s:nodePools[1].nodes[0]: node name 'srv-10..rack' is not a DNS-1123 subdomain",
+        id="a node name with an empty part",
+    ),
+    pytest.param(
+        key("tensorboard", {"image": IMAGE, "logDir": "gs://b/t", "allowFrom": [{"podLabels": {"a/b/c": "x"}}]}),
+        "tfk8s:tensorboard.allowFrom[0].podLabels: label key 'a/b/c' has more than one '/'",
+        id="allowFrom: a label key with two slashes",
+    ),
+    pytest.param(
+        key("tensorboard", {"image": IMAGE, "logDir": "gs://b/t", "allowFrom": [{"podLabels": {"app": "-x"}}]}),
+        "tfk8s:tensorboard.allowFrom[0].podLabels: the value of 'app', '-x', is not a label value",
+        id="allowFrom: a label value starting with '-'",
+    ),
+    pytest.param(
+        toleration(key="dedicated team", operator="Exists"),
+        "tfk8s:cluster.workers.tolerations[0].key: taint key 'dedicated team' is not a label key",
+        id="a toleration's key with a space",
+    ),
+    pytest.param(
+        toleration(key="dedicated", value="ml team"),
+        "tfk8s:cluster.workers.tolerations[0].value: taint value 'ml team' is not a label value",
+        id="a toleration's value with a space",
+    ),
+    pytest.param(
+        cluster(priorityClass="batch..low"),
+        "tfk8s:cluster.priorityClass: PriorityClass name 'batch..low' is not a DNS-1123 subdomain",
+        id="a PriorityClass name with an empty part",
+    ),
+    pytest.param(
+        role("chief", checkpointVolume={"size": "20Gi", "storageClass": "fast.-ssd"}),
+        "tfk8s:cluster.chief.checkpointVolume.storageClass: StorageClass name 'fast.-ssd' is not a DNS-1123",
+        id="a StorageClass name with a part starting with '-'",
+    ),
+    pytest.param(
+        key("logs", {"storageClass": "a..b"}),
+        "tfk8s:logs.storageClass: StorageClass name 'a..b' is not a DNS-1123 subdomain",
+        id="the log archive's StorageClass",
+    ),
+    pytest.param(
+        program(volumes=[{"claim": "data..set", "mountPath": "/data"}]),
+        "tfk8s:program.volumes[0].claim: claim 'data..set' is not a DNS-1123 subdomain",
+        id="a claim name with an empty part",
+    ),
+    pytest.param(
+        env(TOKEN={"secret": "team..token", "key": "token"}),
+        "tfk8s:program.env.TOKEN.secret: Secret 'team..token' is not a DNS-1123 subdomain",
+        id="a Secret name with an empty part",
+    ),
+    pytest.param(
+        env(TOKEN={"secret": "team-token", "key": "k" * 254}),
+        "tfk8s:program.env.TOKEN.key: key 'kkk",
+        id="a Secret key of 254",
+    ),
+    pytest.param(
+        env(TOKEN={"secret": "team-token", "key": "..data"}),
+        "tfk8s:program.env.TOKEN.key: key '..data' is not a ConfigMap or Secret key",
+        id="a Secret key starting with '..'",
+    ),
+    pytest.param(
+        program(args=["--vocabulary", LONG]),
+        "tfk8s:program.args[1]: 'xxx",
+        id="an argument past MAX_ARG_STRLEN",
+    ),
+    pytest.param(
+        program(roles={"worker": {"command": ["python3", LONG]}}),
+        "tfk8s:program.roles.worker.command[1]: 'xxx",
+        id="a role's command past MAX_ARG_STRLEN",
+    ),
+    pytest.param(
+        env(VOCABULARY=LONG),
+        "tfk8s:program.env.VOCABULARY: the variable is 131,084 bytes, and Linux passes at most 131,072",
+        id="an env value past MAX_ARG_STRLEN",
+    ),
+    pytest.param(
+        program(args=["y" * (K.MAX_ARG_STRLEN - 8)] * 17),
+        "tfk8s:program: command, args and env come to 2,228,",
+        id="args past ARG_MAX together",
+    ),
+    pytest.param(
+        trainer(data="gs://bucket/" + "d" * K.MAX_ARG_STRLEN),
+        "tfk8s:trainer: the settings reach every task as one environment variable (TFK8S_TRAINER), which is 131,",
+        id="a data pattern past MAX_ARG_STRLEN",
+    ),
+    pytest.param(
+        key("tensorboard", {"image": IMAGE, "logDir": "gs://bucket/" + "t" * K.MAX_ARG_STRLEN}),
+        "tfk8s:tensorboard.logDir: 'gs://bucket/ttt",
+        id="a logDir past MAX_ARG_STRLEN",
+    ),
+    pytest.param(
+        chain(pools(), cluster(placeBy="hostname"), lambda v: v["tfk8s:nodePools"][0].update(nodes=["n" * 64])),
+        "tfk8s:nodePools[0].nodes[0]: node 'nnn",
+        id="placeBy: hostname with a node name of 64",
+    ),
+]
+
+
+@pytest.mark.parametrize("edit, message", REFUSED)
+def test_a_value_past_kubernetes_limits_is_refused_naming_its_key(edit, message, tmp_path, capsys):
+    code, err = plan(tmp_path, capsys, edit)
+    assert code == 2, err
+    assert err.startswith("stack 'combo' has an invalid configuration:\n"), err
+    assert [line for line in err.splitlines() if line.startswith(f"  - {message}")], err
+
+
+def test_a_long_value_is_shown_cut_with_its_length(tmp_path, capsys):
+    _, err = plan(tmp_path, capsys, program(args=[LONG]))
+    assert f"... ({K.MAX_ARG_STRLEN:,} characters) is {K.MAX_ARG_STRLEN + 1:,} bytes" in err
+    assert len(err) < 1000
+
+
+def test_placing_by_hostname_a_node_name_of_63_plans(tmp_path, capsys):
+    edit = chain(pools(), cluster(placeBy="hostname"), lambda v: v["tfk8s:nodePools"][0].update(nodes=["n" * 63]))
+    code, err = plan(tmp_path, capsys, edit)
+    assert code == 0, err
+
+
+def test_values_at_the_limits_plan(tmp_path, capsys):
+    edit = chain(
+        pools({"name": "managed", "selector": {"example.com/" + "k" * 63: "v" * 63}}),
+        program(
+            args=["a" * (K.MAX_ARG_STRLEN - 1)],
+            env={"TOKEN": {"secret": "team-token", "key": "k" * 253}},
+        ),
+    )
+    code, err = plan(tmp_path, capsys, edit)
+    assert code == 0, err

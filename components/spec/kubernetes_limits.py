@@ -9,8 +9,11 @@ The rules are Kubernetes' own, as its validation states them:
   label value: k8s.io/kubernetes pkg/apis/core/validation/validation.go (validateTolerations);
 - a ConfigMap's or a Secret's data is at most MaxSecretSize (1 MiB): k8s.io/api core/v1/types.go,
   applied by ValidateConfigMap and ValidateSecret;
-- an object's annotations are at most 256 KiB together: k8s.io/apimachinery
-  pkg/api/validation/objectmeta.go (TotalAnnotationSizeLimitB);
+- an object is at most what etcd stores in one request: its --max-request-bytes, 1.5 MiB unless a
+  cluster raises it ("etcdserver: request is too large");
+- an object's annotations are at most 256 KiB together (k8s.io/apimachinery
+  pkg/api/validation/objectmeta.go, TotalAnnotationSizeLimitB): no stack value reaches an
+  annotation (tfk8s writes only its hashes and fixed values there), so nothing here checks it;
 - a container's mountPath is not empty and is unique in its container (ValidateVolumeMounts): two
   mounts at one path are refused.
 What a container runs is Linux's to limit: execve(2) refuses (E2BIG) one argument or environment
@@ -40,7 +43,7 @@ CONFIG_MAP_KEY_MAX = 253
 CONFIG_MAP_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
 # Sizes.
 MAX_CONFIG_MAP_BYTES = 1024 * 1024  # MaxSecretSize, a ConfigMap's and a Secret's data alike
-MAX_ANNOTATION_BYTES = 256 * 1024  # TotalAnnotationSizeLimitB: keys and values together
+MAX_OBJECT_BYTES = 1_572_864  # etcd's default --max-request-bytes
 MAX_ARG_STRLEN = 131_072  # one argument or NAME=value string, its NUL included
 ARG_MAX = 2 * 1024 * 1024  # every argument and environment string of one exec, NULs included
 

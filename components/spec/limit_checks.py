@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Mapping, Optional
 from .kubernetes_limits import (
     ARG_MAX,
     LABEL_VALUE_MAX,
+    MAX_OBJECT_BYTES,
     config_map_key_problem,
     dns1123_subdomain_problem,
     exec_string_bytes,
@@ -25,10 +26,14 @@ from .models import CONFIG_NAMESPACE, StackConfig
 from .program import ProgramSpec, SecretRef
 from .remote_storage import storage_url_problem
 from .roles import Tolerations
+from .task_counts import task_counts
 from .tensorboard_rules import tensorboard_log_dir
 from .trainer_contract import SETTINGS_ENV, TENSORBOARD_DIR_ENV
 
 Check = Callable[[str], Optional[str]]
+# What a pod template holds besides the program's own strings (tfk8s's variables, volumes, affinity, the
+# log shell's script), with room to spare.
+OBJECT_ROOM = 64 * 1024
 
 
 def kubernetes_limit_checks(config: StackConfig) -> list[str]:
@@ -66,6 +71,7 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
             errors += _labels(f"tensorboard.allowFrom[{index}].podLabels", peer.pod_labels)
     if config.program is not None:
         errors += _program_problems(config.program)
+        errors += _workload_size_problems(config)
     else:
         for key, value in (("checkpointDir", config.trainer.checkpoint_dir), ("data", config.trainer.data)):
             problem = storage_url_problem(value)
@@ -186,6 +192,34 @@ def _program_problems(program: ProgramSpec) -> list[str]:
                 "(program.source or program.volumes)"
             )
     return _unique(problems)
+
+
+def _workload_size_problems(config: StackConfig) -> list[str]:
+    """A JobSet holds one pod template per role, each with its command, args and env: past what etcd
+    stores in one object, the API server refuses it (a StatefulSet holds one role's template)."""
+    program = config.program
+    assert program is not None
+    env = {name: value for name, value in program.env.items() if isinstance(value, str)}
+    roles = [role for role, count in task_counts(config).items() if count]
+    sizes = {
+        role: _exec_bytes((*(program.command_of(role)[0] or ()), *(program.command_of(role)[1] or ())), env)
+        for role in roles
+    }
+    largest = max(sizes.values())
+    total = sum(sizes.values()) if config.cluster.workload == "jobset" else largest
+    if total + OBJECT_ROOM <= MAX_OBJECT_BYTES:
+        return []
+    held = (
+        f"the experiment's JobSet holds the pod template of each of its {len(roles)} roles ({', '.join(roles)}), "
+        f"{total:,} bytes of them together"
+        if config.cluster.workload == "jobset"
+        else f"a StatefulSet holds its role's pod template, {largest:,} bytes of them"
+    )
+    return [
+        f"{CONFIG_NAMESPACE}:program: its command, args and env are written into every pod template, and {held}; "
+        f"etcd stores at most {MAX_OBJECT_BYTES:,} bytes in one object (--max-request-bytes), so the API server "
+        "would refuse it ('request is too large'); pass data in a file (program.source or program.volumes)"
+    ]
 
 
 def _exec_bytes(words: Iterable[str], env: Mapping[str, str]) -> int:

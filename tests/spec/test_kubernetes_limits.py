@@ -103,6 +103,7 @@ def test_one_exec_string_holds_131072_bytes_with_its_nul_counted_in_utf_8():
 # Each stack key that carries a value to a rule.
 
 LONG = "x" * K.MAX_ARG_STRLEN  # one byte past one exec string, with its NUL
+ARG = "y" * 120_000  # within one exec string
 
 
 def pools(*pool: dict[str, Any]) -> Edit:
@@ -209,6 +210,19 @@ REFUSED = [
         id="args past ARG_MAX together",
     ),
     pytest.param(
+        program(args=[ARG] * 5),
+        "tfk8s:program: its command, args and env are written into every pod template, and the experiment's "
+        "JobSet holds the pod template of each of its 3 roles (chief, ps, worker), 1,800,066 bytes of them "
+        "together; etcd stores at most 1,572,864 bytes in one object",
+        id="a JobSet past etcd's object size",
+    ),
+    pytest.param(
+        chain(program(args=[ARG] * 14), cluster(workload="statefulset")),
+        "tfk8s:program: its command, args and env are written into every pod template, and a StatefulSet holds "
+        "its role's pod template, 1,680,031 bytes of them",
+        id="a StatefulSet past etcd's object size",
+    ),
+    pytest.param(
         trainer(data="gs://bucket/" + "d" * K.MAX_ARG_STRLEN),
         "tfk8s:trainer: the settings reach every task as one environment variable (TFK8S_TRAINER), which is 131,",
         id="a data pattern past MAX_ARG_STRLEN",
@@ -243,6 +257,11 @@ def test_a_long_value_is_shown_cut_with_its_length(tmp_path, capsys):
 def test_placing_by_hostname_a_node_name_of_63_plans(tmp_path, capsys):
     edit = chain(pools(), cluster(placeBy="hostname"), lambda v: v["tfk8s:nodePools"][0].update(nodes=["n" * 63]))
     code, err = plan(tmp_path, capsys, edit)
+    assert code == 0, err
+
+
+def test_a_statefulset_holds_one_roles_template_so_what_overflows_a_jobset_plans(tmp_path, capsys):
+    code, err = plan(tmp_path, capsys, chain(program(args=[ARG] * 5), cluster(workload="statefulset")))
     assert code == 0, err
 
 

@@ -23,7 +23,7 @@ from .logs_rules import log_archive_checks
 from .models import CONFIG_NAMESPACE, StackConfig, StackConfigError
 from .program import DNS_SUBDOMAIN, SECRET_KEY
 from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
-from .strict_yaml import YamlReading, plain_values, quoted
+from .strict_yaml import YamlReading, described, plain_values, quoted
 from .tensorboard_rules import tensorboard_checks
 from .trainer_contract import SettingsError, TrainerSettings
 
@@ -90,7 +90,12 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
         trainer = None
         loc = (TRAINER_KEY, exc.key) if exc.key else (TRAINER_KEY,)
         if not as_written.explained(loc):
-            errors.append(f"{_format_loc(loc)}: {as_written.with_written_text(loc, exc.message)}")
+            message = as_written.with_written_text(loc, exc.message)
+            given_value = _value_at(given, loc)
+            if isinstance(given_value, (dict, list)) and given_value:
+                # Not Python's repr of what YAML made of it.
+                message = re.sub(r"\(got [^\n]*\)$", f"(got {described(given_value)})", message)
+            errors.append(f"{_format_loc(loc)}: {message}")
 
     # Every problem in one pass: the pools and the cluster are checked even when the trainer
     # settings or the top-level keys have errors of their own.
@@ -236,6 +241,17 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
     return result
 
 
+def _value_at(values: Mapping[str, Any], loc: tuple[Any, ...]) -> Any:
+    """The value at `loc`, None where there is none."""
+    value: Any = values
+    for part in loc:
+        if isinstance(value, Mapping) and part in value or isinstance(value, list) and isinstance(part, int):
+            value = value[part] if not isinstance(value, list) or part < len(value) else None
+        else:
+            return None
+    return value
+
+
 def _misread(reading: YamlReading) -> str:
     """What YAML made of a value, and how to write what was meant."""
     value = reading.value
@@ -255,8 +271,11 @@ def _misread(reading: YamlReading) -> str:
             f"{reading.written}, unquoted, is to YAML {reading.reading}, which no stack value is; quote it: {written}"
         )
     if isinstance(value, (set, list)):
-        return f"{reading.reading}, which no stack value is; write a list [a, b] or a mapping {{a: 1}}"
-    return f"{reading.reading}, which no stack value is; write the text itself"
+        return (
+            f"{reading.written} is {reading.reading}, which no stack value is; write a list [a, b] or a "
+            "mapping {a: 1}"
+        )
+    return f"{reading.written} is {reading.reading}, which no stack value is; write the text itself"
 
 
 def _python_kind(value: Any) -> str:

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .model_base import StackModel as _Model
 from .roles import RoleName
+from .strict_yaml import described
 from .trainer_contract import references
 
 # The variables every task of a program gets, in this order (later ones may refer to earlier).
@@ -154,10 +155,14 @@ class ProgramSpec(_Model):
         allowed = "chief, workers or {workers: N} (N workers exit 0)"
         if isinstance(done, dict):
             if set(done) != {"workers"}:
-                raise ValueError(f"a mapping takes the one key workers ({{workers: N}}); got {', '.join(sorted(done))}")
+                keys = ", ".join(sorted(map(str, done)))
+                raise ValueError(f"a mapping takes the one key workers ({{workers: N}}); got {keys}")
             count = done["workers"]
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"workers: how many workers must exit 0, a whole number ≥ 1 (got {count!r})")
+                # As YAML writes it, not as Python does.
+                shown = str(count).lower() if isinstance(count, bool) else repr(count)
+                shown = described(count) if isinstance(count, (dict, list)) else shown
+                raise ValueError(f"workers: how many workers must exit 0, a whole number ≥ 1 (got {shown})")
         elif done not in ("chief", "workers") and not isinstance(done, WorkersDone):
             raise ValueError(f"must be {allowed}")
         return done

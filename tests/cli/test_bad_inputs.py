@@ -217,6 +217,82 @@ BAD_INPUTS = {
         plan(edited(PROGRAM_STACK, "  tfk8s:program:\n    command: [python, train.py]\n", "  tfk8s:program:\n")), 2,
         r"tfk8s:program: empty; give the program's keys",
     ),
+    # What YAML reads otherwise than written: refused, named as written, with how to write it (issue 50, item 1).
+    "ratio 1:10 unquoted (base 60)": Case(
+        plan(edited(STACK, "ps: {replicas: 1, pool: servers}", "ratio: 1:10")), 2,
+        r"tfk8s:cluster\.ratio: 1:10, unquoted, is the base-60 number 70 to YAML 1\.1 and not to YAML 1\.2 "
+        r"\(Pulumi's\); quote it for the text: '1:10', or write the number 70$",
+    ),
+    "ttlSecondsAfterFinished: 1:30 (base 60)": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    ttlSecondsAfterFinished: 1:30")), 2,
+        r"tfk8s:cluster\.ttlSecondsAfterFinished: 1:30, unquoted, is the base-60 number 90 .* or write the number 90$",
+    ),
+    "strict: yes": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    strict: yes")), 2,
+        r"tfk8s:cluster\.strict: yes, unquoted, is the boolean true to YAML 1\.1 and the text 'yes' to YAML 1\.2 "
+        r"\(Pulumi's\); write true or false, or quote it for the text: 'yes'$",
+    ),
+    "restarts: 010 (octal)": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    restarts: 010")), 2,
+        r"tfk8s:cluster\.restarts: 010, unquoted, is the octal number 8 to YAML 1\.1 .*quote it for the text: '010'",
+    ),
+    "steps: 1_000": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {steps: 1_000}")), 2,
+        r"tfk8s:trainer\.steps: 1_000, unquoted, is the number 1000 to YAML 1\.1 and not to YAML 1\.2",
+    ),
+    "an env value of 1.10": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    env: {V: 1.10}")), 2,
+        r"^tfk8s:program\.env\.V: should be text or \{secret, key\} \(got 1\.10, which YAML reads as the number "
+        r"1\.1\); quote it: '1\.10'$",
+    ),
+    "an env value of 8080": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    env: {PORT: 8080}")),
+        2, r"^tfk8s:program\.env\.PORT: should be text or \{secret, key\} \(got 8080\); quote it: '8080'$",
+    ),
+    "an env value that is a date": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    env: {DAY: 2026-01-01}")),
+        2, r"^tfk8s:program\.env\.DAY: 2026-01-01, unquoted, is to YAML the date 2026-01-01, which no stack value is; "
+        r"quote it: '2026-01-01'$",
+    ),
+    "an env Secret without its key": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    env: {T: {secret: s}}")),
+        2, r"^tfk8s:program\.env\.T\.key: Field required$",
+    ),
+    "a label value true": Case(
+        plan(edited(STACK, "nodes: [srv-00, srv-01]", "selector: {ml: true}")), 2,
+        r"^tfk8s:nodePools\[0\]\.selector\.ml: Input should be a valid string \(got true\); quote it: 'true'$",
+    ),
+    "nodes as a !!set": Case(
+        plan(edited(STACK, "nodes: [srv-00, srv-01]", "nodes: !!set {srv-00, srv-01}")), 2,
+        r"^tfk8s:nodePools\[0\]\.nodes: !!set is a YAML set \(!!set\), which no stack value is; write a list",
+    ),
+    "an image as !!binary": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    image: !!binary dGY6Mg==")), 2,
+        r"^tfk8s:cluster\.image: !!binary dGY6Mg== is binary data, which no stack value is; write the text itself$",
+    ),
+    "done: {1: x}": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    done: {1: x, b: y}")),
+        2, r"^tfk8s:program\.done: a mapping takes the one key workers \(\{workers: N\}\); got 1, b",
+    ),
+    "namespace: 5": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    namespace: 5")), 2,
+        r"^tfk8s:cluster\.namespace: should be a namespace's name, or \{name: <namespace>, existing: true\} .*"
+        r"\(got 5\); quote it: '5'$",
+    ),
+    # A key with nothing after it: refused for every key alike, never read as its default or as {} / [] (item 2).
+    **{
+        f"{key} with nothing after it": Case(
+            plan(edited(STACK, old, new)), 2,
+            rf"^{re.escape(key)}: empty; write {re.escape(shape)}.*, or leave the key out for its default",
+        )
+        for key, old, new, shape in (
+            ("tfk8s:logs", "tfk8s:trainer: {}", "tfk8s:trainer: {}\n  tfk8s:logs:", "{} for the defaults of its keys"),
+            ("tfk8s:trainer", "tfk8s:trainer: {}", "tfk8s:trainer:", "{} for the defaults of its keys"),
+            ("tfk8s:cluster.egress", "placement: colocated", "placement: colocated\n    egress:", "[] for an empty list"),
+            ("tfk8s:cluster.chief", "placement: colocated", "placement: colocated\n    chief: ~", "{} for the defaults"),
+            ("tfk8s:cluster.image", "placement: colocated", "placement: colocated\n    image: null", "its value"),
+        )
+    },
     # Past the largest experiment tfk8s is tested with: refused before it is planned.
     "10**23 workers": Case(
         plan(edited(STACK, "replicas: 3", f"replicas: {10**23}")), 2,

@@ -222,7 +222,7 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
                         f"the key {key.written} is, to YAML, {key.reading}; a key is a name: quote it: "
                         f"{quoted(key.written)}",
                     )
-                    key = plain_values(key)
+                    key = key.written  # what the user meant: a name
                 item = walk((*loc, key), item)
                 if item is not _EMPTY:
                     walked[key] = item
@@ -457,6 +457,13 @@ def _describe_validation_error(exc: ValidationError, as_written: Optional[AsWrit
     for error in _one_error_per_union(exc.errors(include_url=False)):
         loc = tuple(error["loc"])
         if as_written.explained(loc):
+            continue
+        if loc[-1:] == ("[key]",):
+            # A mapping's key that is not text (`selector: {1: a}`): pydantic puts it in the path.
+            key = loc[-2]
+            written = as_written.readings.get(loc[:-1])
+            shown = written.written if written else str(key).lower() if isinstance(key, bool) else str(key)
+            messages.append(f"{_format_loc(loc[:-2])}: the key {shown} is not text; quote it: {quoted(shown)}")
             continue
         field_path = _format_loc(loc)
         if error["type"] == "extra_forbidden":

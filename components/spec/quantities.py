@@ -7,6 +7,7 @@ import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic_core import PydanticCustomError
 
 # Kubernetes resource quantities as a stack file would write them ("500m", "4Gi").
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
@@ -72,9 +73,11 @@ def at_least_memory(text: str) -> str:
 
 def number_as_quantity(value: Any) -> Any:
     """A quantity written as a number (`cpu: 2`, `cpu: 0.5`), which Kubernetes takes as it takes "2": its text."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, bool) or isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("quantity", "must be a Kubernetes quantity such as '500m', '2', '4Gi'")
+    if isinstance(value, int):
         return str(value)
-    if isinstance(value, float) and math.isfinite(value):
+    if isinstance(value, float):
         return repr(value)
     return value
 

@@ -170,8 +170,12 @@ for _tag, _constructor in {
 
 
 def _represent_reading(dumper: yaml.SafeDumper, reading: YamlReading) -> yaml.Node:
-    # What a stack file's values are written back as (tools/engine hands them to the engine): PyYAML's reading.
-    return dumper.represent_data(reading.value)
+    """A stack file's value written back (tools/engine hands the values to Pulumi's engine) as it was
+    written: `1:30` stays `1:30`, for the engine's YAML 1.2 to read as it reads the stack file itself."""
+    node = dumper.represent_data(reading.value)
+    if isinstance(node, yaml.ScalarNode) and not reading.written.startswith("!!"):
+        return yaml.ScalarNode(node.tag, reading.written)
+    return node
 
 
 yaml.SafeDumper.add_representer(YamlReading, _represent_reading)

@@ -279,6 +279,23 @@ BAD_INPUTS = {
         r"^tfk8s:cluster\.namespace: should be a namespace's name, or \{name: <namespace>, existing: true\} .*"
         r"\(got 5\); quote it: '5'$",
     ),
+    "an env name YAML reads as a boolean (on:)": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    env: {on: x}")), 2,
+        r"^tfk8s:program\.env\.on: the key on is, to YAML, the boolean true; a key is a name: quote it: 'on'$",
+    ),
+    "a label key that is a number": Case(
+        plan(edited(STACK, "nodes: [srv-00, srv-01]", "selector: {1: a}")), 2,
+        r"^tfk8s:nodePools\[0\]\.selector: the key 1 is not text; quote it: '1'$",
+    ),
+    "cpu: .inf": Case(
+        plan(edited(STACK, "workers: {replicas: 3, pool: servers}", "workers: {replicas: 3, pool: servers, cpu: .inf}")), 2,
+        r"^tfk8s:cluster\.workers\.cpu: must be a Kubernetes quantity such as '500m', '2', '4Gi' \(got \.inf, which YAML "
+        r"reads as the number inf\)$",
+    ),
+    "cpu: true": Case(
+        plan(edited(STACK, "workers: {replicas: 3, pool: servers}", "workers: {replicas: 3, pool: servers, cpu: true}")), 2,
+        r"^tfk8s:cluster\.workers\.cpu: must be a Kubernetes quantity such as '500m', '2', '4Gi' \(got true\)$",
+    ),
     # A key with nothing after it: refused for every key alike, never read as its default or as {} / [] (item 2).
     **{
         f"{key} with nothing after it": Case(

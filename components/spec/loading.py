@@ -463,7 +463,10 @@ def _describe_validation_error(exc: ValidationError, as_written: Optional[AsWrit
             key = loc[-2]
             written = as_written.readings.get(loc[:-1])
             shown = written.written if written else str(key).lower() if isinstance(key, bool) else str(key)
-            messages.append(f"{_format_loc(loc[:-2])}: the key {shown} is not text; quote it: {quoted(shown)}")
+            if error["type"] == "string_type":
+                messages.append(f"{_format_loc(loc[:-2])}: the key {shown} is not text; quote it: {quoted(shown)}")
+            else:
+                messages.append(f"{_format_loc(loc[:-2])}: the key {shown}: {error['msg']}")
             continue
         field_path = _format_loc(loc)
         if error["type"] == "extra_forbidden":
@@ -477,6 +480,8 @@ def _describe_validation_error(exc: ValidationError, as_written: Optional[AsWrit
             message = message[len("Value error, ") :]
         if error["type"] == "string_pattern_mismatch":
             message = _pattern_help(error)
+        elif error["type"] == "dict_type":
+            message = "should be a mapping"  # as YAML names it
         elif error["type"] == "tuple_type":
             message = "should be a list"  # a stack file's sequences are lists; tuples are how tfk8s holds them
         elif error["type"] == "model_type":

@@ -296,6 +296,14 @@ BAD_INPUTS = {
         plan(edited(STACK, "workers: {replicas: 3, pool: servers}", "workers: {replicas: 3, pool: servers, cpu: true}")), 2,
         r"^tfk8s:cluster\.workers\.cpu: must be a Kubernetes quantity such as '500m', '2', '4Gi' \(got true\)$",
     ),
+    "a role that is not one": Case(
+        plan(PROGRAM_STACK + "    roles: {master: {args: [x]}}\n"), 2,
+        r"^tfk8s:program\.roles: the key master: Input should be 'chief', 'ps', 'worker' or 'evaluator'$",
+    ),
+    "env as a list": Case(
+        plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    env: [A, B]")), 2,
+        r"^tfk8s:program\.env: should be a mapping$",
+    ),
     # A key with nothing after it: refused for every key alike, never read as its default or as {} / [] (item 2).
     **{
         f"{key} with nothing after it": Case(

@@ -49,11 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    # COMMAND: what a missing one is called in the error (else the internal name `command`).
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     stack_help = "stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path (with a '/' or ending in .yaml)"
 
     plan = commands.add_parser("plan", help="print the server-by-task table of a stack")
-    plan.add_argument("stack", help=stack_help)
+    plan.add_argument("stack", metavar="STACK", help=stack_help)
     plan.add_argument("--json", action="store_true", help="print the placement output (server -> tasks) as JSON")
 
     render_cmd = commands.add_parser(
@@ -66,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         "Exit 0 when written, 2 when nothing was (the stack is refused, DIR holds files render did not write "
         "and --force is not given, DIR cannot be written).",
     )
-    render_cmd.add_argument("stack", help=stack_help)
+    render_cmd.add_argument("stack", metavar="STACK", help=stack_help)
     render_cmd.add_argument(
         "--out",
         type=_folder,
@@ -95,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         description=STATUS_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    status.add_argument("stack", help=stack_help)
+    status.add_argument("stack", metavar="STACK", help=stack_help)
     _cluster_arguments(status)
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
@@ -106,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         description=TOP_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    top.add_argument("stack", help=stack_help)
+    top.add_argument("stack", metavar="STACK", help=stack_help)
     _cluster_arguments(top)
     top.add_argument(
         "--watch",
@@ -121,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the experiment's TensorBoard (tfk8s:tensorboard) on http://127.0.0.1:PORT/, through a port-forward, "
         "until Ctrl-C",
     )
-    tensorboard.add_argument("stack", help=stack_help)
+    tensorboard.add_argument("stack", metavar="STACK", help=stack_help)
     tensorboard.add_argument(
         "--port", type=_local_port, default=6006, help="the local port (default: 6006; 0: any free one)"
     )
@@ -134,8 +135,10 @@ def _parser() -> argparse.ArgumentParser:
         description=LOGS_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    logs.add_argument("stack", help=stack_help)
-    logs.add_argument("task", nargs="?", help="the task, as status names it: ps-0, worker-3, chief-0, evaluator-0")
+    logs.add_argument("stack", metavar="STACK", help=stack_help)
+    logs.add_argument(
+        "task", nargs="?", metavar="TASK", help="the task, as status names it: ps-0, worker-3, chief-0, evaluator-0"
+    )
     logs.add_argument("--previous", action="store_true", help="the task's run before its last (a retried task)")
     logs.add_argument("--follow", "-f", action="store_true", help="follow the log while the task's pod runs")
     _cluster_arguments(logs)
@@ -143,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     export = commands.add_parser(
         "export", help="print the validated experiment (task counts, placement, trainer settings) as JSON"
     )
-    export.add_argument("stack", help=stack_help)
+    export.add_argument("stack", metavar="STACK", help=stack_help)
 
     diff = commands.add_parser(
         "diff",
@@ -151,8 +154,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Config, plan and objects of two experiments side by side. Exit 0 when they are the same, "
         "1 when they differ, 2 when either stack cannot be read or is refused (nothing is compared then).",
     )
-    diff.add_argument("a", help=stack_help)
-    diff.add_argument("b", help=stack_help)
+    diff.add_argument("a", metavar="A", help=stack_help)
+    diff.add_argument("b", metavar="B", help=stack_help)
     diff.add_argument("--json", action="store_true", help="print the differences as one JSON object")
 
     commands.add_parser("stacks", help="list the stacks in stacks/")

@@ -16,6 +16,9 @@ The rules are Kubernetes' own, as its validation states them:
   annotation (tfk8s writes only its hashes and fixed values there), so nothing here checks it;
 - a container's mountPath is not empty and is unique in its container (ValidateVolumeMounts): two
   mounts at one path are refused.
+An image reference is what the kubelet can pull: the grammar of the distribution project's reference
+package (reference/regexp.go, which the container runtimes parse with; 'InvalidImageName' otherwise),
+a repository name of at most 255 characters, and, for the API server, no space at either end.
 What a container runs is Linux's to limit: execve(2) refuses (E2BIG) one argument or environment
 string past MAX_ARG_STRLEN (32 pages: 131,072 bytes with its NUL) and all of them together past
 ARG_MAX (a quarter of the stack limit: 2 MiB under the usual 8 MiB).
@@ -46,6 +49,16 @@ MAX_CONFIG_MAP_BYTES = 1024 * 1024  # MaxSecretSize, a ConfigMap's and a Secret'
 MAX_OBJECT_BYTES = 1_572_864  # etcd's default --max-request-bytes
 MAX_ARG_STRLEN = 131_072  # one argument or NAME=value string, its NUL included
 ARG_MAX = 2 * 1024 * 1024  # every argument and environment string of one exec, NULs included
+
+# Image references (distribution/reference regexp.go).
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+_IMAGE_NAME = rf"(?:{_HOST}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+_TAG = r"[\w][\w.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+IMAGE_REFERENCE_RE = re.compile(rf"^({_IMAGE_NAME})(?::{_TAG})?(?:@{_DIGEST})?$", re.ASCII)
+IMAGE_NAME_MAX = 255
 
 LABEL_VALUE_RULE = "at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
 LABEL_KEY_RULE = (
@@ -117,6 +130,21 @@ def config_map_key_problem(key: str) -> Optional[str]:
         return f"is {len(key)} characters; a ConfigMap or Secret key has at most {CONFIG_MAP_KEY_MAX}"
     if not CONFIG_MAP_KEY_RE.match(key) or key in (".", "..") or key.startswith(".."):
         return f"is not a ConfigMap or Secret key: {CONFIG_MAP_KEY_RULE}"
+    return None
+
+
+def image_reference_problem(image: str) -> Optional[str]:
+    if image != image.strip():
+        return "has a space or a line break at either end, which the API server refuses in an image"
+    match = IMAGE_REFERENCE_RE.match(image)
+    if match is None:
+        return (
+            "is no image reference the kubelet can pull ('InvalidImageName'): [registry[:port]/]name[:tag][@digest], "
+            "the name in lower-case letters, digits and '.', '_', '-' between them, parts joined by '/', a tag of at "
+            "most 128 letters, digits, '_', '.' and '-'"
+        )
+    if len(match.group(1)) > IMAGE_NAME_MAX:
+        return f"has a repository name of {len(match.group(1))} characters; at most {IMAGE_NAME_MAX}"
     return None
 
 

@@ -18,6 +18,7 @@ from .kubernetes_limits import (
     dns1123_subdomain_problem,
     exec_string_bytes,
     exec_string_problem,
+    image_reference_problem,
     label_key_problem,
     label_value_problem,
     shown,
@@ -63,6 +64,14 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
         ),
         ("logs.storageClass", config.logs.storage_class if config.logs else None, "StorageClass name"),
     )
+    images = (
+        ("cluster.image", cluster.image),
+        ("cluster.gpuImage", cluster.gpu_image),
+        ("tensorboard.image", config.tensorboard.image if config.tensorboard else None),
+    )
+    for key, image in images:
+        if image is not None:
+            errors += _each(key, {None: image}, image_reference_problem, "image")
     for key, name, kind in named:
         if name is not None:
             errors += _each(key, {None: name}, dns1123_subdomain_problem, kind)

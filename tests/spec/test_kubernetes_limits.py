@@ -90,6 +90,26 @@ def test_a_config_map_or_secret_key(config_key, ok):
     assert (K.config_map_key_problem(config_key) is None) == ok
 
 
+@pytest.mark.parametrize(
+    "image, ok",
+    [
+        pytest.param("tensorflow/tensorflow:2.21.0-gpu", True, id="a tag"),
+        pytest.param("localhost:5000/tfk8s/trainer:dev", True, id="a registry with a port"),
+        pytest.param("tensorflow/tensorflow@sha256:" + "0" * 64, True, id="a digest"),
+        pytest.param("x:" + "t" * 128, True, id="a tag of 128"),
+        pytest.param("x:" + "t" * 129, False, id="a tag of 129"),
+        pytest.param("n" * 256 + ":1", False, id="a name of 256"),
+        pytest.param("gcr.io/Team/trainer:1", False, id="upper case in the repository"),
+        pytest.param("tensorflow/tensor flow:2", False, id="a space inside"),
+        pytest.param(" tensorflow/tensorflow:2.21.0", False, id="a space before"),
+        pytest.param("tensorflow/tensorflow:2.21.0\n", False, id="a line break after"),
+        pytest.param("tensorflow//tensorflow:2", False, id="an empty part"),
+    ],
+)
+def test_an_image_reference(image, ok):
+    assert (K.image_reference_problem(image) is None) == ok
+
+
 def test_one_exec_string_holds_131072_bytes_with_its_nul_counted_in_utf_8():
     assert K.exec_string_problem("a" * (K.MAX_ARG_STRLEN - 1)) is None
     assert K.exec_string_problem("a" * K.MAX_ARG_STRLEN).startswith(
@@ -153,6 +173,21 @@ REFUSED = [
         toleration(key="dedicated", value="ml team"),
         "tfk8s:cluster.workers.tolerations[0].value: taint value 'ml team' is not a label value",
         id="a toleration's value with a space",
+    ),
+    pytest.param(
+        cluster(image="tensorflow/tensorflow:2.21.0 "),
+        "tfk8s:cluster.image: image 'tensorflow/tensorflow:2.21.0 ' has a space or a line break at either end",
+        id="an image with a trailing space",
+    ),
+    pytest.param(
+        cluster(gpuImage="Team/TF:2.21.0-gpu", workers={"replicas": 50, "pool": "servers", "gpus": 1}),
+        "tfk8s:cluster.gpuImage: image 'Team/TF:2.21.0-gpu' is no image reference the kubelet can pull",
+        id="a GPU image in upper case",
+    ),
+    pytest.param(
+        key("tensorboard", {"image": "tensorboard:2.21 .0", "logDir": "gs://b/t"}),
+        "tfk8s:tensorboard.image: image 'tensorboard:2.21 .0' is no image reference the kubelet can pull",
+        id="TensorBoard's image with a space",
     ),
     pytest.param(
         cluster(priorityClass="batch..low"),

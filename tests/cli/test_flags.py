@@ -148,3 +148,16 @@ def test_the_logs_hint_of_a_finished_experiment_names_the_stack_as_given(tmp_pat
     command = said[said.index("python -m components logs") :].split(")")[0]
     assert command == "python -m components logs 'team stacks/Pulumi.mine.yaml' TASK"
     assert load_experiment(shlex.split(command)[4]).stack == "mine", "the command finds the stack it was given"
+
+
+@pytest.mark.parametrize(
+    "argv, missing",
+    [
+        pytest.param([], "COMMAND", id="no command"),
+        pytest.param(["plan"], "STACK", id="plan without a stack"),
+        pytest.param(["diff", "scene1-case1"], "B", id="diff with one stack"),
+    ],
+)
+def test_a_missing_argument_is_named_as_usage_and_docs_write_it(argv, missing, capsys):
+    assert _exit(argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: the following arguments are required: {missing}")

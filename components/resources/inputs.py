@@ -7,7 +7,9 @@ tasks on, whatever it is called. Each is replaced by a placeholder of the same s
 validation and planning (`lift`), and the placeholder in a finished manifest (a label value, a
 node selector, a NodePatch's name) by the Output itself (`InputSlots.resolve`), which the engine
 resolves like any resource input. An Input anywhere else (replicas, placement, pools, sizes) is
-refused, naming the field.
+refused, naming the field. What each Input resolves to is checked as the same value given plain
+(`InputSlots.checked`): a refused one fails every resource that holds it, with the plain value's
+message (ResolvedInputError).
 
 An env value given as an Output reaches the pods through the experiment's Secret, as a value set
 with `pulumi config set --secret` does: tfk8s cannot know before the engine resolves it whether

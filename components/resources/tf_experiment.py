@@ -12,11 +12,12 @@
 The arguments are a stack file's `tfk8s:nodePools`, `tfk8s:cluster`,
 `tfk8s:trainer`, `tfk8s:program`, `tfk8s:tensorboard` and `tfk8s:logs`, as mappings or
 as the typed models (NodePoolSpec, ClusterSpec, TrainerSettings, ProgramSpec,
-TensorBoardSpec, LogsSpec), validated by the
-same schema: a bad value raises StackConfigError naming the experiment and the
-field before anything is registered. A program's `source` folder is read from
-`project_root`: the Pulumi project's folder (the working directory the CLI
-runs the program in) unless given. The name plays the stack's part (namespace
+TensorBoardSpec, LogsSpec), validated by the same schema: a bad value raises
+StackConfigError naming the experiment and the field before anything is
+registered; an argument of another type than it takes, a TypeError naming it
+(components/resources/arguments.py). A program's `source` folder is read from
+`project_root` (a str or any os.PathLike): the Pulumi project's folder (the
+working directory the CLI runs the program in) unless given. The name plays the stack's part (namespace
 `tf-<name>`, labels). Its NodePools and TFCluster are its children, so a
 provider, transforms or aliases given in `opts` reach every resource.
 

@@ -83,7 +83,7 @@ def own_mounts(config: StackConfig) -> list[tuple[str, str, bool]]:
     folder it mounts is also refused below a claim: the runtime would create it in the claim)."""
     program = config.program
     source = program is not None and program.source is not None
-    mounts = [(path, "tfk8s's own", False) for path in OWN_MOUNTS if path != PROGRAM_MOUNT]
+    mounts = [(path, "a folder of its own in every task", False) for path in OWN_MOUNTS if path != PROGRAM_MOUNT]
     mounts.append((PROGRAM_MOUNT, f"{ns}:program.source's folder", source))
     if config.cluster.chief.checkpoint_volume is not None:
         mounts.append((CHECKPOINT_MOUNT, f"{ns}:cluster.chief.checkpointVolume", True))

@@ -193,8 +193,8 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
     - a value YAML parsers read differently, or of a type only YAML has (strict_yaml.YamlReading):
       `ratio: 1:10` is the base-60 number 70 to PyYAML and the text '1:10' to Pulumi's YAML 1.2;
     - a key of a stack file with nothing after it (`tfk8s:logs:`, `null`), the same for every key at
-      every depth: neither its default nor `{}`/`[]`, since the two differ (docs/stack-files.md). A
-      mapping's None given to TFExperiment is a key not given, as TFExperimentArgs' own None is.
+      every depth: neither its default nor `{}`/`[]`, since the two differ (docs/stack-files.md); and
+      a top-level key of any source that is None.
     """
     result = AsWritten(values={})
 
@@ -204,7 +204,8 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
 
     def walk(loc: tuple[Any, ...], value: Any) -> Any:
         if isinstance(value, YamlReading) and value.value is None:
-            # Python's None (TFExperiment's arguments) stays what it was: a key not given.
+            # Only the stack file's: Python's None inside a mapping (TFExperiment's arguments) is what
+            # pydantic makes of it, for a key that may be unset its default.
             refuse(loc, _empty_help(loc))
             return _EMPTY
         if isinstance(value, YamlReading):
@@ -235,6 +236,11 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
         return value
 
     for key, value in given.items():
+        if value is None:
+            # A top-level key the engine passes empty (its config holds what the file wrote: nothing),
+            # refused as the stack file's reading is; TFExperimentArgs leaves its None arguments out.
+            refuse((key,), _empty_help((key,)))
+            continue
         walked = walk((key,), value)
         if walked is not _EMPTY:
             result.values[key] = walked

@@ -308,7 +308,10 @@ def _empty_help(loc: tuple[Any, ...]) -> str:
             "tfk8s's trainer"
         )
     annotation = _annotation_at(loc)
-    if loc == (TRAINER_KEY,) or _model_in(annotation) is not None and _is_model(annotation):
+    model = _bare(annotation)
+    if _is_model(annotation) and any(info.is_required() for info in model.model_fields.values()):
+        shape = "give its keys (docs/stack-reference.md)"
+    elif loc == (TRAINER_KEY,) or _is_model(annotation):
         shape = "write {} for the defaults of its keys"
     elif _origin_in(annotation, (tuple, list)):
         shape = "write [] for an empty list, or its items"
@@ -316,7 +319,18 @@ def _empty_help(loc: tuple[Any, ...]) -> str:
         shape = "write {} for none, or its entries"
     else:
         shape = "write its value"
+    if _is_required(loc):
+        return f"empty; {shape} (a key with nothing after it is refused)"
     return f"empty; {shape}, or leave the key out for its default (a key with nothing after it is refused)"
+
+
+def _is_required(loc: tuple[Any, ...]) -> bool:
+    """Whether the field at `loc` must be given (`tfk8s:cluster`, `workers.pool`)."""
+    parent = _bare(_annotation_at(loc[:-1]))
+    if not (isinstance(parent, type) and issubclass(parent, BaseModel)):
+        return False
+    info = next((info for name, info in parent.model_fields.items() if (info.alias or name) == loc[-1]), None)
+    return info is not None and info.is_required()
 
 
 def _annotation_at(loc: tuple[Any, ...]) -> Any:

@@ -325,7 +325,10 @@ def _empty_help(loc: tuple[Any, ...]) -> str:
 
 
 def _is_required(loc: tuple[Any, ...]) -> bool:
-    """Whether the field at `loc` must be given (`tfk8s:cluster`, `workers.pool`)."""
+    """Whether the field at `loc` must be given (`tfk8s:cluster`, `workers.pool`); the trainer's settings
+    may be left out: their defaults apply."""
+    if loc == (TRAINER_KEY,):
+        return False
     parent = _bare(_annotation_at(loc[:-1]))
     if not (isinstance(parent, type) and issubclass(parent, BaseModel)):
         return False

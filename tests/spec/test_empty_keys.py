@@ -28,7 +28,7 @@ def values(**top: object) -> dict[str, object]:
     [
         pytest.param("program", "tfk8s:program: empty; give the program's keys", id="program"),
         pytest.param("logs", "tfk8s:logs: empty; write {} for the defaults of its keys", id="logs"),
-        pytest.param("tensorboard", "tfk8s:tensorboard: empty; write {} for the defaults of its keys", id="tensorboard"),
+        pytest.param("tensorboard", "tfk8s:tensorboard: empty; give its keys (docs/stack-reference.md)", id="tensorboard"),
         pytest.param("trainer", "tfk8s:trainer: empty; write {} for the defaults of its keys", id="trainer"),
     ],
 )

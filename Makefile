@@ -138,9 +138,14 @@ render: $(STAMP)
 
 # REAL=srv-00,srv-01: those servers run as real kubelet nodes (root), the others on kwok.
 REAL ?=
+# TFJOB=1: Kubeflow's TFJob too (its CRD and training operator; tools/localcluster/training_operator.py).
+TFJOB ?=
+# A variable: a comma inside $(call require,...)'s arguments would split them.
+CLUSTER_UP_USAGE := STACK=<stack> [REAL=<server>,...] [TFJOB=1]
 cluster-up: $(STAMP) toolchain $(if $(REAL),node-image)
-	$(call require,STACK,STACK=<stack> [REAL=<server>,...])
-	$(VENV)/bin/python -m tools.localcluster up --stack $(call quote,$(STACK)) $(if $(REAL),--real $(call quote,$(REAL)))
+	$(call require,STACK,$(CLUSTER_UP_USAGE))
+	@case $(call quote,$(TFJOB)) in ''|1) ;; *) echo "usage: make $@ $(CLUSTER_UP_USAGE): TFJOB takes 1 or nothing, not $(call quote,$(TFJOB))" >&2; exit 2;; esac
+	$(VENV)/bin/python -m tools.localcluster up --stack $(call quote,$(STACK)) $(if $(REAL),--real $(call quote,$(REAL))) $(if $(TFJOB),--tfjob)
 
 cluster-down: $(STAMP)
 	$(VENV)/bin/python -m tools.localcluster down

@@ -285,7 +285,7 @@ def test_a_ps_without_memory_is_a_value_to_fill_in(tmp_path, capsys, stacks_dir)
                  "images pinned", id="unpinned --image"),
     pytest.param(CHIEF_PS_WORKERS, ("--stack", "a/b"), "--stack 'a/b' is not a valid Pulumi stack name",
                  id="bad stack name"),
-    pytest.param(CHIEF_PS_WORKERS, ("--nodes", "Srv_0"), "tfk8s:nodePools[0].nodes[0]: must be a node name",
+    pytest.param(CHIEF_PS_WORKERS, ("--nodes", "Srv_0"), "--nodes: must be a node name",
                  id="bad node name"),
 ])
 def test_bad_input_is_refused_naming_the_field_and_writes_nothing(tmp_path, capsys, stacks_dir, manifest, flags, message):

@@ -31,7 +31,7 @@ from components.objects.render import render
 from components.plan import labels as L
 from tests.harness import reset_pulumi
 from trainer.log_lines import read_event
-from tools.localcluster import host, lifecycle, netfilter, paths, realnodes
+from tools.localcluster import host, lifecycle, netfilter, paths, realnodes, training_operator
 from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
 from tools.localcluster.podlogs import timestamped_log
@@ -277,7 +277,9 @@ def _our_processes() -> list[str]:
 
 def require_real_node_prerequisites() -> None:
     """Fail (not skip) without what real nodes need: CI must not pass without having run pods."""
-    missing = [f"{name} (make toolchain)" for name in paths.BINARIES if not (paths.TOOLS_BIN / name).is_file()]
+    # Kubeflow's training operator too: the migration test runs a TFJob beside its import.
+    needed = (*paths.BINARIES, training_operator.NAME)
+    missing = [f"{name} (make toolchain)" for name in needed if not (paths.TOOLS_BIN / name).is_file()]
     missing += realnodes.missing_prerequisites()
     if os.geteuid() != 0:
         missing.append("root (containerd, kubelet, a bridge and cgroups)")
@@ -290,7 +292,7 @@ def real_cluster(tmp_path_factory) -> RealCluster:
     require_real_node_prerequisites()
     before = host_snapshot()
     stacks_dir = tmp_path_factory.mktemp("stacks")
-    lifecycle.up(REAL_CLUSTER, real=REAL_SERVERS, tie_to_parent=True, say=print)
+    lifecycle.up(REAL_CLUSTER, real=REAL_SERVERS, tie_to_parent=True, say=print, tfjob=True)
     try:
         yield RealCluster(REAL_CLUSTER.kubeconfig, stacks_dir)
     finally:

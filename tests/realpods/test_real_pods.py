@@ -28,7 +28,7 @@ from trainer.peers import PS_WATCH_GRACE_S
 
 DELETE_WITHIN_S = 5.0
 ENDS_WITHIN_S = 30.0  # the PS and workers after the chief completes
-TRAINING_STARTS_WITHIN_S = 5.0
+CHIEF_SEES_SERVING_WITHIN_S = 5.0  # its poll is 0.25 s; the rest is the machine's load
 # From a worker pod's deletion to its replacement's first steps (docs/local-cluster.md): the Job
 # controller's back-off (Kubernetes' own, not configurable), then the pod's and TensorFlow's start
 # (seconds, as fast as the machine), then the chief reaching the new worker and running steps on
@@ -134,9 +134,9 @@ def test_a_seed_experiment_trains_to_completion_and_ends_in_real_pods(real_clust
         assert _status(stack, real_cluster, capsys)["phase"] == "Succeeded"
 
 
-def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tmp_path):
+def test_the_chief_connects_within_seconds_of_ps_that_come_up_late(real_cluster, tmp_path):
     """The chief waits for PS that are not up yet (no DNS name, no server) and is not fooled into
-    counting them lost; once the last one serves, training starts without reconnect backoff."""
+    counting them lost; it connects within seconds of the last one serving, without reconnect backoff."""
     # The StatefulSet model: its PS are objects of their own, created after the rest here.
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-late-ps", _as_statefulsets(
         scaled_to_real_nodes("servers", "servers", {"steps": 200, "checkpointEvery": 100})
@@ -155,8 +155,13 @@ def test_training_starts_within_seconds_of_ps_that_come_up_late(real_cluster, tm
         assert summary["steps"] == 200
         assert chief.status.container_statuses[0].restart_count == 0, "a PS that never served is not lost"
         last_ps_serving = max(_serving_times(real_cluster, stack, "ps").values())
-        start = real_cluster.log(experiment.namespace, chief.metadata.name).events("start")[0][0]
-        assert start - last_ps_serving <= TRAINING_STARTS_WITHIN_S
+        chief_log = real_cluster.log(experiment.namespace, chief.metadata.name)
+        # The chief's own poll sees the last PS serve within seconds; TensorFlow connects only then
+        # (once, so gRPC never backs off). How long TensorFlow then takes to build the model is the
+        # machine's speed, not a wait, so the bound is on the chief noticing, not on its first step.
+        [(all_serving, _)] = chief_log.events("cluster_serving")
+        assert all_serving - last_ps_serving <= CHIEF_SEES_SERVING_WITHIN_S
+        assert chief_log.events("start")[0][0] >= all_serving
     finally:
         real_cluster.delete(stack, tmp_path)
 

@@ -1,8 +1,9 @@
 """The local cluster from the command line (the Makefile's cluster-up, apply, delete, cluster-down).
 
-python -m tools.localcluster up --stack S [--stack T ...] [--real srv-00,srv-01]
+python -m tools.localcluster up --stack S [--stack T ...] [--real srv-00,srv-01] [--tfjob]
                                                            start it, one node per server of S, T: kwok,
-                                                           or a real kubelet for those named in --real
+                                                           or a real kubelet for those named in --real;
+                                                           --tfjob: Kubeflow's TFJob CRD and operator too
 python -m tools.localcluster nodes --stack S                add the servers of another stack
 python -m tools.localcluster apply S                        render S, apply it, wait until its pods run
 python -m tools.localcluster delete S                       delete S's objects and exactly its node labels
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated servers that run as real kubelet nodes (containerd, runc) instead of kwok",
     )
+    up.add_argument(
+        "--tfjob",
+        action="store_true",
+        help="also install Kubeflow's TFJob CRD and run its training operator (TFJob scheme only)",
+    )
     user = commands.add_parser("user", help="a team member with only the documented RBAC in a namespace")
     user.add_argument("--name", required=True, help="the user's name (a DNS label)")
     user.add_argument("--namespace", required=True, help="the team's namespace, created if missing")
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             started = time.monotonic()
             real = [name for name in args.real.split(",") if name]
-            plane = lifecycle.up(stacks=args.stack, real=real, say=_say)
+            plane = lifecycle.up(stacks=args.stack, real=real, tfjob=args.tfjob, say=_say)
             _say(f"cluster ready in {time.monotonic() - started:.1f} s at {plane.server}")
             _say(f"kubeconfig: {paths.KUBECONFIG.relative_to(PROJECT_ROOT)}; stop it with `make cluster-down`")
         elif args.command == "user":

@@ -25,7 +25,7 @@ import yaml
 
 from trainer.ports import free_port
 
-from . import addons, paths
+from . import addons, paths, training_operator
 from .pki import FRONT_PROXY_CLIENT, FrontProxy, Pki, create_front_proxy, create_pki, issue_client_certificate
 from .processes import ClusterError, Launcher, group_alive, is_ours, stop_processes, wait_until
 
@@ -93,7 +93,10 @@ def _https_ok(url: str, token: str, cafile: Path) -> bool:
 
 
 def up(
-    where: paths.ClusterDir = paths.DEFAULT_CLUSTER, tie_to_parent: bool = False, node_grace: Optional[str] = None
+    where: paths.ClusterDir = paths.DEFAULT_CLUSTER,
+    tie_to_parent: bool = False,
+    node_grace: Optional[str] = None,
+    tfjob: bool = False,
 ) -> ControlPlane:
     """Start a fresh cluster in `where` and wait until it serves; raise ClusterError if not.
 
@@ -101,11 +104,13 @@ def up(
     evicted (Kubernetes' default: 50 s). kwok keeps up the heartbeats of a thousand fake nodes on
     two cores only while the cluster is idle; under the load of 11,000 pods they lapse, and every
     pod would be evicted. A benchmark of that size gives more.
+
+    `tfjob`: Kubeflow's TFJob too (tools/localcluster/training_operator.py).
     """
     existing = ControlPlane.load(where)
     if existing is not None and any(group_alive(pid) and is_ours(pid) for pid in existing.processes.values()):
         raise ClusterError("a local cluster is already running: `make cluster-down` first")
-    for name in paths.BINARIES:
+    for name in (*paths.BINARIES, *([training_operator.NAME] if tfjob else [])):
         paths.binary(name)
     for old in where.owned_paths():
         if old.is_dir():
@@ -132,12 +137,15 @@ def up(
             "scheduler",
             "kwok",
             *(f"{addon}-{use}" for addon in addons.CONTROLLERS for use in ("webhook", "metrics", "health")),
+            *(training_operator.PORTS if tfjob else ()),
         )
     }
     plane = ControlPlane(ports=ports)
     launcher = Launcher(where, tie_to_parent)
     try:
         _start_all(launcher, plane, pki, front, node_grace)
+        if tfjob:
+            _start_training_operator(launcher, plane, pki)
     except BaseException:
         stop_processes(launcher.processes)
         raise
@@ -316,6 +324,29 @@ def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
         where,
         [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(webhook_file)],
     )
+
+
+def _start_training_operator(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
+    """The TFJob CRD, then the operator (its caches need the CRD), then its webhook configuration
+    once the webhook serves (before, a TFJob would be refused: the webhook fails closed)."""
+    where = launcher.where
+    kubectl = [str(paths.binary("kubectl")), f"--kubeconfig={where.kubeconfig}"]
+    apply = [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f"]
+    crd_file = where.addons_dir / "tfjob-crd.yaml"
+    crd_file.write_text(yaml.safe_dump(training_operator.tfjob_crd()))
+    _run(where, [*apply, str(crd_file)])
+    # Not `kubectl wait`: right after the apply the CRD may have no conditions yet, which it takes for an error.
+    wait_until(
+        functools.partial(training_operator.crd_established, where.kubeconfig), training_operator.TFJOB_CRD, launcher
+    )
+    cert_dir = where.addons_dir / "certs"  # the webhooks' certificate, written with JobSet's and Kueue's
+    launcher.start(training_operator.NAME, training_operator.operator_args(where.kubeconfig, plane.ports, cert_dir))
+    webhook_port = plane.ports[f"{training_operator.NAME}-webhook"]
+    wait_until(functools.partial(training_operator.serving, webhook_port), training_operator.NAME, launcher)
+    webhook_file = where.addons_dir / "tfjob-webhook.yaml"
+    configuration = training_operator.webhook_configuration(webhook_port, pki.serving_cert.read_bytes())
+    webhook_file.write_text(yaml.safe_dump(configuration))
+    _run(where, [*apply, str(webhook_file)])
 
 
 def _run(where: paths.ClusterDir, command: list[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Iterable
 
 from components.objects.loading import load_experiment
 
-from . import addons, control_plane, paths, processes, realnodes
+from . import addons, control_plane, paths, processes, realnodes, training_operator
 from .client import api_client
 from .experiments import Progress, quiet
 from .nodes import create_fake_nodes, label_real_nodes
@@ -23,12 +23,16 @@ def up(
     real: Iterable[str] = (),
     tie_to_parent: bool = False,
     say: Progress = quiet,
+    tfjob: bool = False,
 ) -> control_plane.ControlPlane:
-    """Start the cluster; the servers of `stacks` are kwok nodes except those named in `real`."""
+    """Start the cluster; the servers of `stacks` are kwok nodes except those named in `real`; with
+    `tfjob`, Kubeflow's TFJob runs there too."""
     real = list(real)
     configs = [load_experiment(stack).config for stack in stacks]
     realnodes.teardown(where, say)  # what a killed earlier run left behind
-    plane = control_plane.up(where, tie_to_parent=tie_to_parent)
+    plane = control_plane.up(where, tie_to_parent=tie_to_parent, tfjob=tfjob)
+    if tfjob:
+        say(f"TFJob: {training_operator.TFJOB_CRD} and Kubeflow's training operator")
     try:
         if real:
             realnodes.start(where, plane.server, real, tie_to_parent=tie_to_parent, say=say)

@@ -31,6 +31,7 @@ import os
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -162,20 +163,27 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
     _start_dns(where, server, pki, launcher)
 
     images = [pause_image().archive, tensorflow_image().archive, *program_image_archives()]
-    for name, address in real.nodes.items():
-        node = NodeDir(nodes_dir(where) / name)
+    node_dirs = {name: NodeDir(nodes_dir(where) / name) for name in real.nodes}
+    for name, node in node_dirs.items():
         node.root.mkdir(parents=True, exist_ok=True)
         host.create_cgroup(host_state, cgroup_name(name))
         real.save(where)
-        started = time.monotonic()
         _start_containerd(node, where, name, launcher)
+    started = time.monotonic()
+
+    def import_images(node: NodeDir) -> None:
+        # Each node's containerd unpacks its own copy of the images (gigabytes): all nodes at once.
         for archive in images:
             _import_archive(node, archive)
-        say(
-            f"{name}: containerd with {', '.join(archive.stem for archive in images)} in "
-            f"{time.monotonic() - started:.0f} s"
-        )
-        _start_kubelet(node, name, address, server, pki, where, launcher)
+
+    with ThreadPoolExecutor(len(node_dirs)) as pool:
+        list(pool.map(import_images, node_dirs.values()))  # raises the first node's error
+    say(
+        f"{', '.join(node_dirs)}: containerd with {', '.join(archive.stem for archive in images)} in "
+        f"{time.monotonic() - started:.0f} s"
+    )
+    for name, address in real.nodes.items():
+        _start_kubelet(node_dirs[name], name, address, server, pki, where, launcher)
     _wait_ready(where, list(real.nodes), launcher, say)
     host_state.nft_tables = [network_policies.table(name).name for name in real.nodes]
     real.save(where)  # before the agents make them: teardown removes what a killed agent left

@@ -6,7 +6,7 @@
 # NetworkPolicy agent (sigs.k8s.io/kube-network-policies, patched), the
 # JobSet and Kueue controllers and their CRDs (sigs.k8s.io/jobset, sigs.k8s.io/kueue), the
 # Pulumi CLI and its Kubernetes provider (github.com/pulumi/pulumi/pkg/v3,
-# .../pulumi-kubernetes/provider/v4), and
+# .../pulumi-kubernetes/provider/v4), Kubeflow's training operator (TFJob; github.com/kubeflow/training-operator), and
 # installs the Debian packages real nodes run on (containerd, runc, CNI plugins,
 # iptables; debootstrap for their image), pinned in versions.env.
 # A binary already built at the recorded version is kept; the script says what it built.
@@ -264,6 +264,24 @@ build_wrapper jobset-controller "$JOBSET_VERSION" sigs.k8s.io/jobset sigs.k8s.io
 addon_manifests jobset "$JOBSET_VERSION" sigs.k8s.io/jobset
 build_wrapper kueue-controller "$KUEUE_VERSION" sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue
 addon_manifests kueue "$KUEUE_VERSION" sigs.k8s.io/kueue
+
+# Kubeflow's TFJob (make cluster-up TFJOB=1): the training operator's TFJob reconciler and webhook under
+# a main of our own (training-operator/main.go says why), and the TFJob CRD and webhook configuration
+# from the same module (tools/localcluster/training_operator.py registers them).
+build_wrapper training-operator "$TRAINING_OPERATOR_VERSION" github.com/kubeflow/training-operator \
+  < "$here/training-operator/main.go"
+training_operator_manifests="$tools/addons/training-operator"
+if [ "$(cat "$training_operator_manifests/.version" 2>/dev/null)" != "$TRAINING_OPERATOR_VERSION" ]; then
+  operator_dir="$(module_dir github.com/kubeflow/training-operator "$TRAINING_OPERATOR_VERSION")"
+  rm -rf "$training_operator_manifests" && mkdir -p "$training_operator_manifests"
+  cp "$operator_dir/manifests/base/crds/kubeflow.org_tfjobs.yaml" "$training_operator_manifests/"
+  cp "$operator_dir/manifests/base/webhook/manifests.yaml" "$training_operator_manifests/webhooks.yaml"
+  chmod u+w "$training_operator_manifests"/*.yaml
+  echo "$TRAINING_OPERATOR_VERSION" > "$training_operator_manifests/.version"
+  built+=("training-operator manifests $TRAINING_OPERATOR_VERSION")
+else
+  kept+=("training-operator manifests $TRAINING_OPERATOR_VERSION")
+fi
 
 # The Pulumi engine: the CLI (it reports the version its ldflags give it) ...
 build_wrapper pulumi "$PULUMI_VERSION" github.com/pulumi/pulumi/pkg/v3 github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \

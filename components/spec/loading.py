@@ -481,6 +481,11 @@ def _describe_validation_error(exc: ValidationError, as_written: Optional[AsWrit
         loc = tuple(error["loc"])
         if as_written.explained(loc):
             continue
+        if error["type"] == "invalid_key":
+            # A model's key that is not text (`ps: {1: 2}`): named as a key, not as a list's index.
+            shown = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
+            messages.append(f"{_format_loc(loc[:-1])}: the key {shown} is not text; quote it: {quoted(shown)}")
+            continue
         if loc[-1:] == ("[key]",):
             # A mapping's key that is not text (`selector: {1: a}`): pydantic puts it in the path.
             key = loc[-2]
@@ -494,9 +499,10 @@ def _describe_validation_error(exc: ValidationError, as_written: Optional[AsWrit
         field_path = _format_loc(loc)
         if error["type"] == "extra_forbidden":
             allowed = _allowed_keys(loc[:-1])
-            key = str(loc[-1])
+            key = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
             hint = _did_you_mean(key, allowed)
-            messages.append(f"{field_path}: unknown key{hint}; allowed: {', '.join(allowed)}")
+            # A key, never a list's index: `ps: {1: 2}` is ps.1.
+            messages.append(f"{_format_loc(loc[:-1])}.{key}: unknown key{hint}; allowed: {', '.join(allowed)}")
             continue
         message = error["msg"]
         if message.startswith("Value error, "):

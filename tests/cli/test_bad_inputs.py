@@ -304,6 +304,10 @@ BAD_INPUTS = {
         plan(edited(PROGRAM_STACK, "command: [python, train.py]", "command: [python, train.py]\n    env: [A, B]")), 2,
         r"^tfk8s:program\.env: should be a mapping$",
     ),
+    "a key of a role that is a number": Case(
+        plan(edited(STACK, "ps: {replicas: 1, pool: servers}", "ps: {replicas: 1, pool: servers, 1: 2}")), 2,
+        r"^tfk8s:cluster\.ps: the key 1 is not text; quote it: '1'$",
+    ),
     # A key with nothing after it: refused for every key alike, never read as its default or as {} / [] (item 2).
     **{
         f"{key} with nothing after it": Case(

@@ -217,7 +217,10 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
         if isinstance(value, Mapping):
             walked = {}
             for key, item in value.items():
-                if isinstance(key, YamlReading):
+                if isinstance(key, YamlReading) and not key.written:
+                    refuse(loc, "a key with nothing before its ':'; name it")
+                    key = key.written
+                elif isinstance(key, YamlReading):
                     refuse(
                         (*loc, key.written),
                         f"the key {key.written} is, to YAML, {key.reading}; a key is a name: quote it: "
@@ -381,7 +384,7 @@ def _without_union_members(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], Optio
     union: Optional[_UnionPart] = None
     for part in loc:
         members = _union_members(annotation)
-        if members and isinstance(part, str):
+        if members and isinstance(part, str) and part != "[key]":
             member = next((m for m in members if getattr(_bare(m), "__name__", None) == part), None)
             union = union or _UnionPart(tuple(kept), member, members)
             annotation = member
@@ -583,8 +586,14 @@ def _format_loc(loc: tuple) -> str:
         return f"{CONFIG_NAMESPACE}:(stack)"
     head, *rest = loc
     path = f"{CONFIG_NAMESPACE}:{head}"
+    annotation = _step(StackConfig, head)
     for part in rest:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        # A list's index in brackets; a mapping's key, a number too (`selector: {1: a}`), after a dot.
+        in_mapping = typing.get_origin(_bare(annotation)) is dict if annotation is not None else False
+        index = isinstance(part, int) and not isinstance(part, bool) and not in_mapping
+        shown = str(part).lower() if isinstance(part, bool) else part
+        path += f"[{part}]" if index else f".{shown}"
+        annotation = _step(annotation, part)
     return path
 
 

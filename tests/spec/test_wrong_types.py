@@ -211,3 +211,29 @@ def test_a_quantity_is_a_number_or_text_as_kubernetes_takes_it(written, read_as,
     assert main(["render", path, "--out", str(out)]) == 0, capsys.readouterr().err
     rendered = "".join(file.read_text() for file in sorted(out.glob("*.yaml")))
     assert f"cpu: {read_as}\n" in rendered
+
+
+MAPS = [key for key, kind in KEYS if kind == "mapping" and any(doc.key == key and doc.type.startswith("map of")
+                                                               for doc in stack_keys())]
+KEYS_YAML_MISREADS = ["1", "1.10", "yes", "on", "1:30", "010", "~", "2026-01-01"]
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, id=key) for key in MAPS])
+@settings(max_examples=10, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(written_key=st.sampled_from(KEYS_YAML_MISREADS))
+def test_a_key_that_is_not_text_is_named_as_written(key, written_key, tmp_path):
+    """The names a map takes (labels, env names, roles) are text: a key YAML reads as something else is refused."""
+    value = "{args: [x]}" if key == "tfk8s:program.roles" else "v"
+    stack, values = read_stack_values(stack_with(tmp_path, key, f"{{{written_key}: {value}}}"))
+    with pytest.raises(StackConfigError) as refused:
+        load_stack_config(stack, values)
+    lines = [line for line in str(refused.value).splitlines()[1:] if line.startswith(f"  - {as_error_path(key)}")]
+    assert len(lines) == 1, str(refused.value)
+    assert re.search(rf"the key {re.escape(written_key)}[ :]", lines[0]), lines[0]
+    if key != "tfk8s:program.roles":  # whose keys are the roles, named in its message
+        assert f"quote it: '{written_key}'" in lines[0], lines[0]
+
+
+def test_every_map_is_tried():
+    assert set(MAPS) == {"tfk8s:nodePools[].selector", "tfk8s:program.env", "tfk8s:program.roles",
+                         "tfk8s:tensorboard.allowFrom[].podLabels"}

@@ -423,7 +423,7 @@ def _one_error_per_union(errors: list[Any]) -> list[Any]:
             for union, loc, error in tried
             if _is_model(union.member) and (loc != at or error["type"] != "model_type")
         ]
-        if isinstance(given, Mapping) and mapping_form or given is None and mapping_form:
+        if mapping_form and (given is None or isinstance(given, Mapping)):
             plain.extend(mapping_form)
             continue
         words = " or ".join(_form_words(member) for member in members)

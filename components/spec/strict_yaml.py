@@ -1,9 +1,14 @@
-"""YAML read as a user means it: a key given twice in one mapping is refused, naming the key and both lines.
+"""YAML read as a user means it: a key given twice in one mapping is refused, naming the key and both lines;
+and a stack file's values that YAML reads otherwise than written are kept with their text (YamlReading).
 
 YAML's own rule is that keys are unique, but PyYAML keeps the last of two
 quietly: a second `workers:` left from an edit would replace the first, and
 the experiment would run with the count nobody meant. libyaml parses (its
 speed where it is installed); only the mapping construction is checked here.
+
+PyYAML reads YAML 1.1, where unquoted `1:30` is 90 and `yes` is true; Pulumi's engine reads the same
+file as YAML 1.2, where both are text. A stack file's reader (load_yaml) keeps such values as
+YamlReadings, so that the stack's loader (loading.py) refuses them named as the user wrote them.
 """
 
 from __future__ import annotations

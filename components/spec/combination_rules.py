@@ -16,6 +16,8 @@ ns = CONFIG_NAMESPACE
 
 # The fields of a role that say how its tasks run (all but replicas, which says whether there are any).
 PS_TASK_FIELDS = {"cpu": "cpu", "memory": "memory", "tolerations": "tolerations", "fail_on": "failOn"}
+# How a stack runs no PS (the two read the same once loaded).
+NO_PS = "ps.replicas: 0, or ps and ratio left out"
 EVALUATOR_TASK_FIELDS = {"pool": "pool", "cpu": "cpu", "memory": "memory", "tolerations": "tolerations"}
 
 
@@ -36,12 +38,12 @@ def absent_task_problems(config: StackConfig) -> list[str]:
         given = [key for field, key in PS_TASK_FIELDS.items() if field in cluster.ps.model_fields_set]
         for key in given:
             errors.append(
-                f"{ns}:cluster.ps.{key} is set, but {ns}:cluster.ps runs no PS ({_no_ps(config)}); drop "
+                f"{ns}:cluster.ps.{key} is set, but {ns}:cluster.ps runs no PS ({NO_PS}); drop "
                 f"ps.{key}, or give PS (ps.replicas or ratio)"
             )
         if program is not None and "ps" in program.roles:
             errors.append(
-                f"{ns}:program.roles.ps is set, but {ns}:cluster.ps runs no PS ({_no_ps(config)}); drop "
+                f"{ns}:program.roles.ps is set, but {ns}:cluster.ps runs no PS ({NO_PS}); drop "
                 "roles.ps, or give PS (ps.replicas or ratio)"
             )
     evaluator = cluster.evaluator
@@ -59,12 +61,6 @@ def absent_task_problems(config: StackConfig) -> list[str]:
             "drop roles.evaluator, or add cluster.evaluator: {} to run one"
         )
     return errors
-
-
-def _no_ps(config: StackConfig) -> str:
-    if config.cluster.ps.replicas == 0 and "ps" in config.cluster.model_fields_set:
-        return "ps.replicas: 0"
-    return "no ps.replicas and no ratio: workers only"
 
 
 def done_problems(config: StackConfig) -> list[str]:

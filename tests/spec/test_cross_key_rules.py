@@ -69,22 +69,22 @@ REFUSED = [
     # Settings of tasks the stack does not run.
     pytest.param(
         chain(NO_PS, role("ps", replicas=0, cpu="2")),
-        "tfk8s:cluster.ps.cpu is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0); drop ps.cpu, or give PS",
+        "tfk8s:cluster.ps.cpu is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0, or ps and ratio left out); drop ps.cpu, or give PS",
         id="ps.cpu with ps.replicas: 0",
     ),
     pytest.param(
         chain(NO_PS, role("ps", replicas=0, failOn=[2])),
-        "tfk8s:cluster.ps.failOn is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0)",
+        "tfk8s:cluster.ps.failOn is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0, or ps and ratio left out)",
         id="ps.failOn with ps.replicas: 0",
     ),
     pytest.param(
         chain(NO_PS, role("ps", replicas=0, tolerations=[{"key": "dedicated", "operator": "Exists"}])),
-        "tfk8s:cluster.ps.tolerations is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0)",
+        "tfk8s:cluster.ps.tolerations is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0, or ps and ratio left out)",
         id="ps.tolerations with ps.replicas: 0",
     ),
     pytest.param(
         chain(role("ps", replicas=0), program(roles={"ps": {"args": ["--ps"]}})),
-        "tfk8s:program.roles.ps is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0); drop roles.ps",
+        "tfk8s:program.roles.ps is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0, or ps and ratio left out); drop roles.ps",
         id="program.roles.ps without PS",
     ),
     pytest.param(

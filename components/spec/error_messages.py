@@ -1,0 +1,205 @@
+"""pydantic's errors about a stack's values in the words of a stack file: the key as written, what it
+takes, what was given as the user wrote it (YAML's reading named), and one line for a union's forms."""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from pydantic import BaseModel, ValidationError
+
+from .as_written import AsWritten
+from .model_paths import allowed_keys, bare, format_loc, is_model, step, union_members
+from .models import StackConfig
+from .program import DNS_SUBDOMAIN, SECRET_KEY
+from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
+from .strict_yaml import YamlReading, quoted
+
+
+@dataclass(frozen=True)
+class _UnionPart:
+    at: tuple[Any, ...]  # where the union's value is
+    member: Any  # the form pydantic tried
+    members: tuple[Any, ...]
+
+
+def _without_union_members(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], Optional[_UnionPart]]:
+    """`loc` without the label pydantic puts in it for each form of a union (`env.X.str`, `env.X.SecretRef`):
+    a user never wrote those; and the first union met, if any."""
+    annotation: Any = StackConfig
+    kept: list[Any] = []
+    union: Optional[_UnionPart] = None
+    for part in loc:
+        members = union_members(annotation)
+        if members and isinstance(part, str) and part != "[key]":
+            member = next((m for m in members if getattr(bare(m), "__name__", None) == part), None)
+            union = union or _UnionPart(tuple(kept), member, members)
+            annotation = member
+            continue
+        kept.append(part)
+        annotation = step(annotation, part)
+    return tuple(kept), union
+
+
+def _form_words(member: Any) -> str:
+    """A form of a union as a stack file writes it."""
+    form = bare(member)
+    if isinstance(form, type) and issubclass(form, BaseModel):
+        return "{" + ", ".join(info.alias or name for name, info in form.model_fields.items()) + "}"
+    if typing.get_origin(form) is typing.Literal:
+        return " or ".join(str(choice) for choice in typing.get_args(form))
+    return {str: "text", int: "a whole number", bool: "true or false", float: "a number"}.get(form, "a list")
+
+
+def _one_error_per_union(errors: list[Any]) -> list[Any]:
+    """pydantic's errors with each union's reported once: a mapping given where a mapping is one of the
+    forms, that form's errors; anything else, one error saying which forms there are."""
+    plain: list[Any] = []
+    by_union: dict[tuple[Any, ...], list[tuple[_UnionPart, tuple[Any, ...], Any]]] = {}
+    for error in errors:
+        loc, union = _without_union_members(tuple(error["loc"]))
+        if union is None:
+            plain.append(error)
+        else:
+            by_union.setdefault(union.at, []).append((union, loc, error))
+    for at, tried in by_union.items():
+        members = tried[0][0].members
+        given = next((error.get("input") for _, loc, error in tried if loc == at), None)
+        mapping_form = [
+            {**error, "loc": loc}
+            for union, loc, error in tried
+            if is_model(union.member) and (loc != at or error["type"] != "model_type")
+        ]
+        if mapping_form and (given is None or isinstance(given, Mapping)):
+            plain.extend(mapping_form)
+            continue
+        words = " or ".join(_form_words(member) for member in members)
+        plain.append(
+            {
+                "type": "string_type" if str in members else "union_type",
+                "loc": at,
+                "msg": f"should be {words}",
+                "input": given,
+            }
+        )
+    return plain
+
+
+def _quote_hint(error: Mapping[str, Any], reading: Optional[YamlReading]) -> str:
+    """Where text belongs and a number or boolean was written unquoted: how to write it."""
+    got = error.get("input")
+    if error["type"] != "string_type" or not isinstance(got, (bool, int, float)):
+        return ""
+    written = reading.written if reading is not None else str(got).lower() if isinstance(got, bool) else repr(got)
+    return f"; quote it: {quoted(written)}"
+
+
+def describe_validation_error(exc: ValidationError, as_written: Optional[AsWritten] = None) -> list[str]:
+    as_written = as_written or AsWritten(values={})
+    messages = []
+    for error in _one_error_per_union(exc.errors(include_url=False)):
+        loc = tuple(error["loc"])
+        if as_written.explained(loc):
+            continue
+        if error["type"] == "invalid_key":
+            # A model's key that is not text (`ps: {1: 2}`): named as a key, not as a list's index.
+            shown = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
+            messages.append(f"{format_loc(loc[:-1])}: the key {shown} is not text; quote it: {quoted(shown)}")
+            continue
+        if loc[-1:] == ("[key]",):
+            # A mapping's key that is not text (`selector: {1: a}`): pydantic puts it in the path.
+            key = loc[-2]
+            written = as_written.readings.get(loc[:-1])
+            shown = written.written if written else str(key).lower() if isinstance(key, bool) else str(key)
+            if error["type"] == "string_type":
+                messages.append(f"{format_loc(loc[:-2])}: the key {shown} is not text; quote it: {quoted(shown)}")
+            else:
+                messages.append(f"{format_loc(loc[:-2])}: the key {shown}: {error['msg']}")
+            continue
+        field_path = format_loc(loc)
+        if error["type"] == "extra_forbidden":
+            allowed = allowed_keys(loc[:-1])
+            key = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
+            hint = did_you_mean(key, allowed)
+            # A key, never a list's index: `ps: {1: 2}` is ps.1.
+            messages.append(f"{format_loc(loc[:-1])}.{key}: unknown key{hint}; allowed: {', '.join(allowed)}")
+            continue
+        message = error["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if error["type"] == "string_pattern_mismatch":
+            message = _pattern_help(error)
+        elif error["type"] == "dict_type":
+            message = "should be a mapping"  # as YAML names it
+        elif error["type"] == "tuple_type":
+            message = "should be a list"  # a stack file's sequences are lists; tuples are how tfk8s holds them
+        elif error["type"] == "model_type":
+            # Not the class tfk8s holds it in: what the stack file writes (`{}` for every default).
+            message = "should be a mapping of its keys (`{}` for the defaults)"
+        got = error.get("input")
+        reading = as_written.readings.get(loc)
+        if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
+            shown = f"{reading.written}, which YAML reads as {reading.reading}" if reading else shown_input(got)
+            message = f"{message} (got {shown}){_quote_hint(error, reading)}"
+        messages.append(f"{field_path}: {message}")
+    return messages
+
+
+# What each pattern allows, in words.
+_PATTERN_RULES = {
+    DNS_LABEL_PATTERN: "lower-case letters, digits and '-', at most 63",
+    LABEL_VALUE_PATTERN: "letters, digits, '-', '_', '.', at most 63",
+    NODE_NAME_PATTERN: "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
+    DNS_SUBDOMAIN: "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
+    SECRET_KEY: "letters, digits, '-', '_' and '.'",
+}
+# What a name names, by its key: a claim refused as "a node name" sends the user to the wrong docs.
+_NAME_KINDS = {
+    "nodes": "a node name",
+    "name": "a pool name",
+    "pool": "a pool name",
+    "claim": "a PersistentVolumeClaim's name",
+    "secret": "a Secret's name",
+    "imagePullSecrets": "a Secret's name",
+    "key": "a key of the Secret",
+    "storageClass": "a StorageClass's name",
+    "priorityClass": "a PriorityClass's name",
+    "namespace": "a namespace (a DNS label)",
+    "queue": "a ClusterQueue's name",
+    "product": "a GPU product's label value",
+}
+_KIND_OF_PATTERN = {
+    DNS_LABEL_PATTERN: "a DNS label",
+    LABEL_VALUE_PATTERN: "a label value",
+    NODE_NAME_PATTERN: "a DNS subdomain",
+    DNS_SUBDOMAIN: "a DNS subdomain",
+    SECRET_KEY: "a Secret key",
+}
+
+
+def _pattern_help(error: Mapping[str, Any]) -> str:
+    pattern = (error.get("ctx") or {}).get("pattern", "")
+    if pattern == QUANTITY_PATTERN:
+        return "must be a Kubernetes quantity such as '500m', '2', '4Gi'"
+    rules = _PATTERN_RULES.get(pattern)
+    if rules is None:
+        return error["msg"]
+    key = next((part for part in reversed(tuple(error["loc"])) if isinstance(part, str)), "")
+    kind = _NAME_KINDS.get(key) or _KIND_OF_PATTERN[pattern]
+    return f"must be {kind}: {rules}"
+
+
+# A value echoed back in full would bury the message (a 400-digit quantity, a pasted blob).
+SHOWN_INPUT_CHARS = 60
+
+
+def shown_input(value: Any) -> str:
+    shown = str(value).lower() if isinstance(value, bool) else repr(value)  # a boolean as YAML writes it
+    return shown if len(shown) <= SHOWN_INPUT_CHARS else f"{shown[:SHOWN_INPUT_CHARS]}... ({len(shown):,} characters)"
+
+
+def did_you_mean(key: str, allowed: Any) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -19,25 +19,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..migrate.carry import DEFAULT_POOL, ImportOptions
 from ..objects.loading import load_experiment
 from ..spec.models import StackConfigError
+from ..spec.reach_rules import stack_warnings
 from ..spec.stack_files import PROJECT_ROOT, stack_names
-from ..spec.trainer_contract import PROGRAM_ROLES, ProgramExport, StackExport, export_text, secret_env_value
+from ..spec.trainer_contract import export_text
+from . import argument_types
 from .exit_codes import BAD_INPUT, exit_codes_help
+from .export_command import experiment_export
 from .import_tfjob import STACK_NAME_RULE, import_tfjob
 from .plan_view import plan_table
 from .render_command import render_command
-
-if TYPE_CHECKING:
-    from ..plan.experiment import Experiment
-    from ..spec.program import EnvValue, ProgramSpec
 
 DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
 
@@ -111,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     _cluster_arguments(top)
     top.add_argument(
         "--watch",
-        type=_positive_seconds,
+        type=argument_types.positive_seconds,
         metavar="SECONDS",
         help="refresh every SECONDS until the experiment ends, then print its final phase",
     )
@@ -124,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     tensorboard.add_argument("stack", metavar="STACK", help=stack_help)
     tensorboard.add_argument(
-        "--port", type=_local_port, default=6006, help="the local port (default: 6006; 0: any free one)"
+        "--port", type=argument_types.local_port, default=6006, help="the local port (default: 6006; 0: any free one)"
     )
     _cluster_arguments(tensorboard)
 
@@ -187,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     tfjob.add_argument(
         "--nodes",
-        type=_node_names,
+        type=argument_types.node_names,
         default=(),
         metavar="n1,n2,...",
         help="n1,n2,...: the nodes of the experiment's node pool (default: a placeholder to fill in)",
@@ -276,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return BAD_INPUT
 
+    if args.command in ("plan", "render"):
+        for warning in stack_warnings(experiment.config):
+            print(f"warning: {warning}", file=sys.stderr)
     if args.command == "plan":
         plan = experiment.plan
         if args.json:
@@ -331,49 +331,6 @@ def _cluster_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--context", help="kubeconfig context (default: the current one)")
 
 
-def _node_names(text: str) -> tuple[str, ...]:
-    """--nodes n1,n2: every name given, none left empty (an empty one would be dropped unseen)."""
-    names = tuple(name.strip() for name in text.split(","))
-    if not any(names):
-        raise argparse.ArgumentTypeError(
-            f"no node name in {text!r}; give the pool's nodes as n1,n2,..., or leave --nodes out (a placeholder "
-            "to fill in)"
-        )
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"an empty node name in {text!r}; give the pool's nodes as n1,n2,...")
-    return names
-
-
-def _local_port(text: str) -> int:
-    # ASCII digits only: str.isdigit() also takes '²', which int() refuses; and few of them, for int()
-    # refuses more than 4,300 digits with a ValueError argparse would blame on this function by its name.
-    digits = text.lstrip("0") or "0"
-    if not (text.isascii() and text.isdigit()) or len(digits) > 5 or int(digits) > 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {_shown_value(text)})")
-    return int(digits)
-
-
-def _shown_value(text: str) -> str:
-    """A flag's value as a message quotes it: whole, or its start where it is long."""
-    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text):,} characters)"
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    # float() reads 'nan' and 'inf' too, and a number too large for a float as inf: none is a number
-    # of seconds to wait.
-    if not (math.isfinite(seconds) and seconds > 0):
-        overflow = " (too large: no finite number)" if seconds == math.inf and text.strip().lower() not in INF else ""
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {_shown_value(text)}){overflow}")
-    return seconds
-
-
-INF = {"inf", "+inf", "infinity", "+infinity"}
-
-
 def _diff(a: str, b: str, as_json: bool) -> int:
     from .diff import diff_experiments, diff_text
 
@@ -385,39 +342,3 @@ def _diff(a: str, b: str, as_json: bool) -> int:
     result = diff_experiments(first, second)
     print(json.dumps(result.to_json(), indent=2) if as_json else diff_text(result))
     return 0 if result.same else 1
-
-
-def experiment_export(experiment: Experiment) -> StackExport:
-    """What a tool without the program's environment needs of a stack, validated by the one schema
-    (its JSON: trainer/stack_export.py)."""
-    cluster = experiment.config.cluster
-    return StackExport(
-        stack=experiment.stack,
-        placement=cluster.placement,
-        ps=cluster.ps_count,
-        workers=cluster.workers.replicas,
-        evaluator=cluster.evaluator_count,
-        trainer=experiment.config.trainer.to_config(),
-        program=_program_export(experiment, experiment.program) if experiment.program is not None else None,
-    )
-
-
-def _exported_env(experiment: Experiment, name: str, value: EnvValue) -> object:
-    """A value as written, or where a Secret holds it (trainer.local then takes it from the shell)."""
-    if name in experiment.secret_env:
-        return secret_env_value(experiment.names.program_secret, name)
-    return value if isinstance(value, str) else value.model_dump()
-
-
-def _program_export(experiment: Experiment, program: ProgramSpec) -> ProgramExport:
-    """The program as trainer.local runs it: each role's command and args, env, the source's path."""
-    argv = {}
-    for role in PROGRAM_ROLES:
-        command, args = program.command_of(role)
-        argv[role] = None if command is None else [*command, *(args or ())]
-    return ProgramExport(
-        argv=argv,
-        env={name: _exported_env(experiment, name, value) for name, value in program.env.items()},
-        source=str(PROJECT_ROOT / program.source) if program.source else None,
-        done=program.done if isinstance(program.done, str) else program.done.model_dump(),
-    )

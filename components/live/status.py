@@ -290,9 +290,8 @@ def failed_task(core: Any, pods: list[Any], first_index: dict[str, int]) -> str:
         return ""
     # A task stopped by a signal (143: SIGTERM, 137: SIGKILL) was most likely stopped because of
     # the failure, not its cause: the last task that exited by itself comes first.
-    _, pod, terminated = max(
-        failures, key=lambda failure: (failure[2].exit_code not in STOPPED_EXIT_CODES, str(failure[0]))
-    )
+    by_itself_then_last = lambda failure: (failure[2].exit_code not in STOPPED_EXIT_CODES, str(failure[0]))  # noqa: E731
+    _, pod, terminated = max(failures, key=by_itself_then_last)
     task = pod_task(pod, first_index) or pod.metadata.name
     # The kubelet keeps the tail of a failed container's log as its termination message
     # (FallbackToLogsOnError): it belongs to that very run, where the pod's log is the newest run's.

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..spec.kubernetes_limits import config_map_key_problem
 from .source_credentials import credential_by_content, credential_by_name
 from .source_ignore import TFK8SIGNORE, IgnoreRules
 from .tf_config import MAX_CONFIG_MAP_BYTES
@@ -189,6 +190,8 @@ def _add(found: _Found, base: Path, folder: str, path: Path, relative: str) -> N
             f"and '.' only (a ConfigMap's keys); rename it or {BAKE_IT_IN}"
         )
     key = SourceFile.key_of(relative)
+    if (problem := config_map_key_problem(key)) is not None:  # a path too long for its key, say
+        raise ProgramSourceError(f"{FIELD}: '{folder}/{relative}': its ConfigMap key '{key}' {problem}; {BAKE_IT_IN}")
     clash = found.files.get(key)
     if clash is not None:
         raise ProgramSourceError(

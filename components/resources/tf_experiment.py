@@ -52,6 +52,7 @@ from ..spec.logs import LogsSpec
 from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfig, StackConfigError
 from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
+from ..spec.reach_rules import stack_warnings
 from ..spec.secrets import ENV_PREFIX
 from ..spec.stack_files import PROJECT_ROOT
 from ..spec.tensorboard import TensorBoardSpec
@@ -127,6 +128,8 @@ def register_experiment(
     for pool in experiment.config.node_pools:
         if pool.name not in used:
             pulumi.log.warn(f"stack '{stack}': node pool '{pool.name}' is not used by tfk8s:cluster")
+    for warning in stack_warnings(experiment.config):
+        pulumi.log.warn(warning)
     node_pools = {
         pool.name: NodePool(f"{stack}-pool-{pool.name}", NodePoolArgs(experiment, pool, inputs), opts)
         for pool in labelled_pools(experiment)

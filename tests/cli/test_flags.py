@@ -90,7 +90,7 @@ def test_a_port_of_thousands_of_digits_is_refused_naming_the_flag(capsys):
     assert _exit(["tensorboard", "scene1-case1", "--port", "1" * 5000]) == 2
     err = capsys.readouterr().err
     assert "argument --port: must be a port number from 0 to 65535 (got '1111" in err and "(5,000 characters)" in err
-    assert "_local_port" not in err
+    assert "local_port" not in err
 
 
 def test_a_number_of_seconds_too_large_for_a_float_is_refused_saying_so(capsys):

@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
 from components.spec.loading import load_stack_config
 from components.spec.reach_rules import stack_warnings
@@ -126,3 +127,21 @@ def test_a_stack_whose_egress_reaches_its_storage_is_not_warned_about(edit):
 @pytest.mark.parametrize("stack", stack_names())
 def test_the_shipped_stacks_have_no_warning(stack):
     assert stack_warnings(load_stack_config(stack, read_stack_values(stack)[1])) == []
+
+
+def test_plan_and_render_print_the_warning_and_still_succeed(tmp_path, capsys):
+    """The warning reaches the user where they look before `pulumi up`: plan and render say it on
+    stderr, and do what they were asked (exit 0)."""
+    from components.cli.main import main
+
+    _, values = read_stack_values(STACK)
+    values = copy.deepcopy(values)
+    chain(egress(), trainer(checkpointDir="gs://team/ckpt"))(values)
+    stack_file = tmp_path / f"Pulumi.{STACK}.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": values}))
+    for command in (["plan", str(stack_file)], ["render", str(stack_file), "--out", str(tmp_path / "out")]):
+        assert main(command) == 0
+        said = capsys.readouterr()
+        assert f"warning: stack '{STACK}': tfk8s:trainer.checkpointDir names 'gs://team/ckpt'" in said.err, command
+    assert main(["plan", STACK]) == 0
+    assert "warning" not in capsys.readouterr().err

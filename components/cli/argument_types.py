@@ -1,0 +1,50 @@
+"""The forms of the commands' flag values: each parses one value or raises argparse's error, whose
+message names what the flag takes and what was given (argparse adds the flag's name)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def node_names(text: str) -> tuple[str, ...]:
+    """--nodes n1,n2: every name given, none left empty (an empty one would be dropped unseen)."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not any(names):
+        raise argparse.ArgumentTypeError(
+            f"no node name in {text!r}; give the pool's nodes as n1,n2,..., or leave --nodes out (a placeholder "
+            "to fill in)"
+        )
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"an empty node name in {text!r}; give the pool's nodes as n1,n2,...")
+    return names
+
+
+def local_port(text: str) -> int:
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses; and few of them, for int()
+    # refuses more than 4,300 digits with a ValueError argparse would blame on this function by its name.
+    digits = text.lstrip("0") or "0"
+    if not (text.isascii() and text.isdigit()) or len(digits) > 5 or int(digits) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {shown_value(text)})")
+    return int(digits)
+
+
+def shown_value(text: str) -> str:
+    """A flag's value as a message quotes it: whole, or its start where it is long."""
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text):,} characters)"
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    # float() reads 'nan' and 'inf' too, and a number too large for a float as inf: none is a number
+    # of seconds to wait.
+    if not (math.isfinite(seconds) and seconds > 0):
+        overflow = " (too large: no finite number)" if seconds == math.inf and text.strip().lower() not in INF else ""
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {shown_value(text)}){overflow}")
+    return seconds
+
+
+INF = {"inf", "+inf", "infinity", "+infinity"}

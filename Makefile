@@ -25,7 +25,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local test lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-cluster \
-	test-real bench-real bench-program bench-engine image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
+	test-real bench-real bench-program bench-engine bench-vs-tfjob image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -107,6 +107,11 @@ bench-program: $(STAMP) toolchain node-image
 # The real Pulumi engine beside tfk8s's own applier on the local control plane.
 bench-engine: $(STAMP) $(POLICY_STAMP) toolchain
 	$(VENV)/bin/python benchmarks/engine.py
+
+# Kubeflow's TFJob and tfk8s side by side on the same real nodes: one TFJob, run by the training
+# operator and as its import-tfjob stack (root; builds the images first).
+bench-vs-tfjob: $(STAMP) $(POLICY_STAMP) toolchain node-image
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python benchmarks/vs_tfjob.py
 
 bench-trainer: $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python benchmarks/trainer_partitioning.py

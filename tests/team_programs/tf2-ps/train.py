@@ -39,7 +39,7 @@ def shards(variable: tf.Variable) -> list[tf.Variable]:
     return list(getattr(variable, "variables", [variable]))
 
 
-def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: int) -> None:
+def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: int, log_steps: bool = False) -> None:
     partitioner = tf.distribute.experimental.partitioners.FixedShardsPartitioner(
         num_shards=resolver.cluster_spec().num_tasks("ps")
     )
@@ -69,6 +69,8 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: 
             variables = [*shards(embedding), *shards(weights)]
             for variable, gradient in zip(variables, tape.gradient(loss, variables)):
                 variable.assign_sub(LEARNING_RATE * tf.convert_to_tensor(gradient))
+            if log_steps:  # printed where the step runs: the worker's own log shows it training
+                tf.print("worker: step, loss", loss, output_stream=sys.stdout)
             return loss
 
         ids, labels = next(iterator)
@@ -85,12 +87,13 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, steps: 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--log-steps", action="store_true", help="each worker prints a line per step it runs")
     options = parser.parse_args()
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if resolver.task_type in ("ps", "worker"):
         serve(resolver)
         return 0
-    coordinate(resolver, options.steps)
+    coordinate(resolver, options.steps, options.log_steps)
     return 0
 
 

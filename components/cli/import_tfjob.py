@@ -88,14 +88,11 @@ def _check(stack: str, imported: ImportedStack, job: str) -> None:
     try:
         load_stack_config(stack, imported.as_checked())
     except StackConfigError as error:
-        listed = [line[len(LISTED) :] for line in str(error).splitlines()[1:] if line.startswith(LISTED)]
+        listed = error.problems or (str(error),)
         # Two stack values from one field (backoffLimit: the PS' restarts and the chief's) are one problem.
         problems = dict.fromkeys(_named_by_source(problem, imported) for problem in listed)
-        raise NotImportable(f"{job} makes a stack tfk8s refuses:\n" + "\n".join(LISTED + p for p in problems)) from None
-
-
-# How StackConfigError lists each problem, after its first line.
-LISTED = "  - "
+        lines = "\n".join(StackConfigError.LISTED + problem for problem in problems)
+        raise NotImportable(f"{job} makes a stack tfk8s refuses:\n{lines}") from None
 
 
 def _named_by_source(problem: str, imported: ImportedStack) -> str:

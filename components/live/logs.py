@@ -18,8 +18,8 @@ from ..objects.api_errors import api_error_text
 from ..objects.pods import CONTAINER_NAME
 from ..plan import labels as L
 from ..plan.experiment import Experiment
+from .cluster_access import with_cluster
 from .log_archive_client import ArchiveUnreadable, LogArchive
-from .status import with_cluster
 from .table import aligned
 from .tasks import pod_task
 

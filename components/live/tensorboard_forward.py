@@ -17,9 +17,9 @@ from typing import Any, Callable, Optional
 
 from ..plan.experiment import Experiment
 from ..spec.tensorboard import TENSORBOARD_PORT
+from .cluster_access import with_cluster
 from .port_forward import PortUnreachable, open_port
 from .ready_pods import ready_pod
-from .status import with_cluster
 
 POLL_S = 2.0
 CHUNK = 65536

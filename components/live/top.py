@@ -37,7 +37,8 @@ from ..objects.api_errors import api_error_text, missing_permission, status_of
 from ..plan.experiment import Experiment
 from ..plan.planner import Task
 from ..plan.task_roles import EVALUATOR
-from .status import group_served, pod_log, read_status, with_cluster
+from .cluster_access import with_cluster
+from .status import group_served, pod_log, read_status
 from .usage import (
     KUBELET_SUMMARY,
     METRICS_API,

@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..plan.task_roles import ROLE_OF
 from ..spec.images import is_pinned
 from ..spec.program import PROGRAM_VARIABLES
 from ..spec.trainer_contract import escaped
@@ -124,10 +125,6 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     return ImportedStack(values, comments, notes, fill_in, sources)
 
 
-# Each role's stack key under tfk8s:cluster.
-CLUSTER_KEY = {"chief": "chief", "ps": "ps", "worker": "workers", "evaluator": "evaluator"}
-
-
 def _sources(roles: dict[str, RoleView], options: ImportOptions) -> dict[str, str]:
     """Where the values carry() writes come from, by stack path: the flags, each role's replicas and
     sizes, and the program's fields (the workers' container, or a role's own)."""
@@ -139,7 +136,7 @@ def _sources(roles: dict[str, RoleView], options: ImportOptions) -> dict[str, st
     if "gpu_product" in roles["worker"].sources:
         sources["tfk8s:nodePools[0].gpu.product"] = roles["worker"].sources["gpu_product"]
     for role, view in roles.items():
-        key = f"tfk8s:cluster.{CLUSTER_KEY[role]}"
+        key = f"tfk8s:cluster.{ROLE_OF[role].stack_key}"
         sources[f"{key}.replicas"] = f"{view.replica.path}.replicas"
         sources[f"{key}.pool"] = "--pool"
         for size in ("cpu", "memory", "gpus", "tolerations"):

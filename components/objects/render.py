@@ -25,6 +25,7 @@ from typing import Iterator, TextIO
 import yaml
 
 from ..plan.experiment import Experiment
+from ..spec.strict_yaml import text_style
 from .experiment_objects import experiment_objects
 from .manifests import Manifest
 from .node_labels import is_node, label_scripts
@@ -42,12 +43,13 @@ except ImportError:
 
 
 class _ManifestDumper(_SafeDumper):
-    """Multi-line strings (the trainer's source) as readable `|` blocks."""
+    """Multi-line strings (the trainer's source) as readable `|` blocks, and text quoted wherever
+    YAML 1.2 would read it as a number."""
 
 
 def _represent_str(dumper: yaml.BaseDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    # Text stays text for kubectl too: `--lr 1e-3` written plain would reach it as a number.
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=text_style(value))
 
 
 _ManifestDumper.add_representer(str, _represent_str)

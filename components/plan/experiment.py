@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional
 
+from ..spec.kubernetes_limits import MAX_ARG_STRLEN, MAX_CONFIG_MAP_BYTES
 from ..spec.models import CONFIG_NAMESPACE, StackConfig, Workload
 from ..spec.pools import NodePoolSpec
 from ..spec.program import ProgramSpec
@@ -28,12 +29,7 @@ from .object_names import ObjectNames
 from .planner import Plan, plan_stack
 from .program_source import ProgramSource
 from .task_roles import PLACED_ROLES, PS, role_of
-from .tf_config import (
-    MAX_CONFIG_MAP_BYTES,
-    MAX_ENV_STRING,
-    TFConfigRenderer,
-    cluster_spec,
-)
+from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
 from .workloads import TaskGroup, max_group_name, pool_servers, task_groups
 
@@ -92,7 +88,7 @@ class Experiment:
         """The cluster reaches the trainer's tasks as a mounted file: a JobSet's, past one variable's
         limit. Never a program's: TF_CONFIG, which it reads, is one variable."""
         _, size = self.tf_config.largest_env_string(self.workload)
-        return self.program is None and self.workload == "jobset" and size > MAX_ENV_STRING
+        return self.program is None and self.workload == "jobset" and size > MAX_ARG_STRLEN
 
     @cached_property
     def trainer_settings(self) -> TrainerSettings:
@@ -195,12 +191,12 @@ def tf_config_size_errors(experiment: Experiment) -> list[str]:
     tasks = sum(group.count for group in experiment.groups)
     if experiment.program is not None:
         _, size = experiment.tf_config.largest_env_string(experiment.workload, program=True)
-        if size <= MAX_ENV_STRING:
+        if size <= MAX_ARG_STRLEN:
             return []
         return [
             f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a TF_CONFIG of {size:,} bytes, but "
-            f"a program gets TF_CONFIG in its environment, and Linux passes at most {MAX_ENV_STRING:,} bytes in one "
-            f"variable (about {tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers "
+            f"a program gets TF_CONFIG in its environment, and Linux passes at most {MAX_ARG_STRLEN:,} bytes in one "
+            f"variable (about {tasks * MAX_ARG_STRLEN // size:,} tasks with these names); use fewer PS and workers "
             "or a shorter stack name, or run tfk8s's trainer (leave out tfk8s:program), which reads a larger "
             "cluster from a file"
         ]
@@ -214,12 +210,12 @@ def tf_config_size_errors(experiment: Experiment) -> list[str]:
             "tasks with these names); use fewer PS and workers, or a shorter stack name"
         ]
     variable, size = experiment.tf_config.largest_env_string(experiment.workload)
-    if size <= MAX_ENV_STRING:
+    if size <= MAX_ARG_STRLEN:
         return []
     return [
         f"{CONFIG_NAMESPACE}:cluster.workers.replicas: {tasks:,} tasks make a {variable} of {size:,} bytes, "
-        f"but Linux passes at most {MAX_ENV_STRING:,} bytes in one environment variable (about "
-        f"{tasks * MAX_ENV_STRING // size:,} tasks with these names); use fewer PS and workers, shorter "
+        f"but Linux passes at most {MAX_ARG_STRLEN:,} bytes in one environment variable (about "
+        f"{tasks * MAX_ARG_STRLEN // size:,} tasks with these names); use fewer PS and workers, shorter "
         f"server and stack names, or {CONFIG_NAMESPACE}:cluster.workload: jobset (which passes a larger "
         "cluster as a file)"
     ]

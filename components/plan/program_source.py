@@ -21,10 +21,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..spec.kubernetes_limits import config_map_key_problem
+from ..spec.kubernetes_limits import MAX_CONFIG_MAP_BYTES, config_map_key_problem
 from .source_credentials import credential_by_content, credential_by_name
 from .source_ignore import TFK8SIGNORE, IgnoreRules
-from .tf_config import MAX_CONFIG_MAP_BYTES
 
 FIELD = "tfk8s:program.source"
 

@@ -43,11 +43,6 @@ from .object_names import ObjectNames
 from .task_roles import TRAINING_CLUSTER, role_of
 from .workloads import TaskGroup, pod_hostname, pod_subdomain
 
-# Linux's MAX_ARG_STRLEN: the most bytes of one `NAME=value` environment string, its NUL included.
-MAX_ENV_STRING = 131_072
-# The most data one ConfigMap holds (the API server refuses more).
-MAX_CONFIG_MAP_BYTES = 1_048_576
-
 
 def task_address(group: TaskGroup, index: int, namespace: str, workload: Workload, names: ObjectNames) -> str:
     """Stable DNS name of a task's pod under its headless Service."""

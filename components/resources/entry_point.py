@@ -12,9 +12,9 @@ import pulumi
 from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.trainer_bundle import load_trainer_bundle
-from ..spec.loading import is_near_namespace
+from ..spec.loading import is_near_namespace, load_stack_config
 from ..spec.models import CONFIG_NAMESPACE, StackConfigError
-from ..spec.secrets import encrypted_paths
+from ..spec.secrets import encrypted_paths, split_secrets
 from ..spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
 from . import arguments, private_apis
 from .admission import refuse_never_admitted
@@ -97,6 +97,16 @@ def pause_garbage_collector() -> None:
     gc.disable()
 
 
+def refuse_as_plan_does(stack: str, stack_file: Path) -> None:
+    """The stack file's values as written, checked as `plan` checks them: the engine passes them
+    already parsed, a key left empty as null (which would read as its default at any depth) and
+    `1:30` as the text YAML 1.2 makes of it, so preview and up alone would take what plan refuses
+    (spec/as_written.py). No file (a program of one's own): the values are the program's."""
+    if stack_file.is_file():
+        _, values = read_stack_values(str(stack_file))
+        load_stack_config(stack, split_secrets(stack, values).values)  # as plan: `secure:` leaves as text
+
+
 def stack_file_secrets(stack_file: Path) -> Optional[set[str]]:
     """The paths of the stack file's encrypted values, which the engine's config no longer shows;
     None where the file cannot be read (then every plain env value of a secret key is kept secret)."""
@@ -117,6 +127,7 @@ def main(stack_file: Optional[Path] = None) -> None:
     pause_garbage_collector()
     stack = pulumi.get_stack()
     try:
+        refuse_as_plan_does(stack, stack_file or stack_path(stack))
         known_encrypted = stack_file_secrets(stack_file or stack_path(stack))
         build(
             stack,

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from .model_paths import TRAINER_KEY, annotation_at, bare, format_loc, is_model, is_required, origin_in
 from .models import CONFIG_NAMESPACE
-from .strict_yaml import YamlReading, plain_values, quoted
+from .strict_yaml import YamlReading, plain_values, quoted, yaml_1_2_number
 
 
 @dataclass
@@ -131,6 +131,11 @@ def _misread(reading: YamlReading) -> str:
         return (
             f"{reading.written}, unquoted, is {reading.reading} to YAML 1.1 and not to YAML 1.2 (Pulumi's); "
             f"quote it for the text: {written}, or write the number {value!r}"
+        )
+    if isinstance(value, str):  # text to YAML 1.1, a number to YAML 1.2
+        return (
+            f"{reading.written}, unquoted, is the text {written} to YAML 1.1 and {reading.reading}; quote it "
+            f"for the text: {written}, or write the number as both read it: {yaml_1_2_number(value)!r}"
         )
     if isinstance(value, datetime.date):
         return (

@@ -15,7 +15,7 @@ from .roles import CHECKPOINT_MOUNT
 ns = CONFIG_NAMESPACE
 
 # The fields of a role that say how its tasks run (all but replicas, which says whether there are any).
-PS_TASK_FIELDS = {"cpu": "cpu", "memory": "memory", "tolerations": "tolerations", "fail_on": "failOn"}
+PS_TASK_FIELDS = {"pool": "pool", "cpu": "cpu", "memory": "memory", "tolerations": "tolerations", "fail_on": "failOn"}
 # How a stack runs no PS (the two read the same once loaded).
 NO_PS = "ps.replicas: 0, or ps and ratio left out"
 EVALUATOR_TASK_FIELDS = {"pool": "pool", "cpu": "cpu", "memory": "memory", "tolerations": "tolerations"}

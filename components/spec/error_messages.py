@@ -14,7 +14,7 @@ from .as_written import AsWritten
 from .model_paths import allowed_keys, bare, format_loc, is_model, step, union_members
 from .models import StackConfig
 from .program import DNS_SUBDOMAIN, SECRET_KEY
-from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
+from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_FORM, QUANTITY_PATTERN
 from .strict_yaml import YamlReading, quoted
 
 
@@ -182,7 +182,7 @@ _KIND_OF_PATTERN = {
 def _pattern_help(error: Mapping[str, Any]) -> str:
     pattern = (error.get("ctx") or {}).get("pattern", "")
     if pattern == QUANTITY_PATTERN:
-        return "must be a Kubernetes quantity such as '500m', '2', '4Gi'"
+        return QUANTITY_FORM
     rules = _PATTERN_RULES.get(pattern)
     if rules is None:
         return error["msg"]

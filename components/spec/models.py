@@ -53,12 +53,19 @@ def gpu_build(image: str) -> str:
 
 
 class StackConfigError(ValueError):
-    """A stack file is wrong. The message names the stack, the field and the fix."""
+    """A stack file is wrong. The message names the stack, the field and the fix; `problems`, each
+    problem of a listing on its own (none for a one-line error)."""
+
+    LISTED = "  - "  # how a listing shows each problem, after its first line
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
     @classmethod
     def listing(cls, stack: str, errors: list[str]) -> "StackConfigError":
-        lines = "\n".join(f"  - {error}" for error in errors)
-        return cls(f"stack '{stack}' has an invalid configuration:\n{lines}")
+        lines = "\n".join(f"{cls.LISTED}{error}" for error in errors)
+        return cls(f"stack '{stack}' has an invalid configuration:\n{lines}", tuple(errors))
 
 
 class ClusterSpec(_Model):

@@ -71,10 +71,13 @@ def at_least_memory(text: str) -> str:
     return text
 
 
+QUANTITY_FORM = "must be a Kubernetes quantity such as '500m', '2', '4Gi'"
+
+
 def number_as_quantity(value: Any) -> Any:
     """A quantity written as a number (`cpu: 2`, `cpu: 0.5`), which Kubernetes takes as it takes "2": its text."""
     if isinstance(value, bool) or isinstance(value, float) and not math.isfinite(value):
-        raise PydanticCustomError("quantity", "must be a Kubernetes quantity such as '500m', '2', '4Gi'")
+        raise PydanticCustomError("quantity", QUANTITY_FORM)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):

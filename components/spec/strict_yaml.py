@@ -14,6 +14,7 @@ YamlReadings, so that the stack's loader (loading.py) refuses them named as the 
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any, Iterator
 
 import yaml
@@ -156,11 +157,38 @@ def _yaml_only_collection(constructor_name: str, tag: str, reading: str) -> Any:
     return construct
 
 
+# Plain scalars YAML 1.2 (Pulumi's engine, kubectl's parser) reads as numbers where PyYAML's YAML 1.1
+# reads text: an exponent without a dot or a sign (1e3, 1e-3, 1.0e3) and 0o octals. Any string of this
+# form is written quoted (render, the engine's copy of a stack file), so that every reader sees text.
+YAML_1_2_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0o[0-7]+")
+
+
+def text_style(text: str) -> str | None:
+    """The scalar style that keeps `text` text for YAML 1.1 and 1.2 readers alike ('|' for lines)."""
+    if "\n" in text:
+        return "|"
+    return "'" if YAML_1_2_NUMBER.fullmatch(text) else None
+
+
+def yaml_1_2_number(text: str) -> int | float:
+    """What YAML 1.2 makes of text of the YAML_1_2_NUMBER form (a whole number as an int)."""
+    number = int(text[2:], 8) if text.startswith("0o") else float(text)
+    return int(number) if isinstance(number, float) and number.is_integer() else number
+
+
+def _plain_text(loader: Any, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_yaml_str(node)
+    if not node.style and YAML_1_2_NUMBER.fullmatch(value):  # plain: None to PyYAML, '' to libyaml
+        return YamlReading(value, value, True, f"the number {yaml_1_2_number(value)!r} to YAML 1.2 (Pulumi's)")
+    return value
+
+
 class StackFileLoader(UniqueKeyLoader):
     """The stack file's loader: every value whose text YAML reads as something else is a YamlReading."""
 
 
 for _tag, _constructor in {
+    "str": _plain_text,
     "int": _plain_integer,
     "float": _plain_float,
     "bool": _plain_boolean,
@@ -184,6 +212,15 @@ def _represent_reading(dumper: yaml.SafeDumper, reading: YamlReading) -> yaml.No
 
 
 yaml.SafeDumper.add_representer(YamlReading, _represent_reading)
+
+
+class TextKeepingDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, writing quoted the text YAML 1.2 would read as a number (text_style)."""
+
+
+TextKeepingDumper.add_representer(
+    str, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style=text_style(text))
+)
 
 
 def plain_values(value: Any) -> Any:

@@ -72,6 +72,8 @@ def _converted_flags() -> list[tuple[str, str, argparse.Action]]:
 
 
 ODD_VALUES = ["", " ", "x", "-1", "nan", "inf", "1e400", "²", "１", "0x10", "1" * 5000, "0" * 5000 + "1", ",", "\n"]
+# No flag of any form takes these: each converter must refuse them, not only fail cleanly.
+NEVER_A_VALUE = {"", " ", "\n"}
 
 
 @pytest.mark.parametrize("command, flag, action", _converted_flags(), ids=lambda v: v if isinstance(v, str) else "")
@@ -84,6 +86,8 @@ def test_every_converted_flag_refuses_odd_values_in_its_own_words(command, flag,
             assert len(str(error)) < 400, "a long value is shown by its start"
         except Exception as error:  # argparse would say "invalid <function name> value"
             pytest.fail(f"{command} {flag} {value[:20]!r}: {type(error).__name__} {error}")
+        else:
+            assert value not in NEVER_A_VALUE, f"{command} {flag} took {value!r}"
 
 
 def test_a_port_of_thousands_of_digits_is_refused_naming_the_flag(capsys):

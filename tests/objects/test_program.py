@@ -213,7 +213,7 @@ def test_a_program_stack_needs_ps_memory():
         ({"command": ["x"], "env": {"TFK8S_CLUSTER": "{}"}}, "env name 'TFK8S_CLUSTER' is set by tfk8s"),
         ({"command": ["x"], "done": "workers", "roles": {"chief": {"args": ["a"]}}},
          "roles.chief: with done: workers there is no chief task"),
-        ({"command": ["x"], "volumes": [{"claim": "a", "mountPath": "/program"}]}, "is under /program, which tfk8s mounts"),
+        ({"command": ["x"], "volumes": [{"claim": "a", "mountPath": "/program"}]}, "mountPath: '/program' is /program, which tfk8s mounts itself"),
         ({"command": ["x"], "done": "sometimes"},
          "tfk8s:program.done: must be chief, workers or {workers: N} (N workers exit 0) (got 'sometimes')"),
         ({"command": ["x"], "done": {"workers": 0}},

@@ -196,10 +196,11 @@ def test_plan_names_what_was_left_out_of_the_source(tmp_path):
 
 def test_a_path_too_long_for_its_configmap_key_is_refused_naming_it(tmp_path):
     """Each folder name fits the file system (at most 255 bytes), but the path, joined with '__' into
-    one ConfigMap key, is past Kubernetes' 253 characters: the API server would refuse the ConfigMap."""
-    deep = "/".join(["d" * 125, "e" * 125, "train.py"])  # its key: 262 characters
-    write(tmp_path / "prog", {deep: "print('train')\n", "ok.py": "\n"})
+    one ConfigMap key, may pass Kubernetes' 253 characters: the API server would refuse the ConfigMap."""
+    at_the_bound = "/".join(["d" * 122, "e" * 123, "t.py"])  # its key: 253 characters
+    write(tmp_path / "fits", {at_the_bound: "\n"})
+    assert shipped(load_program_source(tmp_path, "fits")) == [at_the_bound]
+    past_it = "/".join(["d" * 122, "e" * 124, "t.py"])  # 254
+    write(tmp_path / "prog", {past_it: "print('train')\n", "ok.py": "\n"})
     said = refusal(tmp_path, "prog")
-    assert f"'prog/{deep}': its ConfigMap key" in said and "at most 253" in said, said
-    write(tmp_path / "short", {"/".join(["d" * 120, "e" * 120]) + "/a": "\n"})  # 245 characters: fits
-    assert shipped(load_program_source(tmp_path, "short")) == ["/".join(["d" * 120, "e" * 120]) + "/a"]
+    assert f"'prog/{past_it}': its ConfigMap key" in said and "is 254 characters" in said and "at most 253" in said, said

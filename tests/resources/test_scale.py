@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from components.plan.tf_config import MAX_CONFIG_MAP_BYTES, MAX_ENV_STRING
+from components.spec.kubernetes_limits import MAX_ARG_STRLEN as MAX_ENV_STRING
+from components.spec.kubernetes_limits import MAX_CONFIG_MAP_BYTES
 from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.pods import config_maps_of, pods_of, replicated_jobs

@@ -52,7 +52,7 @@ def trainer(**keys: Any) -> Edit:
     return lambda values: values["tfk8s:trainer"].update(keys)
 
 
-NO_PS = chain(role("ps", replicas=0), program())
+NO_PS = chain(lambda values: values["tfk8s:cluster"].update(ps={"replicas": 0}), program())
 DURABLE = role("chief", checkpointVolume={"size": "20Gi"})
 
 
@@ -71,6 +71,11 @@ REFUSED = [
         chain(NO_PS, role("ps", replicas=0, cpu="2")),
         "tfk8s:cluster.ps.cpu is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0, or ps and ratio left out); drop ps.cpu, or give PS",
         id="ps.cpu with ps.replicas: 0",
+    ),
+    pytest.param(
+        chain(NO_PS, role("ps", replicas=0, pool="servers")),
+        "tfk8s:cluster.ps.pool is set, but tfk8s:cluster.ps runs no PS (ps.replicas: 0, or ps and ratio left out)",
+        id="ps.pool with ps.replicas: 0",
     ),
     pytest.param(
         chain(NO_PS, role("ps", replicas=0, failOn=[2])),

@@ -310,10 +310,3 @@ def test_values_at_the_limits_plan(tmp_path, capsys):
     )
     code, err = plan(tmp_path, capsys, edit)
     assert code == 0, err
-
-
-def test_the_plan_layers_copies_of_the_limits_agree_with_this_module():
-    """plan/tf_config.py sizes TF_CONFIG against its own copies of two limits: they may not drift apart."""
-    from components.plan import tf_config
-
-    assert (tf_config.MAX_ENV_STRING, tf_config.MAX_CONFIG_MAP_BYTES) == (K.MAX_ARG_STRLEN, K.MAX_CONFIG_MAP_BYTES)

@@ -9,7 +9,7 @@ import pytest
 
 from components.objects import manifests
 from components.objects.loading import load_experiment_values
-from components.plan.tf_config import MAX_ENV_STRING
+from components.spec.kubernetes_limits import MAX_ARG_STRLEN as MAX_ENV_STRING
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.loading import load_stack_config
 from components.spec.models import StackConfigError

@@ -169,8 +169,16 @@ def test_the_stacks_the_wrong_values_go_into_are_valid(base_ok, tmp_path, capsys
     assert main(["plan", str(path)]) == 0, capsys.readouterr().err
 
 
+# derandomize: the same examples on every run, so CI fails on a defect, never on a new draw; a new
+# draw is a change of this test (or run it with --hypothesis-seed to explore).
 @pytest.mark.parametrize("key, kind", [pytest.param(key, kind, id=key) for key, kind in KEYS])
-@settings(max_examples=20, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=20,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_a_value_of_the_wrong_kind_is_one_line_naming_the_key(key, kind, data, tmp_path):
     written = data.draw(wrong_values(kind), label="written")
@@ -213,13 +221,22 @@ def test_a_quantity_is_a_number_or_text_as_kubernetes_takes_it(written, read_as,
     assert f"cpu: {read_as}\n" in rendered
 
 
-MAPS = [key for key, kind in KEYS if kind == "mapping" and any(doc.key == key and doc.type.startswith("map of")
-                                                               for doc in stack_keys())]
+MAPS = [
+    key
+    for key, kind in KEYS
+    if kind == "mapping" and any(doc.key == key and doc.type.startswith("map of") for doc in stack_keys())
+]
 KEYS_YAML_MISREADS = ["1", "1.10", "yes", "on", "1:30", "010", "~", "2026-01-01"]
 
 
 @pytest.mark.parametrize("key", [pytest.param(key, id=key) for key in MAPS])
-@settings(max_examples=10, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=10,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(written_key=st.sampled_from(KEYS_YAML_MISREADS))
 def test_a_key_that_is_not_text_is_named_as_written(key, written_key, tmp_path):
     """The names a map takes (labels, env names, roles) are text: a key YAML reads as something else is refused."""
@@ -235,5 +252,9 @@ def test_a_key_that_is_not_text_is_named_as_written(key, written_key, tmp_path):
 
 
 def test_every_map_is_tried():
-    assert set(MAPS) == {"tfk8s:nodePools[].selector", "tfk8s:program.env", "tfk8s:program.roles",
-                         "tfk8s:tensorboard.allowFrom[].podLabels"}
+    assert set(MAPS) == {
+        "tfk8s:nodePools[].selector",
+        "tfk8s:program.env",
+        "tfk8s:program.roles",
+        "tfk8s:tensorboard.allowFrom[].podLabels",
+    }

@@ -23,6 +23,7 @@ from components.resources.private_apis import kubernetes_sdk_version
 from components.spec.atomic_files import write_text_atomic
 from components.spec.secrets import encrypted_paths
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_path
+from components.spec.strict_yaml import TextKeepingDumper
 from tools.localcluster.paths import CLUSTER_ROOT
 from tools.toolchain.versions import recorded_versions
 
@@ -97,7 +98,9 @@ def write_stack_settings(stack_or_path: str, workspace: Path, kubeconfig: Path) 
             "PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase they were set with"
         )
     workspace.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(settings_file, yaml.safe_dump({**own, "config": config}, sort_keys=False))
+    # Text as text for the engine's YAML 1.2 too (a quoted '1e-3' in the stack file stays quoted).
+    settings = yaml.dump({**own, "config": config}, Dumper=TextKeepingDumper, sort_keys=False)
+    write_text_atomic(settings_file, settings)
     return stack
 
 

@@ -49,6 +49,7 @@ from components.migrate.stack_yaml import stack_yaml  # noqa: E402
 from components.migrate.tfjob import read_tfjob  # noqa: E402
 from components.objects.loading import load_experiment  # noqa: E402
 from components.plan import labels as L  # noqa: E402
+from components.plan.task_roles import TRAINING_CLUSTER  # noqa: E402
 from tools.localcluster import control_plane, lifecycle, paths, realnodes  # noqa: E402
 from tools.localcluster.client import api_client, is_not_found  # noqa: E402
 from tools.localcluster.podlogs import timestamped_log  # noqa: E402
@@ -65,7 +66,7 @@ STACK = "bench-vs-tfjob"
 STEPS = 300
 UNTIL_STOPPED = 1_000_000  # the lost-worker runs train until deleted
 STEP_LINE = "worker: step"
-ROLES = ("chief", "ps", "worker")
+ROLES = TRAINING_CLUSTER  # chief, ps, worker: TFJob labels its replica types by the same names
 TFJOB_ROLE_LABEL = "training.kubeflow.org/replica-type"
 TFJOB_INDEX_LABEL = "training.kubeflow.org/replica-index"
 TFJOB_NAME_LABEL = "training.kubeflow.org/job-name"

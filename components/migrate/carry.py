@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..plan.task_roles import ROLE_OF
+from ..plan.task_roles import ROLE_OF, WORKER
 from ..spec.images import is_pinned
 from ..spec.program import PROGRAM_VARIABLES
 from ..spec.trainer_contract import escaped
@@ -141,14 +141,14 @@ def _sources(roles: dict[str, RoleView], options: ImportOptions) -> dict[str, st
         sources[f"{key}.pool"] = "--pool"
         for size in ("cpu", "memory", "gpus", "tolerations"):
             sources[f"{key}.{size}"] = view.sources[size]
-    workers = roles["worker"]
+    workers = roles[WORKER.name]
     for key in ("command", "args", "workingDir", "volumes"):
         sources[f"tfk8s:program.{key}"] = workers.at("volumeMounts" if key == "volumes" else key)
     for view in roles.values():
         for name, path in view.sources.items():
             if name.startswith("env."):
                 sources.setdefault(f"tfk8s:program.{name}", path)
-        if view.replica.role != "worker":
+        if view.replica.role != WORKER.name:  # the workers' command is the program's own
             for key in ("command", "args"):
                 sources[f"tfk8s:program.roles.{view.replica.role}.{key}"] = view.at(key)
     return sources

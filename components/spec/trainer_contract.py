@@ -1,4 +1,5 @@
-"""What components/ reads from the trainer: the names a task's pod and its objects agree on
+"""What components/ reads from the trainer: the bottleneck rules `diagnose` and the reports share
+(bottleneck), the names a task's pod and its objects agree on
 (shared_names, cluster), the trainer's settings (settings), the kubelet's $(VAR) rules
 (kubelet_expansion), the chief's log lines (log_lines) and the JSON `export` prints (stack_export).
 
@@ -14,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__ == "components.spec":
-    from trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
+    from trainer import bottleneck, cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
 else:
-    from ...trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
+    from ...trainer import bottleneck, cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
 
 # The log archive's protocol, re-exported whole: the shipper and the collector import it as a file
 # beside them in their pods, components/ (log_shipping, log_archive, task_shell, the archive's

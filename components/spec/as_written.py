@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from .model_paths import TRAINER_KEY, annotation_at, bare, format_loc, is_model, is_required, origin_in
 from .models import CONFIG_NAMESPACE
-from .strict_yaml import YamlReading, plain_values, quoted, yaml_1_2_number
+from .strict_yaml import YAML_1_2_NUMBER, YamlReading, plain_values, quoted, yaml_1_2_number
 
 
 @dataclass
@@ -26,11 +26,42 @@ class AsWritten:
     refused: set[tuple[Any, ...]] = field(default_factory=set)
     # Values whose text YAML changed (`1.10` read as 1.1), where a number is fine: named as written if refused.
     readings: dict[tuple[Any, ...], YamlReading] = field(default_factory=dict)
+    # What YAML 1.2 (Pulumi's) reads where a refused value was written: a key that must be given keeps it
+    # when the refused values are set aside (set_aside).
+    other_readings: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
-    def explained(self, loc: tuple[Any, ...]) -> bool:
-        """Whether what is wrong at `loc` is already said: a value refused at or below it (a mapping's own
-        checks would judge what YAML made of a value it holds, not what was written)."""
-        return any(loc[: len(refused)] == refused or refused[: len(loc)] == loc for refused in self.refused)
+    def explained(
+        self, loc: tuple[Any, ...], message: str = "", said_with_refused_set_aside: Collection[str] = ()
+    ) -> bool:
+        """Whether what is wrong at `loc` (`()`: across keys) is already said. A value refused at `loc`, or
+        at a mapping holding it, is: the models' words about it would only repeat it, less clearly. Above
+        a refused value, a check may judge what YAML made of it, or its absence: `message` is left out
+        where it names a refused key, or where the models do not say it of the values with every refused
+        one set aside too (`said_with_refused_set_aside`); else it is a problem of its own, listed with
+        the refusals rather than after they are fixed."""
+        if any(loc[: len(refused)] == refused for refused in self.refused):
+            return True
+        below = [refused for refused in self.refused if refused[: len(loc)] == loc]
+        if not below:
+            return False
+        return message not in said_with_refused_set_aside or any(_names(message, loc, key) for key in below)
+
+    def set_aside(self) -> dict[str, Any]:
+        """The values without those refused, for telling the problems that are theirs from the others:
+        a refused key left out, or where its key must be given, read as YAML 1.2 reads it (`010` as 10)."""
+
+        def kept(loc: tuple[Any, ...], value: Any) -> Any:
+            if loc in self.refused:
+                return self.other_readings[loc] if loc in self.other_readings and is_required(loc) else _EMPTY
+            if isinstance(value, Mapping):
+                entries = ((key, kept((*loc, key), item)) for key, item in value.items())
+                return {key: item for key, item in entries if item is not _EMPTY}
+            if isinstance(value, list):
+                items = (kept((*loc, index), item) for index, item in enumerate(value))
+                return [item for item in items if item is not _EMPTY]
+            return value
+
+        return kept((), self.values)
 
     def with_written_text(self, loc: tuple[Any, ...], message: str) -> str:
         """`message` with a value YAML read otherwise named as written (`got 1.1` -> `got 1.10, which ...`)."""
@@ -68,6 +99,8 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
         if isinstance(value, YamlReading):
             if value.ambiguous:
                 refuse(loc, _misread(value))
+                if not value.written.startswith("!!"):
+                    result.other_readings[loc] = _yaml_1_2_reading(value)
             else:
                 result.readings[loc] = value
             return plain_values(value.value)
@@ -105,6 +138,13 @@ def read_as_written(given: Mapping[str, Any]) -> AsWritten:
         if walked is not _EMPTY:
             result.values[key] = walked
     return result
+
+
+def _names(message: str, loc: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
+    """Whether `message`, about `loc`, names `key` below it: by its whole path, or by its path from `loc`."""
+    whole = format_loc(key)
+    names = [whole, whole[len(format_loc(loc)) :].lstrip(".")] if loc else [whole]
+    return any(re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message) for name in names)
 
 
 def value_at(values: Mapping[str, Any], loc: tuple[Any, ...]) -> Any:
@@ -147,6 +187,15 @@ def _misread(reading: YamlReading) -> str:
             "mapping {a: 1}"
         )
     return f"{reading.written} is {reading.reading}, which no stack value is; write the text itself"
+
+
+def _yaml_1_2_reading(reading: YamlReading) -> Any:
+    """What YAML 1.2 makes of a value YAML 1.1 reads otherwise."""
+    if isinstance(reading.value, str):  # `1e-3`: text to YAML 1.1
+        return yaml_1_2_number(reading.value)
+    if YAML_1_2_NUMBER.fullmatch(reading.written):  # `010`: octal to YAML 1.1
+        return yaml_1_2_number(reading.written)
+    return reading.written  # `1:30`, `yes`, `1_000`, dates: text to YAML 1.2
 
 
 def _python_kind(value: Any) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import typing
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional
 
 from pydantic import BaseModel, ValidationError
 
@@ -96,17 +96,27 @@ def _quote_hint(error: Mapping[str, Any], reading: Optional[YamlReading]) -> str
     return f"; quote it: {quoted(written)}"
 
 
-def describe_validation_error(exc: ValidationError, as_written: Optional[AsWritten] = None) -> list[str]:
+def describe_validation_error(
+    exc: ValidationError, as_written: Optional[AsWritten] = None, said_with_refused_set_aside: Collection[str] = ()
+) -> list[str]:
+    """The models' errors, each in a stack file's words; those a value refused as written explains left
+    out (AsWritten.explained: `said_with_refused_set_aside` are the models' words without those values)."""
     as_written = as_written or AsWritten(values={})
-    messages = []
+    return [
+        message
+        for loc, message in _described(exc, as_written)
+        if not as_written.explained(loc, message, said_with_refused_set_aside)
+    ]
+
+
+def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[Any, ...], str]]:
+    messages: list[tuple[tuple[Any, ...], str]] = []
     for error in _one_error_per_union(exc.errors(include_url=False)):
         loc = tuple(error["loc"])
-        if as_written.explained(loc):
-            continue
         if error["type"] == "invalid_key":
             # A model's key that is not text (`ps: {1: 2}`): named as a key, not as a list's index.
             shown = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
-            messages.append(f"{format_loc(loc[:-1])}: the key {shown} is not text; quote it: {quoted(shown)}")
+            messages.append((loc, f"{format_loc(loc[:-1])}: the key {shown} is not text; quote it: {quoted(shown)}"))
             continue
         if loc[-1:] == ("[key]",):
             # A mapping's key that is not text (`selector: {1: a}`): pydantic puts it in the path.
@@ -114,9 +124,11 @@ def describe_validation_error(exc: ValidationError, as_written: Optional[AsWritt
             written = as_written.readings.get(loc[:-1])
             shown = written.written if written else str(key).lower() if isinstance(key, bool) else str(key)
             if error["type"] == "string_type":
-                messages.append(f"{format_loc(loc[:-2])}: the key {shown} is not text; quote it: {quoted(shown)}")
+                messages.append(
+                    (loc, f"{format_loc(loc[:-2])}: the key {shown} is not text; quote it: {quoted(shown)}")
+                )
             else:
-                messages.append(f"{format_loc(loc[:-2])}: the key {shown}: {error['msg']}")
+                messages.append((loc, f"{format_loc(loc[:-2])}: the key {shown}: {error['msg']}"))
             continue
         field_path = format_loc(loc)
         if error["type"] == "extra_forbidden":
@@ -124,7 +136,7 @@ def describe_validation_error(exc: ValidationError, as_written: Optional[AsWritt
             key = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
             hint = did_you_mean(key, allowed)
             # A key, never a list's index: `ps: {1: 2}` is ps.1.
-            messages.append(f"{format_loc(loc[:-1])}.{key}: unknown key{hint}; allowed: {', '.join(allowed)}")
+            messages.append((loc, f"{format_loc(loc[:-1])}.{key}: unknown key{hint}; allowed: {', '.join(allowed)}"))
             continue
         message = error["msg"]
         if message.startswith("Value error, "):
@@ -143,7 +155,7 @@ def describe_validation_error(exc: ValidationError, as_written: Optional[AsWritt
         if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
             shown = f"{reading.written}, which YAML reads as {reading.reading}" if reading else shown_input(got)
             message = f"{message} (got {shown}){_quote_hint(error, reading)}"
-        messages.append(f"{field_path}: {message}")
+        messages.append((loc, f"{field_path}: {message}"))
     return messages
 
 

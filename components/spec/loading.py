@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
 from pydantic import ValidationError
 
@@ -80,44 +81,72 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
             "trainer only)"
         )
 
-    try:
-        # Not `or None`: an empty list or a 0 is a mistake, not a request for the defaults.
-        trainer = TrainerSettings.from_config(given.get(TRAINER_KEY))
-    except SettingsError as exc:
-        trainer = None
-        loc = (TRAINER_KEY, exc.key) if exc.key else (TRAINER_KEY,)
-        if not as_written.explained(loc):
-            message = as_written.with_written_text(loc, exc.message)
+    judged = _judged(stack, given, required_keys)
+    # The same with every refused value set aside (AsWritten.set_aside): what is found above a refused
+    # value, or across keys, may judge what YAML made of it, and is listed with the refusals only if
+    # found here too; else after they are fixed, if it still holds.
+    aside = _judged(stack, as_written.set_aside(), required_keys) if as_written.refused else judged
+
+    if judged.trainer_problem is not None:
+        loc, message = judged.trainer_problem
+        if not as_written.explained(loc, message, [aside.trainer_problem[1]] if aside.trainer_problem else []):
+            message = as_written.with_written_text(loc, message)
             given_value = value_at(given, loc)
             if isinstance(given_value, (dict, list)) and given_value:
                 # Not Python's repr of what YAML made of it.
                 message = re.sub(r"\(got [^\n]*\)$", f"(got {described(given_value)})", message)
             errors.append(f"{format_loc(loc)}: {message}")
-
     # Every problem in one pass: the pools and the cluster are checked even when the trainer
     # settings or the top-level keys have errors of their own.
-    config: StackConfig | None = None
+    if judged.invalid is not None:
+        said_aside = describe_validation_error(aside.invalid) if aside.invalid is not None else []
+        errors.extend(describe_validation_error(judged.invalid, as_written, said_aside))
+    for problems, problems_aside in (
+        (judged.size_problems, aside.size_problems),
+        (judged.cross_key_problems, aside.cross_key_problems),
+    ):
+        errors.extend(problem for problem in problems if not as_written.explained((), problem, problems_aside))
+    if errors:
+        raise StackConfigError.listing(stack, errors)
+    assert judged.config is not None
+    return judged.config
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """What the trainer's settings, the models and the checks across keys say of a stack's values."""
+
+    trainer_problem: Optional[tuple[tuple[Any, ...], str]]  # where, and what
+    invalid: Optional[ValidationError]
+    config: Optional[StackConfig]
+    size_problems: list[str]
+    cross_key_problems: list[str]
+
+
+def _judged(stack: str, given: Mapping[str, Any], required_keys: list[str]) -> _Judged:
+    trainer: Optional[TrainerSettings] = None
+    trainer_problem = None
+    try:
+        # Not `or None`: an empty list or a 0 is a mistake, not a request for the defaults.
+        trainer = TrainerSettings.from_config(given.get(TRAINER_KEY))
+    except SettingsError as exc:
+        trainer_problem = ((TRAINER_KEY, exc.key) if exc.key else (TRAINER_KEY,), exc.message)
+    config: Optional[StackConfig] = None
+    invalid = None
     if all(required in given for required in required_keys):
-        sections = {key: given[key] for key in keys if key in given}
+        sections = {key: given[key] for key in StackConfig.file_keys() if key in given}
         sections[TRAINER_KEY] = trainer or TrainerSettings()
         try:
             config = StackConfig.model_validate({"stack": stack, **sections})
         except ValidationError as exc:
-            errors.extend(describe_validation_error(exc, as_written))
-
-    # The size bound first, alone: the other checks size memory from the task counts.
+            invalid = exc
+    # The size bound first, alone: the other checks size memory from the task counts, and from the
+    # trainer's settings, only where they are valid.
     size_problems = task_count_problems(config) if config is not None else []
-    errors.extend(size_problems)
-    # The cross checks size memory from the trainer settings: only with settings that are valid, and
-    # values read as written (else they would judge what YAML made of a value that is refused).
-    if config is not None and trainer is not None and not size_problems and not as_written.refused:
-        errors.extend(cross_checks(config))
-        errors.extend(tensorboard_checks(config))
-        errors.extend(log_archive_checks(config))
-    if errors:
-        raise StackConfigError.listing(stack, errors)
-    assert config is not None
-    return config
+    cross_key_problems = []
+    if config is not None and trainer is not None and not size_problems:
+        cross_key_problems = [*cross_checks(config), *tensorboard_checks(config), *log_archive_checks(config)]
+    return _Judged(trainer_problem, invalid, config, size_problems, cross_key_problems)
 
 
 def is_near_namespace(namespace: str) -> bool:

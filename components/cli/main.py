@@ -4,6 +4,7 @@
   python -m components render <stack>    the objects as YAML files, for kubectl or GitOps
   python -m components status <stack>    the plan against what a cluster did
   python -m components top <stack>       each task's CPU and memory, the PS imbalance, the chief's progress
+  python -m components diagnose <stack>  the running experiment's bottleneck, and the next stack to run
   python -m components logs <stack> [TASK]   a task's log: from its pod, then from the log archive (tfk8s:logs)
   python -m components tensorboard <stack>   the experiment's TensorBoard (tfk8s:tensorboard) on a local port
   python -m components export <stack>    the validated experiment as JSON (for trainer.local)
@@ -30,6 +31,7 @@ from ..spec.reach_rules import stack_warnings
 from ..spec.stack_files import PROJECT_ROOT, stack_names
 from ..spec.trainer_contract import export_text
 from . import argument_types
+from .diagnose_command import add_diagnose_parser, diagnose_command
 from .exit_codes import BAD_INPUT, exit_codes_help
 from .export_command import experiment_export
 from .import_tfjob import STACK_NAME_RULE, import_tfjob
@@ -113,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         help="refresh every SECONDS until the experiment ends, then print its final phase",
     )
     top.add_argument("--json", action="store_true", help="print one JSON object (one per line under --watch)")
+    add_diagnose_parser(commands, stack_help, _cluster_arguments)
 
     tensorboard = commands.add_parser(
         "tensorboard",
@@ -303,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         from ..live.tensorboard_forward import serve_tensorboard
 
         return serve_tensorboard(experiment, args.kubeconfig, args.context, args.port, stack_given=args.stack)
+
+    if args.command == "diagnose":
+        return diagnose_command(experiment, args)
 
     if args.command == "top":
         from ..live.top import cluster_top

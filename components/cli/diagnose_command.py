@@ -1,0 +1,227 @@
+"""`python -m components diagnose <stack>`: the running experiment's bottleneck, from what the cluster
+measures over a window, and the next experiment as a stack diff (`--write NEW-STACK` writes it).
+
+The sampling is components/live/diagnose.py (the sources and rights of `top`), the rules
+trainer/bottleneck.py (through trainer_contract), the stack change components/spec/stack_edit.py.
+The new stack is checked as `plan` checks a stack file before it is shown as the next experiment or
+written: a change the rules propose that plan refuses is a fault of the rules, named as one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..live.diagnose import DEFAULT_SECONDS, MIN_SECONDS, SAMPLE_EVERY_S, Sampled
+from ..objects.loading import load_experiment_values
+from ..plan.experiment import Experiment
+from ..plan.trainer_bundle import load_trainer_bundle
+from ..spec.atomic_files import write_text_atomic
+from ..spec.models import StackConfigError
+from ..spec.secrets import encrypted_paths
+from ..spec.stack_files import PROJECT_ROOT, STACKS_DIR, stack_path
+from ..spec.strict_yaml import load_yaml, plain_values
+from ..spec.trainer_contract import bottleneck
+from ..spec.user_files import UnreadableFile, read_user_text
+from . import argument_types
+from .exit_codes import BAD_INPUT, NO, OK
+from .import_tfjob import PULUMI_STACK_NAME, STACK_NAME_RULE
+from .paths import shown
+
+DIAGNOSE_DESCRIPTION = f"""\
+The running experiment's bottleneck, from what the cluster measures over --seconds: each task's CPU
+every {SAMPLE_EVERY_S:g} s (metrics.k8s.io, or the kubelet summary where that API is absent, as top reads
+them; with the summary, each pod's network too), each server's allocatable CPU where Nodes may be read,
+and for tfk8s's own trainer the chief's step time. One of hot-ps, ps-bound, worker-bound, idle or none,
+with its evidence, how sure and why, and the next experiment as a diff of the stack file.
+
+exit codes:
+  0    the finding is shown (and with --write, the new stack written)
+  1    nothing to diagnose: the experiment ended before a sample, or no task had a CPU figure
+       (the reason is on stderr); the experiment failed during the window; --write with a
+       finding that changes no stack key (nothing written)
+  2    the stack or the kubeconfig cannot be read, the API server does not answer or refuses,
+       --seconds or --write is refused, the new stack file exists or cannot be written, or
+       the rules proposed a stack that plan refuses (nothing written)
+  130  interrupted (Ctrl-C)
+"""
+
+
+def add_diagnose_parser(
+    commands: Any, stack_help: str, cluster_arguments: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """`diagnose`'s arguments, under main.py's subcommands."""
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="name the running experiment's bottleneck (hot-ps, ps-bound, worker-bound, idle, none) from what the "
+        "cluster measures, and the next experiment as a stack diff",
+        description=DIAGNOSE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diagnose.add_argument("stack", metavar="STACK", help=stack_help)
+    diagnose.add_argument(
+        "--seconds",
+        type=window_seconds,
+        default=DEFAULT_SECONDS,
+        metavar="N",
+        help=f"how long to sample (default: {DEFAULT_SECONDS:g}, three refreshes of metrics-server; at least "
+        f"{MIN_SECONDS:g})",
+    )
+    diagnose.add_argument("--json", action="store_true", help="print one JSON object")
+    cluster_arguments(diagnose)
+    diagnose.add_argument(
+        "--write",
+        type=new_stack_name,
+        metavar="NEW-STACK",
+        help="write the next experiment as Pulumi.<NEW-STACK>.yaml beside the stack file (never over an existing "
+        "file), ready for `pulumi up --stack NEW-STACK`",
+    )
+
+
+def window_seconds(text: str) -> float:
+    seconds = argument_types.positive_seconds(text)
+    if seconds < MIN_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_SECONDS:g} seconds (got {argument_types.shown_value(text)}): metrics-server "
+            "refreshes a pod's CPU every 15 s, so a shorter window may hold one reading from before it began"
+        )
+    return seconds
+
+
+def new_stack_name(text: str) -> str:
+    if not PULUMI_STACK_NAME.match(text):
+        raise argparse.ArgumentTypeError(f"{argument_types.shown_value(text)} is not a stack name: {STACK_NAME_RULE}")
+    return text
+
+
+def diagnose_command(experiment: Experiment, args: argparse.Namespace) -> int:
+    """Sample, diagnose, print; with --write, write the new stack. The exit code (DIAGNOSE_DESCRIPTION)."""
+    from ..live.cluster_access import with_cluster
+    from ..live.diagnose import sample_experiment
+    from ..live.diagnose_figures import experiment_shape
+
+    source = stack_path(args.stack)
+    try:
+        old_text = read_user_text(source)
+    except UnreadableFile as why:
+        print(f"stack '{experiment.stack}': {why}", file=sys.stderr)
+        return BAD_INPUT
+    target = source.parent / f"Pulumi.{args.write}.yaml" if args.write else None
+    if target is not None:
+        # Before the window: a name or a file that would be refused is said now, not after it.
+        refusal = _write_refusal(args.write, old_text, target)
+        if refusal is not None:
+            print(f"diagnose: {refusal}; nothing sampled, nothing written", file=sys.stderr)
+            return BAD_INPUT
+
+    def action(api: Any) -> int:
+        sampled = sample_experiment(api, experiment, args.seconds)
+        if sampled.measured is None:
+            print(f"stack '{experiment.stack}': {_nothing_measured(sampled)}", file=sys.stderr)
+            return NO
+        finding = bottleneck.diagnose(sampled.measured, experiment_shape(experiment, _values(old_text)))
+        return _show(experiment, args, sampled, finding, old_text, target)
+
+    return with_cluster(experiment, args.kubeconfig, args.context, action, stack_given=args.stack)
+
+
+def _show(
+    experiment: Experiment,
+    args: argparse.Namespace,
+    sampled: Sampled,
+    finding: bottleneck.Finding,
+    old_text: str,
+    target: Optional[Path],
+) -> int:
+    from ..live.diagnose_view import NextStack, diagnose_json, diagnose_text, written_text
+    from ..spec.stack_edit import StackEditError, apply_changes, stack_diff
+
+    name = args.write or f"{experiment.stack}-next"
+    next_stack, code = NextStack(name), OK
+    if finding.changes:
+        try:
+            new_text = apply_changes(old_text, finding.changes)
+            _check_stack(name, new_text)
+            next_stack = NextStack(name, stack_diff(old_text, new_text, experiment.stack, name))
+        except (StackEditError, StackConfigError) as error:
+            what = "a stack that plan refuses" if isinstance(error, StackConfigError) else "a change it cannot write"
+            refused = f"the rules proposed {what} (a fault of tfk8s's rules: please report it): {error}"
+            print(f"stack '{experiment.stack}': {refused}; nothing written", file=sys.stderr)
+            next_stack, code = NextStack(name, refused=refused), BAD_INPUT
+    if code == OK and target is not None:
+        if not finding.changes:
+            print("diagnose: the finding changes no stack key; nothing written", file=sys.stderr)
+            code = NO
+        else:
+            code = _write(target, new_text)
+            if code == OK:
+                next_stack = NextStack(name, next_stack.diff, written=shown(target))
+    if args.json:
+        print(json.dumps(diagnose_json(sampled, finding, next_stack), indent=2))
+    else:
+        print(diagnose_text(experiment, sampled, finding, next_stack, args.stack))
+        if next_stack.written:
+            in_stacks = target is not None and target.parent.resolve() == STACKS_DIR.resolve()
+            secrets = bool(encrypted_paths(_values(old_text)))
+            print(f"\n{written_text(next_stack.written, name, in_stacks, experiment.stack, secrets)}")
+    if code == OK and sampled.window.ended == "Failed":
+        return NO  # as top: the experiment failed
+    return code
+
+
+def _write_refusal(name: str, old_text: str, target: Path) -> Optional[str]:
+    """Why --write NAME cannot be written, or None: an existing file, or a name tfk8s refuses."""
+    if target.exists():
+        return f"{shown(target)} exists: diagnose never writes over a stack file; give --write another name"
+    try:
+        # The stack plan accepted, under the new name: what it refuses now, the name alone made it (a
+        # label value; the namespace tf-<stack>, where the stack names none).
+        _check_stack(name, old_text)
+    except StackConfigError as error:
+        return f"--write {name}: {error}"
+    return None
+
+
+def _check_stack(name: str, text: str) -> None:
+    """The stack file's text as `plan` checks it; StackConfigError naming what it refuses."""
+    document = load_yaml(text)
+    config = document.get("config") if isinstance(document, dict) else None
+    if not isinstance(config, dict):
+        raise StackConfigError(f"stack '{name}': no 'config:' mapping")
+    load_experiment_values(name, config, load_trainer_bundle(PROJECT_ROOT))
+
+
+def _values(text: str) -> dict[str, Any]:
+    """The `config:` values of a stack file plan has read (so one with that mapping), as written."""
+    values: dict[str, Any] = plain_values(load_yaml(text))["config"]
+    return values
+
+
+def _write(target: Path, text: str) -> int:
+    if target.exists():  # written meanwhile
+        print(
+            f"diagnose: {shown(target)} exists: diagnose never writes over a stack file; nothing written",
+            file=sys.stderr,
+        )
+        return BAD_INPUT
+    try:
+        write_text_atomic(target, text)
+    except OSError as error:
+        print(f"diagnose: cannot write {shown(target)}: {error.strerror or error}; nothing written", file=sys.stderr)
+        return BAD_INPUT
+    return OK
+
+
+def _nothing_measured(sampled: Sampled) -> str:
+    window = sampled.window
+    if not window.samples:
+        return f"the experiment ended ({window.ended}) before a sample: nothing to diagnose"
+    why = (
+        "; ".join(window.notes)
+        or "the cluster has no CPU figure of any task yet (a pod's first comes after about 15 s)"
+    )
+    ended = f"; the experiment ended ({window.ended}) after {window.seconds:.0f} s" if window.ended else ""
+    return f"no task had a CPU figure in {len(window.samples)} samples{ended}: {why}; nothing to diagnose"

@@ -10,12 +10,11 @@ the commands that read a live experiment all take their names from here.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
+from ..spec.kubernetes_limits import DNS1123_LABEL_RE
 from ..spec.models import CONFIG_NAMESPACE, StackConfig
-from ..spec.quantities import DNS_LABEL_PATTERN
 
 # The fixed names, as a namespace of tfk8s's own has them.
 JOBSET = "tf"  # its name starts every JobSet pod's host name
@@ -112,7 +111,7 @@ def shared_name_error(config: StackConfig) -> Optional[str]:
     if not config.shares_namespace:
         return None
     stack = config.stack
-    if re.match(DNS_LABEL_PATTERN, stack) and len(stack) <= MAX_SHARED_STACK_NAME:
+    if DNS1123_LABEL_RE.match(stack) and len(stack) <= MAX_SHARED_STACK_NAME:
         return None
     return (
         f"{CONFIG_NAMESPACE}:cluster.namespace: in the shared namespace '{config.namespace}' every object and "

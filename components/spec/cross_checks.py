@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 
 from .combination_rules import combination_checks
+from .kubernetes_limits import dns1123_label_problem, image_reference
 from .limit_checks import kubernetes_limit_checks
 from .models import CONFIG_NAMESPACE, MAX_TASKS, StackConfig
 from .placement_rules import placement_problems
-from .quantities import DNS_LABEL_PATTERN, quantity_value
+from .quantities import quantity_value
 from .roles import is_remote
 from .sizing import checkpoint_bytes, embedding_shard_bytes
 from .task_counts import task_counts
@@ -28,7 +28,7 @@ def _pool_checks(config: StackConfig) -> list[str]:
     pools = config.pools
     ns = CONFIG_NAMESPACE
 
-    if cluster.namespace is None and not re.match(DNS_LABEL_PATTERN, config.namespace):
+    if cluster.namespace is None and dns1123_label_problem(config.namespace):
         errors.append(
             f"{ns}:cluster.namespace: the default namespace '{config.namespace}' made from the "
             "stack name is not a DNS label; set cluster.namespace"
@@ -121,7 +121,8 @@ def _pool_checks(config: StackConfig) -> list[str]:
         )
 
     gpus = cluster.workers.gpus
-    if gpus and cluster.gpu_image is None and "@" in cluster.image:
+    reference = image_reference(cluster.image)
+    if gpus and cluster.gpu_image is None and reference is not None and reference.digest is not None:
         errors.append(
             f"{ns}:cluster.gpuImage: GPU workers need TensorFlow's GPU build, and image '{cluster.image}' "
             "is a digest, so its GPU build cannot be derived; set gpuImage (a tag or a digest)"

@@ -11,10 +11,15 @@ from typing import Any, Collection, Mapping, Optional
 from pydantic import BaseModel, ValidationError
 
 from .as_written import AsWritten
+from .kubernetes_limits import (
+    CONFIG_MAP_KEY_PATTERN,
+    DNS1123_LABEL_PATTERN,
+    DNS1123_SUBDOMAIN_PATTERN,
+    LABEL_VALUE_PATTERN,
+)
 from .model_paths import allowed_keys, bare, format_loc, is_model, step, union_members
 from .models import StackConfig
-from .program import DNS_SUBDOMAIN, SECRET_KEY
-from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_FORM, QUANTITY_PATTERN
+from .quantities import QUANTITY_FORM, QUANTITY_PATTERN
 from .strict_yaml import YamlReading, quoted
 
 
@@ -143,6 +148,8 @@ def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[
             message = message[len("Value error, ") :]
         if error["type"] == "string_pattern_mismatch":
             message = _pattern_help(error)
+        elif error["type"] == "string_too_long":
+            message = f"must be {_name_kind(error, 'text')} of at most {error['ctx']['max_length']} characters"
         elif error["type"] == "dict_type":
             message = "should be a mapping"  # as YAML names it
         elif error["type"] == "tuple_type":
@@ -161,12 +168,13 @@ def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[
 
 # What each pattern allows, in words.
 _PATTERN_RULES = {
-    DNS_LABEL_PATTERN: "lower-case letters, digits and '-', at most 63",
+    DNS1123_LABEL_PATTERN: "lower-case letters, digits and '-', at most 63",
     LABEL_VALUE_PATTERN: "letters, digits, '-', '_', '.', at most 63",
-    NODE_NAME_PATTERN: "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
-    DNS_SUBDOMAIN: "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
-    SECRET_KEY: "letters, digits, '-', '_' and '.'",
+    DNS1123_SUBDOMAIN_PATTERN: "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
+    CONFIG_MAP_KEY_PATTERN: "letters, digits, '-', '_' and '.'",
 }
+# What a DNS subdomain of the right letters and ends breaks: a part between its dots ('a..b', 'a.-b').
+_SUBDOMAIN_PARTS = ", each part between dots too"
 # What a name names, by its key: a claim refused as "a node name" sends the user to the wrong docs.
 _NAME_KINDS = {
     "nodes": "a node name",
@@ -183,11 +191,10 @@ _NAME_KINDS = {
     "product": "a GPU product's label value",
 }
 _KIND_OF_PATTERN = {
-    DNS_LABEL_PATTERN: "a DNS label",
+    DNS1123_LABEL_PATTERN: "a DNS label",
     LABEL_VALUE_PATTERN: "a label value",
-    NODE_NAME_PATTERN: "a DNS subdomain",
-    DNS_SUBDOMAIN: "a DNS subdomain",
-    SECRET_KEY: "a Secret key",
+    DNS1123_SUBDOMAIN_PATTERN: "a DNS subdomain",
+    CONFIG_MAP_KEY_PATTERN: "a Secret key",
 }
 
 
@@ -198,9 +205,15 @@ def _pattern_help(error: Mapping[str, Any]) -> str:
     rules = _PATTERN_RULES.get(pattern)
     if rules is None:
         return error["msg"]
+    got = error.get("input")
+    if pattern == DNS1123_SUBDOMAIN_PATTERN and isinstance(got, str) and any(p in got for p in ("..", ".-", "-.")):
+        rules += _SUBDOMAIN_PARTS
+    return f"must be {_name_kind(error, _KIND_OF_PATTERN[pattern])}: {rules}"
+
+
+def _name_kind(error: Mapping[str, Any], otherwise: str) -> str:
     key = next((part for part in reversed(tuple(error["loc"])) if isinstance(part, str)), "")
-    kind = _NAME_KINDS.get(key) or _KIND_OF_PATTERN[pattern]
-    return f"must be {kind}: {rules}"
+    return _NAME_KINDS.get(key) or otherwise
 
 
 # A value echoed back in full would bury the message (a 400-digit quantity, a pasted blob).

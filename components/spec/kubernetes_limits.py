@@ -27,23 +27,28 @@ ARG_MAX (a quarter of the stack limit: 2 MiB under the usual 8 MiB).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Optional
 
-# Names.
+# Names. The patterns are the models' too (pydantic's `pattern`, with the lengths as `max_length`).
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_LABEL_RE = re.compile(rf"^{_DNS1123_LABEL}$")
-DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+DNS1123_LABEL_PATTERN = rf"^{_DNS1123_LABEL}$"
+DNS1123_SUBDOMAIN_PATTERN = rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$"
+DNS1123_LABEL_RE = re.compile(DNS1123_LABEL_PATTERN)
+DNS1123_SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN_PATTERN)
 # Label keys (qualified names) and values.
 QUALIFIED_NAME_MAX = 63
 LABEL_VALUE_MAX = 63
 _QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 QUALIFIED_NAME_RE = re.compile(rf"^{_QUALIFIED_NAME}$")
-LABEL_VALUE_RE = re.compile(rf"^({_QUALIFIED_NAME})?$")
-# ConfigMap and Secret keys.
+LABEL_VALUE_PATTERN = rf"^({_QUALIFIED_NAME})?$"
+LABEL_VALUE_RE = re.compile(LABEL_VALUE_PATTERN)
+# ConfigMap and Secret keys: the characters (a pattern), and what config_map_key_problem adds.
 CONFIG_MAP_KEY_MAX = 253
-CONFIG_MAP_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_MAP_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
+CONFIG_MAP_KEY_RE = re.compile(CONFIG_MAP_KEY_PATTERN)
 # Sizes.
 MAX_CONFIG_MAP_BYTES = 1024 * 1024  # MaxSecretSize, a ConfigMap's and a Secret's data alike
 MAX_OBJECT_BYTES = 1_572_864  # etcd's default --max-request-bytes
@@ -57,7 +62,7 @@ _HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?
 _IMAGE_NAME = rf"(?:{_HOST}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
-IMAGE_REFERENCE_RE = re.compile(rf"^({_IMAGE_NAME})(?::{_TAG})?(?:@{_DIGEST})?$", re.ASCII)
+IMAGE_REFERENCE_RE = re.compile(rf"^(?P<name>{_IMAGE_NAME})(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$", re.ASCII)
 IMAGE_NAME_MAX = 255
 
 LABEL_VALUE_RULE = "at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
@@ -76,6 +81,23 @@ def shown(value: str, limit: int = 60) -> str:
     """A value as a message quotes it: repr, so a newline or a space shows, cut when long."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(value):,} characters)"
+
+
+@dataclass(frozen=True)
+class ImageReference:
+    """An image reference taken apart as the kubelet's runtime reads it: `[registry[:port]/]name[:tag][@digest]`."""
+
+    name: str
+    tag: Optional[str]
+    digest: Optional[str]
+
+
+def image_reference(image: str) -> Optional[ImageReference]:
+    """The one parser of image references (regexp.go's grammar); None for text that is none."""
+    match = IMAGE_REFERENCE_RE.match(image)
+    if match is None:
+        return None
+    return ImageReference(match.group("name"), match.group("tag"), match.group("digest"))
 
 
 def dns1123_label_problem(name: str) -> Optional[str]:
@@ -136,15 +158,15 @@ def config_map_key_problem(key: str) -> Optional[str]:
 def image_reference_problem(image: str) -> Optional[str]:
     if image != image.strip():
         return "has a space or a line break at either end, which the API server refuses in an image"
-    match = IMAGE_REFERENCE_RE.match(image)
-    if match is None:
+    reference = image_reference(image)
+    if reference is None:
         return (
             "is no image reference the kubelet can pull ('InvalidImageName'): [registry[:port]/]name[:tag][@digest], "
             "the name in lower-case letters, digits and '.', '_', '-' between them, parts joined by '/', a tag of at "
             "most 128 letters, digits, '_', '.' and '-'"
         )
-    if len(match.group(1)) > IMAGE_NAME_MAX:
-        return f"has a repository name of {len(match.group(1))} characters; at most {IMAGE_NAME_MAX}"
+    if len(reference.name) > IMAGE_NAME_MAX:
+        return f"has a repository name of {len(reference.name)} characters; at most {IMAGE_NAME_MAX}"
     return None
 
 

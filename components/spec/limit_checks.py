@@ -1,9 +1,10 @@
 """Kubernetes' and Linux's limits (kubernetes_limits.py) applied to every stack key whose value
 reaches an object or a container as it is: each message names the key, the value and the rule.
 
-The models check each key's form; these are the rules the models' patterns do not hold (a
-'..' in a DNS subdomain, a label key's prefix, a Secret key's length, exec's sizes), so that
-nothing the API server or the kubelet would refuse is sent to either.
+The models hold each name to Kubernetes' pattern for it, and each image to the reference grammar
+(both from kubernetes_limits.py); these are the rules a pattern cannot hold (a label key's prefix, a
+Secret key's length and its '..', exec's sizes), so that nothing the API server or the kubelet would
+refuse is sent to either.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from .kubernetes_limits import (
     LABEL_VALUE_MAX,
     MAX_OBJECT_BYTES,
     config_map_key_problem,
-    dns1123_subdomain_problem,
     exec_string_bytes,
     exec_string_problem,
-    image_reference_problem,
     label_key_problem,
     label_value_problem,
     shown,
@@ -42,7 +41,6 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
     errors: list[str] = []
     for index, pool in enumerate(config.node_pools):
         where = f"nodePools[{index}]"
-        errors += _each(f"{where}.nodes", dict(enumerate(pool.nodes or ())), dns1123_subdomain_problem, "node name")
         errors += _labels(f"{where}.selector", pool.selector or {})
     cluster = config.cluster
     if cluster.place_by == "hostname":
@@ -55,26 +53,6 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
     )
     for role, tolerations in roles:
         errors += _toleration_problems(f"cluster.{role}.tolerations", tolerations)
-    named = (
-        ("cluster.priorityClass", cluster.priority_class, "PriorityClass name"),
-        (
-            "cluster.chief.checkpointVolume.storageClass",
-            cluster.chief.checkpoint_volume.storage_class if cluster.chief.checkpoint_volume else None,
-            "StorageClass name",
-        ),
-        ("logs.storageClass", config.logs.storage_class if config.logs else None, "StorageClass name"),
-    )
-    images = (
-        ("cluster.image", cluster.image),
-        ("cluster.gpuImage", cluster.gpu_image),
-        ("tensorboard.image", config.tensorboard.image if config.tensorboard else None),
-    )
-    for key, image in images:
-        if image is not None:
-            errors += _each(key, {None: image}, image_reference_problem, "image")
-    for key, name, kind in named:
-        if name is not None:
-            errors += _each(key, {None: name}, dns1123_subdomain_problem, kind)
     if config.tensorboard is not None:
         for index, peer in enumerate(config.tensorboard.allow_from):
             errors += _labels(f"tensorboard.allowFrom[{index}].podLabels", peer.pod_labels)
@@ -168,12 +146,9 @@ def _toleration_problems(key: str, tolerations: Tolerations) -> list[str]:
 def _program_problems(program: ProgramSpec) -> list[str]:
     ns = CONFIG_NAMESPACE
     problems = []
-    for index, volume in enumerate(program.volumes):
-        problems += _each(f"program.volumes[{index}].claim", {None: volume.claim}, dns1123_subdomain_problem, "claim")
     plain: dict[str, str] = {}
     for name, value in program.env.items():
         if isinstance(value, SecretRef):
-            problems += _each(f"program.env.{name}.secret", {None: value.secret}, dns1123_subdomain_problem, "Secret")
             problems += _each(f"program.env.{name}.key", {None: value.key}, config_map_key_problem, "key")
         else:
             plain[name] = value

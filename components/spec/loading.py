@@ -20,10 +20,10 @@ from pydantic import ValidationError
 from .as_written import read_as_written, value_at
 from .cross_checks import cross_checks, task_count_problems
 from .error_messages import describe_validation_error, did_you_mean
+from .kubernetes_limits import label_value_problem
 from .logs_rules import log_archive_checks
 from .model_paths import TRAINER_KEY, format_loc
 from .models import CONFIG_NAMESPACE, StackConfig, StackConfigError
-from .quantities import LABEL_VALUE_PATTERN
 from .strict_yaml import described
 from .tensorboard_rules import tensorboard_checks
 from .trainer_contract import SettingsError, TrainerSettings
@@ -40,7 +40,7 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
     """
     errors: list[str] = []
     keys = StackConfig.file_keys()
-    if not re.match(LABEL_VALUE_PATTERN, stack) or not stack:
+    if label_value_problem(stack) or not stack:
         errors.append(
             f"stack name '{stack}' must be usable as a label value: letters, digits, '-', '_', '.', at most 63"
         )

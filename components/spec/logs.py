@@ -8,12 +8,12 @@ run), each run its newest `run_bytes` bytes, so the archive never outgrows `size
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Optional
 
 from pydantic import Field
 
 from .model_base import StackModel as _Model
-from .quantities import NODE_NAME_PATTERN, CpuQuantity, MemoryQuantity, Quantity
+from .quantities import CpuQuantity, DnsSubdomain, MemoryQuantity, Quantity
 
 # The collector's ports: tasks send to the first; the second answers on its pod's loopback only,
 # reached through a port-forward.
@@ -35,7 +35,7 @@ class LogsSpec(_Model):
         description=f"the whole archive: each task keeps its last {KEPT_RUNS} runs, the newest "
         f"size / (tasks x {KEPT_RUNS}) bytes of each",
     )
-    storage_class: Optional[Annotated[str, Field(pattern=NODE_NAME_PATTERN)]] = Field(
+    storage_class: Optional[DnsSubdomain] = Field(
         default=None,
         description="keep the archive on a PersistentVolumeClaim of this StorageClass, which outlives the "
         "collector's pod (default: the collector pod's own emptyDir: kept until `pulumi destroy` unless that pod "

@@ -13,16 +13,14 @@ from pydantic_core import PydanticCustomError
 
 from .durations import Seconds
 from .egress import EgressRule
-from .images import PINNED_HELP, is_pinned
+from .images import image_problem
+from .kubernetes_limits import shown
 from .logs import LogsSpec
 from .model_base import StackModel as _Model
 from .namespace import NamespaceSpec
 from .pools import NodePoolSpec
 from .program import ProgramSpec
-from .quantities import (
-    DnsLabel,
-    NodeName,
-)
+from .quantities import DnsLabel, DnsSubdomain
 from .ratio import parse_ratio, ps_count_for_ratio
 from .roles import ChiefSpec, EvaluatorSpec, PsSpec, RoleName, WorkerSpec
 from .tensorboard import TensorBoardSpec
@@ -112,7 +110,7 @@ class ClusterSpec(_Model):
         description="image of GPU workers (default: image with '-gpu' appended to its tag, TensorFlow's GPU build); "
         "needed when image is a digest",
     )
-    priority_class: Optional[NodeName] = Field(
+    priority_class: Optional[DnsSubdomain] = Field(
         default=None,
         description="PriorityClass of every pod of the experiment (it must exist on the cluster; default: "
         "the cluster's global default)",
@@ -215,8 +213,8 @@ class ClusterSpec(_Model):
     @field_validator("image", "gpu_image")
     @classmethod
     def _image_pinned(cls, image: Optional[str]) -> Optional[str]:
-        if image is not None and not is_pinned(image):
-            raise ValueError(f"image '{image}' {PINNED_HELP}")
+        if image is not None and (problem := image_problem(image)) is not None:
+            raise ValueError(f"image {shown(image)} {problem}")
         return image
 
     @field_validator("priority_class")

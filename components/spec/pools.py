@@ -6,8 +6,9 @@ from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
+from .kubernetes_limits import LABEL_VALUE_MAX, LABEL_VALUE_PATTERN
 from .model_base import StackModel as _Model
-from .quantities import LABEL_VALUE_PATTERN, DnsLabel, NodeName
+from .quantities import DnsLabel, DnsSubdomain
 from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
 # Who labels a GPU pool's nodes with their GPU product: tfk8s (its own label, on the nodes
@@ -19,6 +20,7 @@ class GpuSpec(_Model):
     product: str = Field(
         pattern=LABEL_VALUE_PATTERN,
         min_length=1,
+        max_length=LABEL_VALUE_MAX,
         description="GPU model the GPU workers are scheduled on (e.g. Tesla-P40; with GFD: its product label's value)",
     )
     per_node: int = Field(strict=True, ge=1, le=INT32_MAX, description="GPUs on each node of the pool")
@@ -32,7 +34,7 @@ class GpuSpec(_Model):
 
 class NodePoolSpec(_Model):
     name: DnsLabel = Field(description="pool name, referenced by cluster.ps.pool / workers.pool")
-    nodes: Optional[tuple[NodeName, ...]] = Field(
+    nodes: Optional[tuple[DnsSubdomain, ...]] = Field(
         default=None, description="existing nodes, by name; tfk8s labels them"
     )
     selector: Optional[dict[str, str]] = Field(

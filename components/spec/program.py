@@ -15,7 +15,9 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from .kubernetes_limits import CONFIG_MAP_KEY_PATTERN
 from .model_base import StackModel as _Model
+from .quantities import DnsSubdomain
 from .roles import RoleName
 from .strict_yaml import described
 from .trainer_contract import references
@@ -26,9 +28,6 @@ TF_CONFIG = "TF_CONFIG"
 # What a program's `env` may not set: tfk8s's own variables, which tell the task who it is.
 RESERVED_PREFIX = "TFK8S_"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# A Secret's key: letters, digits, '-', '_', '.'.
-SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 # Paths tfk8s mounts itself in a program's container.
 PROGRAM_MOUNT = "/program"
 OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
@@ -47,17 +46,15 @@ Done = Union[Literal["chief", "workers"], WorkersDone]
 class SecretRef(_Model):
     """An environment value read from a Secret in the experiment's namespace."""
 
-    secret: str = Field(pattern=DNS_SUBDOMAIN, description="a Secret in the experiment's namespace")
-    key: str = Field(pattern=SECRET_KEY, description="the key of that Secret")
+    secret: DnsSubdomain = Field(description="a Secret in the experiment's namespace")
+    key: str = Field(pattern=CONFIG_MAP_KEY_PATTERN, description="the key of that Secret")
 
 
 EnvValue = Union[str, SecretRef]
 
 
 class ClaimVolume(_Model):
-    claim: str = Field(
-        pattern=DNS_SUBDOMAIN, description="an existing PersistentVolumeClaim in the experiment's namespace"
-    )
+    claim: DnsSubdomain = Field(description="an existing PersistentVolumeClaim in the experiment's namespace")
     mount_path: str = Field(min_length=2, description="where every task sees it (an absolute path)")
     read_only: bool = Field(default=False, strict=True, description="mounted read-only")
 

@@ -9,14 +9,17 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
+from .kubernetes_limits import (
+    DNS1123_LABEL_MAX,
+    DNS1123_LABEL_PATTERN,
+    DNS1123_SUBDOMAIN_MAX,
+    DNS1123_SUBDOMAIN_PATTERN,
+    LABEL_VALUE_MAX,
+    LABEL_VALUE_PATTERN,
+)
+
 # Kubernetes resource quantities as a stack file would write them ("500m", "4Gi").
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
-# DNS-1123 label: names of pools, namespaces and nodes' label values we write.
-DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-# A Kubernetes label value (GPU product names such as "Tesla-P40").
-LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
-# Node names are DNS-1123 subdomains.
-NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 QUANTITY_FACTORS = {
     "": 1,
@@ -90,5 +93,7 @@ Quantity = Annotated[
 ]
 CpuQuantity = Annotated[Quantity, AfterValidator(at_least_cpu)]
 MemoryQuantity = Annotated[Quantity, AfterValidator(at_least_memory)]
-DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
-NodeName = Annotated[str, Field(pattern=NODE_NAME_PATTERN)]
+# Kubernetes' names, by its own rules (kubernetes_limits.py).
+DnsLabel = Annotated[str, Field(pattern=DNS1123_LABEL_PATTERN, max_length=DNS1123_LABEL_MAX)]  # pools, namespaces
+DnsSubdomain = Annotated[str, Field(pattern=DNS1123_SUBDOMAIN_PATTERN, max_length=DNS1123_SUBDOMAIN_MAX)]  # nodes, ...
+LabelValue = Annotated[str, Field(pattern=LABEL_VALUE_PATTERN, max_length=LABEL_VALUE_MAX)]

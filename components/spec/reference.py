@@ -21,8 +21,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from .atomic_files import write_text_atomic
+from .kubernetes_limits import DNS1123_LABEL_PATTERN, DNS1123_SUBDOMAIN_PATTERN, LABEL_VALUE_PATTERN
 from .models import CONFIG_NAMESPACE, StackConfig
-from .quantities import DNS_LABEL_PATTERN, LABEL_VALUE_PATTERN, NODE_NAME_PATTERN, QUANTITY_PATTERN
+from .quantities import QUANTITY_PATTERN
 from .stack_files import PROJECT_ROOT
 from .trainer_contract import TrainerSettings, to_camel
 
@@ -31,8 +32,8 @@ REFERENCE_FILE = "docs/stack-reference.md"
 NOT_KEYS = {"stack"}
 PATTERN_NAMES = {
     QUANTITY_PATTERN: "quantity (`500m`, `2`, `4Gi`)",
-    DNS_LABEL_PATTERN: "DNS label",
-    NODE_NAME_PATTERN: "DNS subdomain",
+    DNS1123_LABEL_PATTERN: "DNS label",
+    DNS1123_SUBDOMAIN_PATTERN: "DNS subdomain",
     LABEL_VALUE_PATTERN: "label value",
 }
 

@@ -3,13 +3,13 @@ the evaluator, with the tolerations and exit-code rules every role takes."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
 from .exit_codes import FAIL_ON_HELP, FailOn
 from .model_base import StackModel as _Model
-from .quantities import INT64_MAX, NODE_NAME_PATTERN, CpuQuantity, DnsLabel, MemoryQuantity, Quantity
+from .quantities import INT64_MAX, CpuQuantity, DnsLabel, DnsSubdomain, MemoryQuantity, Quantity
 from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
 # The task roles a stack file configures; components/plan/task_roles.py holds each one's traits.
@@ -109,7 +109,7 @@ class WorkerSpec(_Model):
 
 class CheckpointVolumeSpec(_Model):
     size: Quantity = Field(description="storage the chief's checkpoint volume requests (e.g. 20Gi)")
-    storage_class: Optional[Annotated[str, Field(pattern=NODE_NAME_PATTERN)]] = Field(
+    storage_class: Optional[DnsSubdomain] = Field(
         default=None, description="StorageClass of the volume (default: the cluster's default class)"
     )
     keep: bool = Field(

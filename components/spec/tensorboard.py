@@ -8,7 +8,8 @@ from typing import Optional
 
 from pydantic import Field, field_validator
 
-from .images import PINNED_HELP, is_pinned
+from .images import image_problem
+from .kubernetes_limits import shown
 from .model_base import StackModel as _Model
 from .quantities import CpuQuantity, DnsLabel, MemoryQuantity
 
@@ -51,6 +52,7 @@ class TensorBoardSpec(_Model):
     @field_validator("image")
     @classmethod
     def _image_pinned(cls, image: str) -> str:
-        if not is_pinned(image):
-            raise ValueError(f"image '{image}' {PINNED_HELP}")
+        problem = image_problem(image)
+        if problem is not None:
+            raise ValueError(f"image {shown(image)} {problem}")
         return image

@@ -138,6 +138,11 @@ def env(**variables: Any) -> Edit:
     return program(env=variables)
 
 
+# A DNS subdomain, as the models say it (Kubernetes' pattern: kubernetes_limits.DNS1123_SUBDOMAIN_PATTERN).
+PARTS = (
+    "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, each part between dots too"
+)
+
 REFUSED = [
     pytest.param(
         pools({"name": "managed", "selector": {"cloud.google.com/gke nodepool": "tf"}}),
@@ -151,7 +156,7 @@ REFUSED = [
     ),
     pytest.param(
         pools({"name": "racks", "nodes": ["srv-10..rack"]}),
-        "tfk8s:nodePools[1].nodes[0]: node name 'srv-10..rack' is not a DNS-1123 subdomain",
+        "tfk8s:nodePools[1].nodes[0]: must be a node name: " + PARTS + " (got 'srv-10..rack')",
         id="a node name with an empty part",
     ),
     pytest.param(
@@ -191,27 +196,27 @@ REFUSED = [
     ),
     pytest.param(
         cluster(priorityClass="batch..low"),
-        "tfk8s:cluster.priorityClass: PriorityClass name 'batch..low' is not a DNS-1123 subdomain",
+        "tfk8s:cluster.priorityClass: must be a PriorityClass's name: " + PARTS + " (got 'batch..low')",
         id="a PriorityClass name with an empty part",
     ),
     pytest.param(
         role("chief", checkpointVolume={"size": "20Gi", "storageClass": "fast.-ssd"}),
-        "tfk8s:cluster.chief.checkpointVolume.storageClass: StorageClass name 'fast.-ssd' is not a DNS-1123",
+        "tfk8s:cluster.chief.checkpointVolume.storageClass: must be a StorageClass's name: " + PARTS,
         id="a StorageClass name with a part starting with '-'",
     ),
     pytest.param(
         key("logs", {"storageClass": "a..b"}),
-        "tfk8s:logs.storageClass: StorageClass name 'a..b' is not a DNS-1123 subdomain",
+        "tfk8s:logs.storageClass: must be a StorageClass's name: " + PARTS + " (got 'a..b')",
         id="the log archive's StorageClass",
     ),
     pytest.param(
         program(volumes=[{"claim": "data..set", "mountPath": "/data"}]),
-        "tfk8s:program.volumes[0].claim: claim 'data..set' is not a DNS-1123 subdomain",
+        "tfk8s:program.volumes[0].claim: must be a PersistentVolumeClaim's name: " + PARTS,
         id="a claim name with an empty part",
     ),
     pytest.param(
         env(TOKEN={"secret": "team..token", "key": "token"}),
-        "tfk8s:program.env.TOKEN.secret: Secret 'team..token' is not a DNS-1123 subdomain",
+        "tfk8s:program.env.TOKEN.secret: must be a Secret's name: " + PARTS,
         id="a Secret name with an empty part",
     ),
     pytest.param(

@@ -115,7 +115,7 @@ class ClusterSpec(_Model):
         description="PriorityClass of every pod of the experiment (it must exist on the cluster; default: "
         "the cluster's global default)",
     )
-    image_pull_secrets: tuple[DnsLabel, ...] = Field(
+    image_pull_secrets: tuple[DnsSubdomain, ...] = Field(
         default=(), description="Secrets in the namespace used to pull the image"
     )
     place_by: PlaceBy = Field(

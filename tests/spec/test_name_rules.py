@@ -5,11 +5,15 @@ same parser that says whether the kubelet can pull it."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from components.cli.main import main
 from components.spec import kubernetes_limits as K
 from components.spec.images import image_problem, is_pinned
 from components.spec.quantities import DnsLabel, DnsSubdomain, LabelValue
+from tests.spec.test_cross_key_rules import cluster, plan
+from tests.stack_variants import write_variant
 
 NAMES = [
     "srv-00",
@@ -73,3 +77,24 @@ def test_an_image_that_is_no_reference_is_refused_as_such_not_as_unpinned():
     assert (image_problem("Team/TF:2.21.0") or "").startswith("is no image reference the kubelet can pull")
     assert image_problem("tensorflow/tensorflow:latest") == "must be pinned to a tag other than latest or a digest"
     assert image_problem("tensorflow/tensorflow:2.21.0") is None
+
+
+def test_an_image_pull_secret_is_named_as_any_secret_is(tmp_path, capsys):
+    """A Secret's name is a DNS subdomain (253 characters, parts joined by '.'), not a DNS label: every
+    task's pod pulls with it."""
+    stack = write_variant(tmp_path, "scene1-case2", "pull", cluster(imagePullSecrets=["regcred.v2"]))
+    assert main(["render", stack, "-o", "yaml"]) == 0
+    jobsets = [document for document in yaml.safe_load_all(capsys.readouterr().out) if document["kind"] == "JobSet"]
+    pods = [job["template"]["spec"]["template"]["spec"] for job in jobsets[0]["spec"]["replicatedJobs"]]
+    assert pods and all(pod["imagePullSecrets"] == [{"name": "regcred.v2"}] for pod in pods), pods
+
+
+@pytest.mark.parametrize("name", ["Regcred", "a_b", "regcred..v2"])
+def test_an_image_pull_secret_kubernetes_refuses_is_refused_naming_the_key(name, tmp_path, capsys):
+    code, err = plan(tmp_path, capsys, cluster(imagePullSecrets=["regcred", name]))
+    assert code == 2, err
+    assert (
+        "  - tfk8s:cluster.imagePullSecrets[1]: must be a Secret's name: lower-case letters, digits, '-' and '.', "
+        "starting and ending with a letter or digit"
+    ) in err, err
+    assert f"(got '{name}')" in err, err

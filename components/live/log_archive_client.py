@@ -6,7 +6,8 @@ so a run that begins or goes between the two changes nothing of the answer but t
 from __future__ import annotations
 
 import json
-from typing import Any
+import shlex
+from typing import Any, Sequence
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
@@ -19,7 +20,19 @@ CHUNK = 65536
 
 
 class ArchiveUnreadable(RuntimeError):
-    """The archive cannot be read; the message says why and what to do."""
+    """The archive cannot be read; the message says why and what to do, and `kubectl` the arguments of
+    a kubectl command that says more, where there is one (said())."""
+
+    def __init__(self, message: str, kubectl: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.kubectl = tuple(kubectl)
+
+    def said(self, cluster_flags: Sequence[str] = ()) -> str:
+        """The message with its kubectl command runnable as printed: pointed at the cluster the command
+        read (`cluster_flags`: the --kubeconfig and --context it was given), each word quoted for a shell."""
+        if not self.kubectl:
+            return str(self)
+        return f"{self}; `{shlex.join(['kubectl', *cluster_flags, *self.kubectl])}` says why"
 
 
 class LogArchive:
@@ -83,6 +96,6 @@ class LogArchive:
             return pod
         namespace, deployment = experiment.namespace, experiment.names.log_archive
         raise ArchiveUnreadable(
-            f"the log collector (Deployment {deployment} in {namespace}) has no ready pod ({state}); "
-            f"`kubectl -n {namespace} describe deployment {deployment}` says why"
+            f"the log collector (Deployment {deployment} in {namespace}) has no ready pod ({state})",
+            kubectl=("-n", namespace, "describe", "deployment", deployment),
         )

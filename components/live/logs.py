@@ -58,7 +58,7 @@ def show_logs(
         from kubernetes import client
 
         core = client.CoreV1Api(api)
-        archive = Archive.read_from(core, experiment)
+        archive = Archive.read_from(core, experiment, cluster_flags(kubeconfig, context))
         runs = task_runs(_live_pods_by_task(core, experiment), archive.runs)
         if task is None:
             print("\n".join(_task_table(tasks, runs, archive)))
@@ -66,6 +66,11 @@ def show_logs(
         return _show_run(core, experiment, archive, task, runs.get(task, []), previous, follow)
 
     return with_cluster(experiment, kubeconfig, context, show, stack_given)
+
+
+def cluster_flags(kubeconfig: Optional[str], context: Optional[str]) -> tuple[str, ...]:
+    """What points kubectl at the cluster this command reads: the --kubeconfig and --context it was given."""
+    return (*(("--kubeconfig", kubeconfig) if kubeconfig else ()), *(("--context", context) if context else ()))
 
 
 def experiment_tasks(experiment: Experiment) -> list[str]:
@@ -79,18 +84,20 @@ class Archive:
 
     reader: Optional[LogArchive]  # None: the stack keeps none
     runs: dict[str, list[str]]
+    cluster_flags: tuple[str, ...]  # for a kubectl command the user is told to run (cluster_flags())
     unreadable: str = ""  # why it could not be read; the pods' own logs are shown meanwhile
 
     @classmethod
-    def read_from(cls, core: Any, experiment: Experiment) -> "Archive":
+    def read_from(cls, core: Any, experiment: Experiment, cluster_flags: tuple[str, ...] = ()) -> "Archive":
         if experiment.config.logs is None:
-            return cls(None, {})
+            return cls(None, {}, cluster_flags)
         reader = LogArchive(core, experiment)
         try:
-            return cls(reader, reader.runs())
+            return cls(reader, reader.runs(), cluster_flags)
         except ArchiveUnreadable as why:
-            print(f"stack '{experiment.stack}': {why}; showing the pods' own logs", file=sys.stderr)
-            return cls(reader, {}, str(why))
+            said = why.said(cluster_flags)
+            print(f"stack '{experiment.stack}': {said}; showing the pods' own logs", file=sys.stderr)
+            return cls(reader, {}, cluster_flags, said)
 
 
 def _live_pods_by_task(core: Any, experiment: Experiment) -> dict[str, list[Any]]:
@@ -171,7 +178,7 @@ def _show_run(
     try:
         text = archive.reader.read(task, run.pod)
     except ArchiveUnreadable as why:
-        print(f"stack '{stack}': {why}", file=sys.stderr)
+        print(f"stack '{stack}': {why.said(archive.cluster_flags)}", file=sys.stderr)
         return 2
     sys.stdout.buffer.write(text)
     sys.stdout.flush()

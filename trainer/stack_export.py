@@ -19,6 +19,16 @@ environment has no pydantic, and components/ imports nothing else of it.
         "env": {"NAME": "value", "TOKEN": {"secret": "...", "key": "TOKEN"}},
         "source": "/abs/path" or null,    the program's folder
         "done": "chief" | "workers" | {"workers": N}
+      },
+      "cluster": {                        what the stack gives its tasks (the bottleneck rules' shape,
+                                          and the CPU `make report` allows each local task)
+        "pools": {"servers": ["srv-00", ...]},   tfk8s:nodePools: each pool's nodes ([]: a selector)
+        "ratio": "1:10" or null,          tfk8s:cluster.ratio
+        "ps": {"replicas": 5 or null, "pool": ..., "cpu": "2", "cpuCores": 2.0},
+                                          replicas as written (null: the ratio gives them); cpu as
+                                          the stack holds it (its default where left out)
+        "workers": {"pool": ..., "cpu": "1", "cpuCores": 1.0, "gpus": 0},
+        "chief": {"cpu": "1", "cpuCores": 1.0}
       }
     }
 """
@@ -40,11 +50,21 @@ WORKERS = "workers"
 EVALUATOR = "evaluator"
 TRAINER = "trainer"
 PROGRAM = "program"
+CLUSTER = "cluster"
 # The program's keys, in the order the export writes them.
 ARGV = "argv"
 ENV = "env"
 SOURCE = "source"
 DONE = "done"
+# The cluster's keys, in the order the export writes them.
+POOLS = "pools"
+RATIO = "ratio"
+CHIEF = "chief"
+REPLICAS = "replicas"
+POOL = "pool"
+CPU = "cpu"
+CPU_CORES = "cpuCores"
+GPUS = "gpus"
 # An env value a Secret holds: its name and key (trainer.local takes the value from the shell).
 SECRET = "secret"
 SECRET_KEY = "key"
@@ -106,6 +126,75 @@ class ProgramExport:
 
 
 @dataclass(frozen=True)
+class ClusterExport:
+    """What the stack gives its tasks: its pools, the PS count as written, each role's pool and CPU
+    request (as the stack holds it, and in cores)."""
+
+    pools: dict[str, list[str]]
+    ratio: Optional[str]
+    ps_replicas: Optional[int]  # as written; None where cluster.ratio gives the count
+    ps_pool: Optional[str]
+    ps_cpu: str
+    ps_cpu_cores: float
+    worker_pool: str
+    worker_cpu: str
+    worker_cpu_cores: float
+    worker_gpus: int
+    chief_cpu: str
+    chief_cpu_cores: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            POOLS: self.pools,
+            RATIO: self.ratio,
+            PS: {REPLICAS: self.ps_replicas, POOL: self.ps_pool, CPU: self.ps_cpu, CPU_CORES: self.ps_cpu_cores},
+            WORKERS: {
+                POOL: self.worker_pool,
+                CPU: self.worker_cpu,
+                CPU_CORES: self.worker_cpu_cores,
+                GPUS: self.worker_gpus,
+            },
+            CHIEF: {CPU: self.chief_cpu, CPU_CORES: self.chief_cpu_cores},
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> "ClusterExport":
+        _require_mapping(data, CLUSTER)
+        pools = data.get(POOLS)
+        _require_mapping(pools, f"{CLUSTER}.{POOLS}")
+        for name, nodes in pools.items():
+            if not (isinstance(nodes, list) and all(isinstance(node, str) for node in nodes)):
+                raise ExportError(f"{CLUSTER}.{POOLS}.{name} should be a list of node names (got {_shown(nodes)})")
+        ratio = _optional_text(data.get(RATIO), f"{CLUSTER}.{RATIO}")
+        roles = {}
+        for role in (PS, WORKERS, CHIEF):
+            roles[role] = data.get(role)
+            _require_mapping(roles[role], f"{CLUSTER}.{role}")
+        ps, workers, chief = roles[PS], roles[WORKERS], roles[CHIEF]
+        replicas = ps.get(REPLICAS)
+        if replicas is not None:
+            _require_count(replicas, f"{CLUSTER}.{PS}.{REPLICAS}")
+        _require_count(workers.get(GPUS), f"{CLUSTER}.{WORKERS}.{GPUS}")
+        worker_pool = _optional_text(workers.get(POOL), f"{CLUSTER}.{WORKERS}.{POOL}")
+        if worker_pool is None:
+            raise ExportError(f"{CLUSTER}.{WORKERS}.{POOL} should be a pool's name (got null)")
+        return cls(
+            pools={name: list(nodes) for name, nodes in pools.items()},
+            ratio=ratio,
+            ps_replicas=replicas,
+            ps_pool=_optional_text(ps.get(POOL), f"{CLUSTER}.{PS}.{POOL}"),
+            ps_cpu=_cpu_text(ps, f"{CLUSTER}.{PS}"),
+            ps_cpu_cores=_cpu_cores(ps, f"{CLUSTER}.{PS}"),
+            worker_pool=worker_pool,
+            worker_cpu=_cpu_text(workers, f"{CLUSTER}.{WORKERS}"),
+            worker_cpu_cores=_cpu_cores(workers, f"{CLUSTER}.{WORKERS}"),
+            worker_gpus=workers[GPUS],
+            chief_cpu=_cpu_text(chief, f"{CLUSTER}.{CHIEF}"),
+            chief_cpu_cores=_cpu_cores(chief, f"{CLUSTER}.{CHIEF}"),
+        )
+
+
+@dataclass(frozen=True)
 class StackExport:
     """The whole export: the fields trainer.local's StackExperiment holds, the program typed."""
 
@@ -116,6 +205,7 @@ class StackExport:
     trainer: dict[str, Any]
     program: Optional[ProgramExport] = None  # the team's own program (tfk8s:program)
     evaluator: int = 0  # 1: TensorFlow's side-car evaluator (tfk8s:cluster.evaluator.replicas)
+    cluster: Optional[ClusterExport] = None  # None: an export written without it (by hand, or before it)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,6 +216,7 @@ class StackExport:
             EVALUATOR: self.evaluator,
             TRAINER: self.trainer,
             **({PROGRAM: self.program.to_json()} if self.program is not None else {}),
+            **({CLUSTER: self.cluster.to_json()} if self.cluster is not None else {}),
         }
 
     @classmethod
@@ -152,6 +243,7 @@ class StackExport:
         evaluator = evaluator or 0
         _require_count(evaluator, EVALUATOR)
         program = data.get(PROGRAM)
+        cluster = data.get(CLUSTER)
         return cls(
             data[STACK],
             data[PLACEMENT],
@@ -160,6 +252,7 @@ class StackExport:
             dict(data[TRAINER]),
             ProgramExport.from_json(program) if program is not None else None,
             evaluator,
+            ClusterExport.from_json(cluster) if cluster is not None else None,
         )
 
 
@@ -189,6 +282,26 @@ def _require_mapping(value: Any, where: str) -> None:
 def _require_count(value: Any, where: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ExportError(f"{where} should be a whole number, 0 or more (got {_shown(value)})")
+
+
+def _optional_text(value: Any, where: str) -> Optional[str]:
+    if value is not None and not isinstance(value, str):
+        raise ExportError(f"{where} should be text or null (got {_shown(value)})")
+    return value
+
+
+def _cpu_text(role: Mapping[str, Any], where: str) -> str:
+    cpu = role.get(CPU)
+    if not isinstance(cpu, str):
+        raise ExportError(f"{where}.{CPU} should be a CPU quantity as text, such as '500m' (got {_shown(cpu)})")
+    return cpu
+
+
+def _cpu_cores(role: Mapping[str, Any], where: str) -> float:
+    cores = role.get(CPU_CORES)
+    if isinstance(cores, bool) or not isinstance(cores, (int, float)) or cores <= 0:
+        raise ExportError(f"{where}.{CPU_CORES} should be a number of cores above 0 (got {_shown(cores)})")
+    return float(cores)
 
 
 def _is_done(done: Any) -> bool:

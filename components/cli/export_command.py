@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..spec.quantities import quantity_value
 from ..spec.stack_files import PROJECT_ROOT
-from ..spec.trainer_contract import PROGRAM_ROLES, ProgramExport, StackExport, secret_env_value
+from ..spec.trainer_contract import PROGRAM_ROLES, ProgramExport, StackExport, secret_env_value, stack_export
 
 if TYPE_CHECKING:
     from ..plan.experiment import Experiment
@@ -25,6 +26,27 @@ def experiment_export(experiment: Experiment) -> StackExport:
         evaluator=cluster.evaluator_count,
         trainer=experiment.config.trainer.to_config(),
         program=_program_export(experiment, experiment.program) if experiment.program is not None else None,
+        cluster=_cluster_export(experiment),
+    )
+
+
+def _cluster_export(experiment: Experiment) -> stack_export.ClusterExport:
+    """What the stack gives its tasks, for the bottleneck rules of `make report` (as diagnose's
+    experiment_shape reads it from the models)."""
+    cluster = experiment.config.cluster
+    return stack_export.ClusterExport(
+        pools={pool.name: list(pool.nodes or ()) for pool in experiment.config.node_pools},
+        ratio=cluster.ratio,
+        ps_replicas=cluster.ps.replicas,
+        ps_pool=cluster.ps.pool,
+        ps_cpu=cluster.ps.cpu,
+        ps_cpu_cores=quantity_value(cluster.ps.cpu),
+        worker_pool=cluster.workers.pool,
+        worker_cpu=cluster.workers.cpu,
+        worker_cpu_cores=quantity_value(cluster.workers.cpu),
+        worker_gpus=cluster.workers.gpus,
+        chief_cpu=cluster.chief.cpu,
+        chief_cpu_cores=quantity_value(cluster.chief.cpu),
     )
 
 

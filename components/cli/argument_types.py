@@ -6,6 +6,11 @@ from __future__ import annotations
 import argparse
 import math
 
+from ..spec.shown_values import shown
+
+# A flag's value as every message quotes it: the one helper, by the name the commands' own forms call.
+shown_value = shown
+
 
 def node_names(text: str) -> tuple[str, ...]:
     """--nodes n1,n2: every name given, none left empty (an empty one would be dropped unseen)."""
@@ -25,13 +30,8 @@ def local_port(text: str) -> int:
     # refuses more than 4,300 digits with a ValueError argparse would blame on this function by its name.
     digits = text.lstrip("0") or "0"
     if not (text.isascii() and text.isdigit()) or len(digits) > 5 or int(digits) > 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {shown_value(text)})")
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (got {shown(text)})")
     return int(digits)
-
-
-def shown_value(text: str) -> str:
-    """A flag's value as a message quotes it: whole, or its start where it is long."""
-    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text):,} characters)"
 
 
 def positive_seconds(text: str) -> float:
@@ -43,7 +43,7 @@ def positive_seconds(text: str) -> float:
     # of seconds to wait.
     if not (math.isfinite(seconds) and seconds > 0):
         overflow = " (too large: no finite number)" if seconds == math.inf and text.strip().lower() not in INF else ""
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {shown_value(text)}){overflow}")
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (got {shown(text)}){overflow}")
     return seconds
 
 

@@ -20,6 +20,7 @@ from .kubernetes_limits import (
 from .model_paths import allowed_keys, bare, format_loc, is_model, step, union_members
 from .models import StackConfig
 from .quantities import QUANTITY_FORM, QUANTITY_PATTERN
+from .shown_values import shown
 from .strict_yaml import YamlReading, quoted
 
 
@@ -120,20 +121,20 @@ def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[
         loc = tuple(error["loc"])
         if error["type"] == "invalid_key":
             # A model's key that is not text (`ps: {1: 2}`): named as a key, not as a list's index.
-            shown = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
-            messages.append((loc, f"{format_loc(loc[:-1])}: the key {shown} is not text; quote it: {quoted(shown)}"))
+            named = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])
+            messages.append((loc, f"{format_loc(loc[:-1])}: the key {named} is not text; quote it: {quoted(named)}"))
             continue
         if loc[-1:] == ("[key]",):
             # A mapping's key that is not text (`selector: {1: a}`): pydantic puts it in the path.
             key = loc[-2]
             written = as_written.readings.get(loc[:-1])
-            shown = written.written if written else str(key).lower() if isinstance(key, bool) else str(key)
+            named = written.written if written else str(key).lower() if isinstance(key, bool) else str(key)
             if error["type"] == "string_type":
                 messages.append(
-                    (loc, f"{format_loc(loc[:-2])}: the key {shown} is not text; quote it: {quoted(shown)}")
+                    (loc, f"{format_loc(loc[:-2])}: the key {named} is not text; quote it: {quoted(named)}")
                 )
             else:
-                messages.append((loc, f"{format_loc(loc[:-2])}: the key {shown}: {error['msg']}"))
+                messages.append((loc, f"{format_loc(loc[:-2])}: the key {named}: {error['msg']}"))
             continue
         field_path = format_loc(loc)
         if error["type"] == "extra_forbidden":
@@ -160,8 +161,8 @@ def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[
         got = error.get("input")
         reading = as_written.readings.get(loc)
         if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
-            shown = f"{reading.written}, which YAML reads as {reading.reading}" if reading else shown_input(got)
-            message = f"{message} (got {shown}){_quote_hint(error, reading)}"
+            given = f"{reading.written}, which YAML reads as {reading.reading}" if reading else shown(got)
+            message = f"{message} (got {given}){_quote_hint(error, reading)}"
         messages.append((loc, f"{field_path}: {message}"))
     return messages
 
@@ -214,15 +215,6 @@ def _pattern_help(error: Mapping[str, Any]) -> str:
 def _name_kind(error: Mapping[str, Any], otherwise: str) -> str:
     key = next((part for part in reversed(tuple(error["loc"])) if isinstance(part, str)), "")
     return _NAME_KINDS.get(key) or otherwise
-
-
-# A value echoed back in full would bury the message (a 400-digit quantity, a pasted blob).
-SHOWN_INPUT_CHARS = 60
-
-
-def shown_input(value: Any) -> str:
-    shown = str(value).lower() if isinstance(value, bool) else repr(value)  # a boolean as YAML writes it
-    return shown if len(shown) <= SHOWN_INPUT_CHARS else f"{shown[:SHOWN_INPUT_CHARS]}... ({len(shown):,} characters)"
 
 
 def did_you_mean(key: str, allowed: Any) -> str:

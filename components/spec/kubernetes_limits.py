@@ -77,12 +77,6 @@ DNS1123_SUBDOMAIN_RULE = (
 CONFIG_MAP_KEY_RULE = "at most 253 letters, digits, '-', '_' and '.', and not '.', '..' or starting with '..'"
 
 
-def shown(value: str, limit: int = 60) -> str:
-    """A value as a message quotes it: repr, so a newline or a space shows, cut when long."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(value):,} characters)"
-
-
 @dataclass(frozen=True)
 class ImageReference:
     """An image reference taken apart as the kubelet's runtime reads it: `[registry[:port]/]name[:tag][@digest]`."""

@@ -20,12 +20,12 @@ from .kubernetes_limits import (
     exec_string_problem,
     label_key_problem,
     label_value_problem,
-    shown,
 )
 from .models import CONFIG_NAMESPACE, StackConfig
 from .program import ProgramSpec, SecretRef
 from .remote_storage import storage_url_problem
 from .roles import Tolerations
+from .shown_values import shown
 from .task_counts import task_counts
 from .tensorboard_rules import tensorboard_log_dir
 from .trainer_contract import SETTINGS_ENV, TENSORBOARD_DIR_ENV

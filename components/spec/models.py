@@ -14,7 +14,6 @@ from pydantic_core import PydanticCustomError
 from .durations import Seconds
 from .egress import EgressRule
 from .images import image_problem
-from .kubernetes_limits import shown
 from .logs import LogsSpec
 from .model_base import StackModel as _Model
 from .namespace import NamespaceSpec
@@ -23,6 +22,7 @@ from .program import ProgramSpec
 from .quantities import DnsLabel, DnsSubdomain
 from .ratio import parse_ratio, ps_count_for_ratio
 from .roles import ChiefSpec, EvaluatorSpec, PsSpec, RoleName, WorkerSpec
+from .shown_values import shown
 from .tensorboard import TensorBoardSpec
 
 # Kubernetes' int32 fields (restarts, GPU counts) hold what a trainer setting does: one definition.

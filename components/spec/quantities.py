@@ -17,6 +17,7 @@ from .kubernetes_limits import (
     LABEL_VALUE_MAX,
     LABEL_VALUE_PATTERN,
 )
+from .shown_values import shown
 
 # Kubernetes resource quantities as a stack file would write them ("500m", "4Gi").
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
@@ -55,7 +56,7 @@ def quantity_value(text: str) -> float:
 
 def within_kubernetes(text: str) -> str:
     if quantity_value(text) > INT64_MAX:
-        raise ValueError(f"quantity '{text[:24]}...' is past the largest Kubernetes holds (2^63 - 1 bytes or cores)")
+        raise ValueError(f"quantity {shown(text)} is past the largest Kubernetes holds (2^63 - 1 bytes or cores)")
     return text
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .shown_values import shown
+
 # More digits than any count of tasks: a ratio past it is a typo (and Python refuses long numbers' text).
 MAX_RATIO_DIGITS = 9
 _RATIO = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
@@ -12,9 +14,9 @@ _RATIO = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
 def parse_ratio(ratio: str) -> tuple[int, int]:
     match = _RATIO.match(ratio)
     if match and max(len(match.group(1)), len(match.group(2))) > MAX_RATIO_DIGITS:
-        raise ValueError(f"ratio '{ratio[:40]}': P and W are whole numbers of at most {MAX_RATIO_DIGITS} digits")
+        raise ValueError(f"ratio {shown(ratio)}: P and W are whole numbers of at most {MAX_RATIO_DIGITS} digits")
     if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
-        raise ValueError(f"ratio '{ratio}' is not of the form 'P:W' with positive whole numbers, e.g. '1:10'")
+        raise ValueError(f"ratio {shown(ratio)} is not of the form 'P:W' with positive whole numbers, e.g. '1:10'")
     return int(match.group(1)), int(match.group(2))
 
 

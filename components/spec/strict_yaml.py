@@ -19,6 +19,8 @@ from typing import Any, Iterator
 
 import yaml
 
+from .shown_values import shown
+
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -317,7 +319,7 @@ def described(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
     if isinstance(value, str):
-        return f"the text {value[:DESCRIBED_TEXT_CHARS]!r}"
+        return f"the text {shown(value, DESCRIBED_TEXT_CHARS)}"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):

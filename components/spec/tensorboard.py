@@ -9,9 +9,9 @@ from typing import Optional
 from pydantic import Field, field_validator
 
 from .images import image_problem
-from .kubernetes_limits import shown
 from .model_base import StackModel as _Model
 from .quantities import CpuQuantity, DnsLabel, MemoryQuantity
+from .shown_values import shown
 
 # What TensorBoard reads, under the chief's checkpoint volume, unless the stack says otherwise.
 DEFAULT_LOG_FOLDER = "tensorboard"

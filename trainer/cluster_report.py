@@ -16,6 +16,13 @@ client; this one holds TensorFlow), one object per refresh, until it ends or
 Once the chief has finished, its summary (`components status --json`) adds
 what only it knows: the bytes each PS holds and which PS holds each table
 shard, from which the rows each PS serves are replayed here as for a local run.
+
+The finding (trainer/report_findings.py): `python -m components diagnose <stack>
+--json --seconds <window>`, started as soon as `top` shows the chief's first
+step, so that its window lies in the training; an experiment that ends during
+the window is judged from what diagnose sampled before it ended, as diagnose
+judges it, and one that ends before diagnose's first sample has no finding,
+with diagnose's reason.
 """
 
 from __future__ import annotations
@@ -33,9 +40,16 @@ from typing import Any, Callable, Optional, TextIO
 from .local import LaunchError
 from .local.stacks import PROGRAM_PYTHON, PROJECT_ROOT, StackExperiment
 from .report_figures import REPLAY_BATCHES, imbalance, per_ps
+from .report_findings import cluster_diagnosis, no_finding
 from .settings import TrainerSettings
 
 DEFAULT_INTERVAL_S = 2.0
+# diagnose's own default window (three refreshes of metrics-server), and the least it takes
+# (components/live/diagnose.py DEFAULT_SECONDS and MIN_SECONDS: the trainer cannot import them).
+DEFAULT_DIAGNOSE_S = 45.0
+DIAGNOSE_MIN_S = 30.0
+# diagnose reads the chief's log and each server's cores after its window: time for the API server.
+DIAGNOSE_GRACE_S = 120.0
 
 
 @dataclass
@@ -54,6 +68,9 @@ class Sampling:
     samples: list[Sample] = field(default_factory=list)
     error: str = ""
     summary: Optional[dict[str, Any]] = None  # the chief's, read as soon as the experiment succeeded
+    diagnose_s: float = DEFAULT_DIAGNOSE_S
+    diagnosing: Optional[subprocess.Popen] = None  # `diagnose --json`, from the chief's first step
+    diagnosis: Optional[dict[str, Any]] = None  # what it said (trainer/report_findings.py)
 
     def start(self, started: float) -> None:
         args = [str(PROGRAM_PYTHON), "-m", "components", "top", self.stack, "--json", "--watch", str(self.interval_s)]
@@ -70,7 +87,7 @@ class Sampling:
         assert self.process.stdout is not None and self.process.stderr is not None  # both are pipes
         for line in self.process.stdout:
             if line.startswith("{"):
-                self.samples.append(Sample(time.monotonic() - started, json.loads(line)))
+                self.seen(Sample(time.monotonic() - started, json.loads(line)))
         self.process.wait()
         if self.process.returncode == 2:
             self.error = self.process.stderr.read().strip()
@@ -78,14 +95,46 @@ class Sampling:
             # Now, before anyone deletes the experiment and its chief's log with it.
             self.summary = chief_summary(self.stack, self.kubeconfig)
 
+    def seen(self, sample: Sample) -> None:
+        """A sample of `top`; the first that shows the chief's step starts diagnose's window."""
+        self.samples.append(sample)
+        if self.diagnosing is None and sample.view["progress"]["step"] is not None:
+            args = [str(PROGRAM_PYTHON), "-m", "components", "diagnose", self.stack, "--json"]
+            args += ["--seconds", f"{self.diagnose_s:g}"] + (
+                ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []
+            )
+            self.diagnosing = subprocess.Popen(
+                args,
+                cwd=PROJECT_ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+
+    def finish_diagnosis(self) -> dict[str, Any]:
+        """diagnose's finding, once its window is over (it ends by itself, or with the experiment)."""
+        if self.diagnosing is None:
+            return no_finding("the chief reported no step while the experiment was sampled: diagnose was not run")
+        try:
+            stdout, stderr = self.diagnosing.communicate(timeout=self.diagnose_s + DIAGNOSE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.diagnosing.pid, signal.SIGTERM)
+            stdout, stderr = self.diagnosing.communicate()
+            stderr += f"\nno answer within {self.diagnose_s + DIAGNOSE_GRACE_S:g} s: stopped"
+        self.diagnosis = cluster_diagnosis(self.diagnosing.returncode, stdout, stderr)
+        return self.diagnosis
+
     @property
     def done(self) -> bool:
         return not self.reader.is_alive()
 
-    def stop(self) -> None:
+    def stop(self, diagnosis_too: bool = False) -> None:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
         self.reader.join(timeout=30)
+        if diagnosis_too and self.diagnosing is not None and self.diagnosing.poll() is None:
+            os.killpg(self.diagnosing.pid, signal.SIGTERM)
 
 
 def sample_experiments(
@@ -94,12 +143,14 @@ def sample_experiments(
     seconds: Optional[float],
     interval_s: float,
     progress: Optional[Callable[[list[Sampling]], None]] = None,
+    diagnose_s: float = DEFAULT_DIAGNOSE_S,
 ) -> list[Sampling]:
-    """Sample every stack's experiment at once until each ends, or until `seconds` have passed."""
+    """Sample every stack's experiment at once until each ends, or until `seconds` have passed; then
+    each diagnose to the end of its window."""
     if not PROGRAM_PYTHON.exists():
         raise LaunchError(f"reading a cluster needs the program's environment {PROGRAM_PYTHON}: run `make setup`")
     started = time.monotonic()
-    samplings = [Sampling(stack, kubeconfig, interval_s) for stack in stacks]
+    samplings = [Sampling(stack, kubeconfig, interval_s, diagnose_s=diagnose_s) for stack in stacks]
     for sampling in samplings:
         sampling.start(started)
     try:
@@ -109,9 +160,14 @@ def sample_experiments(
             if progress is not None:
                 progress(samplings)
             time.sleep(0.5)
-    finally:
+    except BaseException:
         for sampling in samplings:
-            sampling.stop()
+            sampling.stop(diagnosis_too=True)  # interrupted: no finding is waited for
+        raise
+    for sampling in samplings:
+        sampling.stop()
+    for sampling in samplings:
+        sampling.finish_diagnosis()
     failed = [f"{s.stack}: {s.error}" for s in samplings if s.error]
     if failed:
         raise LaunchError("; ".join(failed))
@@ -209,6 +265,7 @@ def cluster_run(
         "rows_per_ps": per_ps(replay(settings, experiment.ps), ps_of_shard, experiment.ps) if ps_of_shard else None,
         "rows_replayed_batches": REPLAY_BATCHES,
         "loss_curve": [[step, loss] for step, loss in sorted(losses.items())],
+        "diagnosis": sampling.diagnosis or no_finding("diagnose was not run"),
     }
 
 

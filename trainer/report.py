@@ -9,7 +9,9 @@ Every (stack, partition) pair is one run, with a progress bar. The report goes
 to `reports/<name>/`: `report.json` (every run's figures), `report.md` (a table
 per run; for every two runs that differ in one thing, what that changed; the
 finding first) and PNG plots: PS CPU seconds per PS for each run (the seeds'
-monitoring screenshot, reproduced), table rows per PS, examples/s, loss.
+monitoring screenshot, reproduced), table rows per PS, examples/s, loss. Each
+run's bottleneck, by the rules of `python -m components diagnose`, is printed
+and written as a list of findings (trainer/report_findings.py).
 
 With `--cluster`, nothing runs here: each stack's experiment, already applied
 to a cluster, is sampled from its real pods while it runs (trainer/cluster_report.py),
@@ -31,13 +33,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from .cluster_report import DEFAULT_INTERVAL_S, cluster_run, progress_printer, sample_experiments
+from .cluster_report import (
+    DEFAULT_DIAGNOSE_S,
+    DEFAULT_INTERVAL_S,
+    DIAGNOSE_MIN_S,
+    cluster_run,
+    progress_printer,
+    sample_experiments,
+)
 from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
 from .local.cli import settings_given
 from .log_lines import read_progress_line
-from .report_figures import REPLAY_BATCHES, from_cluster, imbalance, per_ps, replayed_rows_per_shard
+from .report_figures import (
+    REPLAY_BATCHES,
+    finding,
+    from_cluster,
+    imbalance,
+    model_line,
+    one_thing_apart,
+    per_ps,
+    replayed_rows_per_shard,
+)
+from .report_findings import findings, findings_markdown, findings_text, local_diagnosis
 from .report_plots import plot
 from .settings import SettingsError, TrainerSettings
+from .stack_export import StackExport
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -61,6 +81,7 @@ class RunSpec:
     ps: int
     workers: int
     settings: TrainerSettings
+    export: Optional[StackExport] = None  # the stack, for the run's finding
 
     @property
     def name(self) -> str:
@@ -95,7 +116,8 @@ def plan_runs(
                     "checkpointEvery": 0,
                 }
             )
-            runs.append(RunSpec(experiment.stack, partition, max(scale.ps, REPORT_MIN_PS), scale.workers, settings))
+            ps = max(scale.ps, REPORT_MIN_PS)
+            runs.append(RunSpec(experiment.stack, partition, ps, scale.workers, settings, experiment))
     return runs
 
 
@@ -156,63 +178,11 @@ def run_one(spec: RunSpec, workdir: Path) -> dict[str, Any]:
         "rows_per_ps": per_ps(replayed, summary["ps_of_shard"], spec.ps),
         "rows_replayed_batches": REPLAY_BATCHES,
         "loss_curve": [[m["step"], m["loss"]] for m in losses],
+        "diagnosis": local_diagnosis(spec.export, spec.partition, spec.ps, spec.workers, summary),
     }
 
 
 # -- the report --------------------------------------------------------------------
-
-
-def finding(runs: list[dict[str, Any]]) -> str:
-    """The seeds' question answered in one sentence, from the first none/auto pair of one stack (or,
-    for experiments sampled on a cluster, of two stacks with the same task counts)."""
-
-    def counterpart(none: dict[str, Any]) -> Optional[dict[str, Any]]:
-        autos = [r for r in runs if r["partition"] == "auto"]
-        same_stack = [r for r in autos if r["stack"] == none["stack"]]
-        same_shape = [r for r in autos if (r["ps"], r["workers"]) == (none["ps"], none["workers"])]
-        return next(iter(same_stack or same_shape), None)
-
-    for none in runs:
-        auto = counterpart(none) if none["partition"] == "none" else None
-        if auto is None:
-            continue
-        where = none["stack"] if none["stack"] == auto["stack"] else f"{none['stack']} and {auto['stack']}"
-        if none["rows_per_ps"] and auto["rows_per_ps"]:
-            share = max(none["rows_per_ps"]) / max(sum(none["rows_per_ps"]), 1)
-            return (
-                f"With partition none one of {none['ps']} PS serves {share:.0%} of the embedding rows "
-                f"(PS CPU imbalance {none['ps_cpu_imbalance']}, rows imbalance {imbalance(none['rows_per_ps'])}); "
-                f"with auto the rows are level (rows imbalance {imbalance(auto['rows_per_ps'])}, PS CPU imbalance "
-                f"{auto['ps_cpu_imbalance']}): shard the embedding over every PS, as the seed found ({where})."
-            )
-        cpu = none["ps_cpu_seconds"]
-        return (
-            f"With partition none the busiest of {none['ps']} PS does {max(cpu) / max(sum(cpu), 1e-9):.0%} of the "
-            f"PS CPU work (PS CPU imbalance {none['ps_cpu_imbalance']}); with auto the PS CPU imbalance is "
-            f"{auto['ps_cpu_imbalance']}: shard the embedding over every PS, as the seed found ({where})."
-        )
-    return "No run pair compares partition none with auto, so the report states no finding."
-
-
-def model_line(runs: list[dict[str, Any]]) -> str:
-    """What every run trained: the model decides whether one PS can stand out."""
-    if not runs:
-        return ""
-    settings = runs[0]["settings"]
-    return (
-        f"Model of every run: {settings['embeddingRows']:,} x {settings['embeddingDim']} table, "
-        f"{settings['idsPerExample']} ids per example, batch {settings['batchSize']}, {settings['optimizer']}."
-    )
-
-
-def one_thing_apart(runs: list[dict[str, Any]]) -> list[tuple[dict, dict, str]]:
-    pairs = []
-    for i, a in enumerate(runs):
-        for b in runs[i + 1 :]:
-            differs = [key for key in ("stack", "partition") if a[key] != b[key]]
-            if len(differs) == 1:
-                pairs.append((a, b, differs[0]))
-    return pairs
 
 
 def _listed(values: Optional[list]) -> str:
@@ -224,7 +194,7 @@ def _listed(values: Optional[list]) -> str:
 
 
 def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
-    lines = [f"# Report {name}", "", finding(runs), "", model_line(runs), ""]
+    lines = [f"# Report {name}", "", finding(runs), "", model_line(runs), "", *findings_markdown(runs)]
     for run in runs:
         where = (
             f"real pods, sampled {run['sampled_seconds']} s, ended {run['phase']}"
@@ -273,7 +243,7 @@ def report_markdown(name: str, runs: list[dict[str, Any]]) -> str:
 
 def write_report(name: str, runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    report = {"name": name, "finding": finding(runs), "runs": runs}
+    report = {"name": name, "finding": finding(runs), "runs": runs, "findings": findings(runs)}
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / "report.md").write_text(report_markdown(name, runs))
     return [out_dir / "report.json", out_dir / "report.md", *plot(runs, out_dir)]
@@ -295,6 +265,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     cluster.add_argument("--seconds", type=float, help="stop sampling after this long (default: when each ends)")
     cluster.add_argument(
         "--interval", type=float, default=DEFAULT_INTERVAL_S, help="seconds between samples (default: %(default)s)"
+    )
+    cluster.add_argument(
+        "--diagnose-seconds",
+        type=float,
+        default=DEFAULT_DIAGNOSE_S,
+        help=f"diagnose's window, from the chief's first step (default: %(default)s; at least {DIAGNOSE_MIN_S:g})",
     )
     cluster.add_argument("--kubeconfig", help="the cluster's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
     parser.add_argument("--steps", type=int, default=200, help="steps per run (default: %(default)s)")
@@ -359,6 +335,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for path in write_report(name, runs, out_dir):
         print(path)
     print(finding(runs))
+    print(findings_text(runs))
     return 0
 
 
@@ -367,6 +344,9 @@ def report_cluster(args: argparse.Namespace) -> int:
 
     if args.seconds is not None and args.seconds <= 0 or args.interval <= 0:
         print("trainer.report: --seconds and --interval must be above 0", file=sys.stderr)
+        return 2
+    if args.diagnose_seconds < DIAGNOSE_MIN_S:
+        print(f"trainer.report: --diagnose-seconds must be at least {DIAGNOSE_MIN_S:g}", file=sys.stderr)
         return 2
     try:
         experiments = [read_stack(stack) for stack in args.cluster]  # a bad stack fails before any sampling
@@ -382,7 +362,9 @@ def report_cluster(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        samplings = sample_experiments(args.cluster, args.kubeconfig, args.seconds, args.interval, progress_printer())
+        samplings = sample_experiments(
+            args.cluster, args.kubeconfig, args.seconds, args.interval, progress_printer(), args.diagnose_seconds
+        )
     except LaunchError as error:
         print(f"trainer.report: {error}", file=sys.stderr)
         return 2
@@ -393,6 +375,7 @@ def report_cluster(args: argparse.Namespace) -> int:
     for path in write_report(name, runs, out_dir):
         print(path)
     print(finding(runs))
+    print(findings_text(runs))
     return 0
 
 

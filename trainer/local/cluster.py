@@ -24,6 +24,7 @@ from ..log_lines import SUMMARY, read_event, read_progress_line
 from ..ports import free_ports
 from ..settings import SETTINGS_ENV, TrainerSettings
 from ..shared_names import CHECKPOINT_DIR_ENV, EVALUATOR
+from .cpu_sampling import CpuSampler
 from .drills import FaultDrills
 from .errors import LaunchError, PortClash
 from .evaluator import EVALUATOR_TASK, LocalEvaluator
@@ -59,6 +60,7 @@ class LocalCluster:
     evaluator: int = 0  # 1: TensorFlow's side-car evaluator beside the cluster
     tasks: dict[str, Task] = field(default_factory=dict)
     local_evaluator: Optional[LocalEvaluator] = None
+    cpu_sampler: Optional[CpuSampler] = None  # each task's CPU while the chief trains
     chief: Optional[subprocess.Popen] = None
     chief_log: Any = None
     chief_killed: bool = False  # by a fault drill: restarted, as its Job would
@@ -181,6 +183,8 @@ class LocalCluster:
                 print(line.rstrip(), file=out, flush=True)
                 progress = read_progress_line(line)
                 if progress is not None:
+                    if self.cpu_sampler is not None:
+                        self.cpu_sampler.step(progress.step)
                     self._drill(progress.step)
                 continue
             if event["event"] == "start":
@@ -195,11 +199,13 @@ class LocalCluster:
                     # The first finished call: PS CPU counts from here, not from the processes' start
                     # (TensorFlow's import, variable creation and tracing would mute the hot PS).
                     cpu_at_start = self._ps_cpu()
+                    self._sample_cpu()
             elif event["event"] == "finishing":
                 print(f"finishing early at step {event['step']} of {event['steps']}", file=out, flush=True)
             elif event["event"] == SUMMARY:
                 summary = {key: value for key, value in event.items() if key != "event"}
                 summary["ps_cpu_seconds"] = cpu_delta(cpu_at_start, self._ps_cpu())
+                summary["task_cpu"] = self.cpu_sampler.stop() if self.cpu_sampler is not None else None
             elif event["event"] == "failed":
                 failure = event["error"]
             elif event["event"] in ("restored", "checkpoint"):
@@ -207,6 +213,18 @@ class LocalCluster:
             if "step" in event:
                 self._drill(int(event["step"]))
         return summary, failure
+
+    def _sample_cpu(self) -> None:
+        """Each task's CPU from now on (a restarted chief's window starts again)."""
+        if self.cpu_sampler is not None:
+            self.cpu_sampler.stop()
+        self.cpu_sampler = CpuSampler(self._pids)
+        self.cpu_sampler.start()
+
+    def _pids(self) -> dict[str, Optional[int]]:
+        pids = {name: task.process.pid if task.alive() and task.process else None for name, task in self.tasks.items()}
+        chief = self.chief
+        return {**pids, "chief-0": chief.pid if chief is not None and chief.poll() is None else None}
 
     def _ps_cpu(self) -> list[float]:
         values = []
@@ -295,6 +313,8 @@ class LocalCluster:
     def stop(self) -> None:
         """Stop every process started, by process group: TERM, then KILL."""
         self._stopping = True
+        if self.cpu_sampler is not None:
+            self.cpu_sampler.stop()
         if self.local_evaluator is not None:
             self.local_evaluator.stop()
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from ..stack_export import ExportError, StackExport, read_export_text
 from .errors import LaunchError
@@ -90,3 +91,13 @@ def scale_to_machine(
             f"at most {max_workers} run here: 1:{local_workers / local_ps:g} instead"
         )
     return LocalScale(local_ps, local_workers, tuple(notes))
+
+
+def cpu_allowance(requests: Mapping[str, float], counts: Mapping[str, int], cores: float) -> dict[str, float]:
+    """Each role's CPU on this machine: its request in the stack (cores), every request scaled down
+    by one factor where the tasks run here would ask for more than the machine's `cores` (the
+    stack's servers hold them in a cluster; one machine does here), so that each role keeps its
+    share of the machine; as requested where they fit. `counts`: the tasks run here, per role."""
+    requested = sum(request * counts.get(role, 0) for role, request in requests.items())
+    factor = min(1.0, cores / requested) if requested > 0 else 1.0
+    return {role: round(request * factor, 3) for role, request in requests.items()}

@@ -1,0 +1,204 @@
+"""The bottleneck finding of each experiment a report ran: the rules of `diagnose`
+(trainer/bottleneck.py), so that a sweep of stacks reads as a list of findings.
+
+- A local run (`make report`): each task's CPU cores sampled from /proc while the chief trained
+  (trainer/local/cpu_sampling.py), each allowed its role's CPU request in the stack, scaled to this
+  machine (trainer/local/stacks.py cpu_allowance); one server, this machine, with its cores; the
+  chief's step time and the bytes each PS holds; the stack's shape from `python -m components
+  export` (its `cluster`), with the run's partition.
+- A run on a cluster (`trainer.report --cluster`): what `python -m components diagnose STACK --json`
+  said over a window while the chief trained (trainer/cluster_report.py runs it).
+
+Either way a run's `diagnosis` has the keys of `diagnose --json` that say the finding (`bottleneck`,
+`summary`, `evidence`, `confidence`, `confidence_reason`, `advice`, `next.changes`,
+`metrics_source`, `window`), or `{"bottleneck": null, "reason": ...}` where there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Any, Optional
+
+from .bottleneck import ExperimentShape, Finding, Measurements, ServerSample, TaskSample, TrainerFacts, diagnose
+from .local.stacks import cpu_allowance
+from .shared_names import parse_task_name
+from .stack_export import StackExport
+
+LOCAL_SOURCE = "local processes"
+CHIEF = "chief"
+
+
+def no_finding(reason: str) -> dict[str, Any]:
+    return {"bottleneck": None, "reason": reason}
+
+
+def local_shape(export: StackExport, partition: str) -> Optional[ExperimentShape]:
+    """The stack's shape as the rules read it, with the run's partition; None for an export without
+    its `cluster` (written by hand, or by an older tfk8s)."""
+    cluster = export.cluster
+    if cluster is None:
+        return None
+    return ExperimentShape(
+        placement=export.placement,
+        pools={name: tuple(nodes) for name, nodes in cluster.pools.items()},
+        ps_replicas=export.ps,
+        ps_pool=cluster.ps_pool,
+        ps_cpu=cluster.ps_cpu,
+        worker_replicas=export.workers,
+        worker_pool=cluster.worker_pool,
+        worker_cpu=cluster.worker_cpu,
+        worker_gpus=cluster.worker_gpus,
+        ratio=cluster.ratio,
+        partition=partition,
+        ps_replicas_beside_ratio=cluster.ratio is not None and cluster.ps_replicas is not None,
+    )
+
+
+def local_allowance(export: StackExport, ps: int, workers: int, cores: float) -> Optional[dict[str, float]]:
+    """Each role's cores on this machine for a run of `ps` PS and `workers` workers (and the chief)."""
+    cluster = export.cluster
+    if cluster is None:
+        return None
+    requests = {"ps": cluster.ps_cpu_cores, "worker": cluster.worker_cpu_cores, CHIEF: cluster.chief_cpu_cores}
+    return cpu_allowance(requests, {"ps": ps, "worker": workers, CHIEF: 1}, cores)
+
+
+def local_measurements(
+    task_cpu: dict[str, Any],
+    allowance: dict[str, float],
+    cores: float,
+    bytes_per_ps: Optional[list[int]] = None,
+    server: Optional[str] = None,
+) -> Measurements:
+    """The rules' figures of a local run: `task_cpu` as trainer.local's summary gives it (cores per
+    task at each sample, the window, the tasks restarted in it, the step time)."""
+    server = server or socket.gethostname()
+    restarted = set(task_cpu.get("restarted") or ())
+    tasks = []
+    for name, series in sorted(task_cpu["cores"].items(), key=lambda item: parse_task_name(item[0])):
+        role = parse_task_name(name)[0]
+        tasks.append(TaskSample(name, role, server, tuple(series), allowance.get(role), running=name not in restarted))
+    shards = {f"ps-{index}": size for index, size in enumerate(bytes_per_ps or ())}
+    return Measurements(
+        tasks=tuple(tasks),
+        servers=(ServerSample(server, float(cores)),),
+        seconds=float(task_cpu["seconds"]),
+        samples=int(task_cpu["samples"]),
+        source=LOCAL_SOURCE,
+        trainer=TrainerFacts(task_cpu.get("step_time_s"), shards),
+    )
+
+
+def finding_json(finding: Finding, measured: Measurements, every_s: Optional[float] = None) -> dict[str, Any]:
+    """A finding as `diagnose --json` writes it (the keys that say the finding)."""
+    return {
+        "bottleneck": finding.bottleneck,
+        "summary": finding.summary,
+        "evidence": finding.evidence,
+        "confidence": finding.confidence,
+        "confidence_reason": finding.confidence_reason,
+        "advice": list(finding.advice),
+        "next": {"changes": [change.to_json() for change in finding.changes]},
+        "metrics_source": measured.source,
+        "window": {"seconds": measured.seconds, "samples": measured.samples, "every_s": every_s},
+    }
+
+
+def local_diagnosis(
+    export: Optional[StackExport], partition: str, ps: int, workers: int, summary: dict[str, Any]
+) -> dict[str, Any]:
+    """A local run's finding, from the launcher's summary (its `task_cpu`, `bytes_per_ps`)."""
+    task_cpu = summary.get("task_cpu")
+    if export is None:
+        return no_finding("the run has no stack to judge it by")
+    cores = os.cpu_count() or 1
+    shape = local_shape(export, partition)
+    allowance = local_allowance(export, ps, workers, cores)
+    if shape is None or allowance is None:
+        return no_finding(
+            f"stack '{export.stack}': its export has no 'cluster' (the CPU each task requests): "
+            "`python -m components export` of this checkout writes it"
+        )
+    if not task_cpu or not task_cpu.get("samples"):
+        return no_finding("no CPU sample while the chief trained (it finished within a second of the first call)")
+    measured = local_measurements(task_cpu, allowance, cores, summary.get("bytes_per_ps"))
+    return finding_json(diagnose(measured, shape), measured, task_cpu.get("every_s"))
+
+
+def cluster_diagnosis(code: Optional[int], stdout: str, stderr: str) -> dict[str, Any]:
+    """What `python -m components diagnose STACK --json` said: its object (exit 0, or 1 for an
+    experiment that failed in the window), else why there is no finding (its stderr)."""
+    text = stdout.strip()
+    if text.startswith("{"):
+        try:
+            said = json.loads(text)
+        except json.JSONDecodeError:
+            said = None
+        if isinstance(said, dict) and "bottleneck" in said:
+            return said
+    why = stderr.strip().splitlines()[-1] if stderr.strip() else f"it printed no finding (exit {code})"
+    return no_finding(f"diagnose: {why}")
+
+
+# -- what the report shows ------------------------------------------------------------
+
+
+def value_text(value: Any) -> str:
+    """A stack key's value as `diagnose` shows it."""
+    return "(left out)" if value is None else value if isinstance(value, str) else json.dumps(value)
+
+
+def finding_lines(diagnosis: dict[str, Any]) -> list[str]:
+    """`finding: <bottleneck> (<confidence>): <summary>`, then each change as `key: from -> to` (or
+    why none), for the text and the Markdown of a report."""
+    if diagnosis.get("bottleneck") is None:
+        return [f"no finding: {diagnosis.get('reason', 'not diagnosed')}"]
+    lines = [f"finding: {diagnosis['bottleneck']} ({diagnosis['confidence']}): {diagnosis['summary']}"]
+    changes = (diagnosis.get("next") or {}).get("changes") or []
+    lines += [f"{change['key']}: {value_text(change['from'])} -> {value_text(change['to'])}" for change in changes]
+    if not changes:
+        advice = diagnosis.get("advice") or []
+        lines.append("no stack key to change" + (f": {advice[0]}" if advice else ""))
+    return lines
+
+
+def findings(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The report's list of findings, one per run, in the runs' order (report.json's `findings`)."""
+    listed = []
+    for run in runs:
+        diagnosis = run.get("diagnosis") or no_finding("not diagnosed")
+        entry = {
+            "run": run["name"],
+            "stack": run["stack"],
+            "partition": run["partition"],
+            "bottleneck": diagnosis.get("bottleneck"),
+            "confidence": diagnosis.get("confidence"),
+            "summary": diagnosis.get("summary"),
+            "changes": (diagnosis.get("next") or {}).get("changes") or [],
+        }
+        if diagnosis.get("bottleneck") is None:
+            entry["reason"] = diagnosis.get("reason")
+        listed.append(entry)
+    return listed
+
+
+def findings_text(runs: list[dict[str, Any]]) -> str:
+    """Each run's name and its finding's lines, indented under it."""
+    lines = []
+    for run in runs:
+        where = "a cluster's pods" if run.get("source") == "cluster" else "local processes"
+        lines.append(f"{run['name']}: {run['ps']} PS, {run['workers']} workers, partition {run['partition']} ({where})")
+        lines += [f"  {line}" for line in finding_lines(run.get("diagnosis") or no_finding("not diagnosed"))]
+    return "\n".join(lines)
+
+
+def findings_markdown(runs: list[dict[str, Any]]) -> list[str]:
+    """The report's Markdown section of findings, a list item per run."""
+    lines = ["## Findings (the rules of `python -m components diagnose`)", ""]
+    for run in runs:
+        first, *rest = finding_lines(run.get("diagnosis") or no_finding("not diagnosed"))
+        lines.append(f"- **{run['name']}**: {first}")
+        lines += [f"  - `{line}`" if " -> " in line else f"  - {line}" for line in rest]
+    return [*lines, ""]

@@ -11,9 +11,12 @@ The rules are Kubernetes' own, as its validation states them:
   applied by ValidateConfigMap and ValidateSecret;
 - an object is at most what etcd stores in one request: its --max-request-bytes, 1.5 MiB unless a
   cluster raises it ("etcdserver: request is too large");
-- an object's annotations are at most 256 KiB together (k8s.io/apimachinery
-  pkg/api/validation/objectmeta.go, TotalAnnotationSizeLimitB): no stack value reaches an
-  annotation (tfk8s writes only its hashes and fixed values there), so nothing here checks it;
+- a Secret's data values are at most MaxSecretSize together (ValidateSecret): the Secret of a
+  program's secret `env` values (limit_checks.program_secret_problems);
+- an object's annotations are at most 256 KiB together, their keys and values (k8s.io/apimachinery
+  pkg/api/validation/objectmeta.go, ValidateAnnotationsSize, TotalAnnotationSizeLimitB): tfk8s writes
+  only its hashes and fixed values there, no stack value; annotations_size_problem is the rule, and
+  tests/spec/test_object_limits.py holds every object of a stack to it;
 - a container's mountPath is not empty and is unique in its container (ValidateVolumeMounts): two
   mounts at one path are refused.
 An image reference is what the kubelet can pull: the grammar of the distribution project's reference
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
 # Names. The patterns are the models' too (pydantic's `pattern`, with the lengths as `max_length`).
 DNS1123_LABEL_MAX = 63
@@ -52,6 +55,7 @@ CONFIG_MAP_KEY_RE = re.compile(CONFIG_MAP_KEY_PATTERN)
 # Sizes.
 MAX_CONFIG_MAP_BYTES = 1024 * 1024  # MaxSecretSize, a ConfigMap's and a Secret's data alike
 MAX_OBJECT_BYTES = 1_572_864  # etcd's default --max-request-bytes
+MAX_ANNOTATIONS_BYTES = 256 * 1024  # TotalAnnotationSizeLimitB: one object's annotations, keys and values
 MAX_ARG_STRLEN = 131_072  # one argument or NAME=value string, its NUL included
 ARG_MAX = 2 * 1024 * 1024  # every argument and environment string of one exec, NULs included
 
@@ -162,6 +166,26 @@ def image_reference_problem(image: str) -> Optional[str]:
     if len(reference.name) > IMAGE_NAME_MAX:
         return f"has a repository name of {len(reference.name)} characters; at most {IMAGE_NAME_MAX}"
     return None
+
+
+def annotations_size_problem(annotations: Mapping[str, str]) -> Optional[str]:
+    """ValidateAnnotationsSize: the bytes of every key and value of one object's annotations together."""
+    size = sum(_bytes(key) + _bytes(value) for key, value in annotations.items())
+    if size > MAX_ANNOTATIONS_BYTES:
+        return f"come to {size:,} bytes, and an object's annotations hold at most {MAX_ANNOTATIONS_BYTES:,} together"
+    return None
+
+
+def secret_data_problem(data: Mapping[str, str]) -> Optional[str]:
+    """ValidateSecret: the bytes of a Secret's values together (its keys do not count)."""
+    size = sum(_bytes(value) for value in data.values())
+    if size > MAX_CONFIG_MAP_BYTES:
+        return f"come to {size:,} bytes, and a Secret holds at most {MAX_CONFIG_MAP_BYTES:,} (MaxSecretSize)"
+    return None
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def exec_string_bytes(text: str) -> int:

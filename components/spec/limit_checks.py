@@ -20,6 +20,7 @@ from .kubernetes_limits import (
     exec_string_problem,
     label_key_problem,
     label_value_problem,
+    secret_data_problem,
 )
 from .models import CONFIG_NAMESPACE, StackConfig
 from .program import ProgramSpec, SecretRef
@@ -80,6 +81,19 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
                 f"{TENSORBOARD_DIR_ENV}, which {problem}; give a shorter folder"
             )
     return errors
+
+
+def program_secret_problems(secret_env: Mapping[str, str]) -> list[str]:
+    """The Secret that carries a program's secret `env` values (objects/manifests.program_secret) holds
+    them all: past MaxSecretSize together, the API server refuses it. Read where the values are known
+    (the engine decrypts them; a stack file's `plan` reads each as a placeholder)."""
+    problem = secret_data_problem(secret_env)
+    if problem is None:
+        return []
+    return [
+        f"{CONFIG_NAMESPACE}:program.env: the values set with --secret ({', '.join(sorted(secret_env))}) reach "
+        f"the pods through one Secret, whose values {problem}; pass large ones in a file instead (program.volumes)"
+    ]
 
 
 def _hostname_problems(config: StackConfig) -> list[str]:

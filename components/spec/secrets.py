@@ -10,7 +10,8 @@ file encrypted, as a `{secure: v1:...}` leaf. tfk8s reads a stack in one of two 
   secret `tfk8s:program` as a secret (it cannot tell which one was set with `--secret`).
 
 An `env` secret is carried by a Kubernetes Secret the experiment owns
-(components/objects/manifests.py `program_secret`), never as a value in a pod spec. A secret
+(components/objects/manifests.py `program_secret`), never as a value in a pod spec; where the values
+are known, they are held to what one Secret takes (limit_checks.program_secret_problems). A secret
 anywhere else (an image, a command, an argument, a pool) would end up in plain text in an
 object, so it is refused, naming its path and never its value.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Optional
 
+from .limit_checks import program_secret_problems
 from .models import CONFIG_NAMESPACE, StackConfigError
 
 # What a secret reads as wherever its value is not known or must not be shown.
@@ -86,9 +88,20 @@ def split_secrets(
             names.update(_plain_env_names(values.get(key)))
         else:
             errors.append(f"{key}: holds a value set with --secret; {HOW_TO_PASS}")
+    plain = _with_secrets_as_text(values, names)
+    errors += program_secret_problems(_secret_env(plain, names))
     if errors:
         raise StackConfigError.listing(stack, errors)
-    return StackSecrets(_with_secrets_as_text(values, names), frozenset(names))
+    return StackSecrets(plain, frozenset(names))
+
+
+def _secret_env(values: Mapping[str, Any], names: Collection[str]) -> dict[str, str]:
+    """The secret `env` values, as the program's Secret holds them."""
+    program = values.get(PROGRAM_KEY)
+    env = program.get("env") if isinstance(program, Mapping) else None
+    if not isinstance(env, Mapping):
+        return {}
+    return {name: env[name] for name in names if isinstance(env.get(name), str)}
 
 
 def _env_name(path: str) -> Optional[str]:

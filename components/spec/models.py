@@ -177,18 +177,22 @@ class ClusterSpec(_Model):
     @model_validator(mode="before")
     @classmethod
     def _colocated_ps_follow_the_workers(cls, data: Any) -> Any:
-        """Colocated PS share the workers' pool by definition, so `ps` may be left out; left out with
-        no ratio to count them, there are none (workers only)."""
-        if not isinstance(data, Mapping) or "ps" in data:
+        """Colocated PS share the workers' pool by definition, so `ps` (or its pool) may be left out;
+        `ps` left out with no ratio to count them: there are none (workers only)."""
+        if not isinstance(data, Mapping):
             return data
-        if data.get("ratio") is None:
+        if "ps" not in data and data.get("ratio") is None:
             return {**data, "ps": {"replicas": 0}}
+        ps = data.get("ps", {})
         if (
-            data.get("placement") == "colocated"
+            isinstance(ps, Mapping)
+            and "pool" not in ps
+            and ps.get("replicas") != 0
+            and data.get("placement") == "colocated"
             and isinstance(data.get("workers"), Mapping)
             and "pool" in data["workers"]
         ):
-            return {**data, "ps": {"pool": data["workers"]["pool"]}}
+            return {**data, "ps": {**ps, "pool": data["workers"]["pool"]}}
         return data
 
     @field_validator("ratio")

@@ -82,7 +82,11 @@ class PsSpec(_Model):
         description="parameter servers; may be left to cluster.ratio; 0: workers only (a team's program, e.g. "
         "MultiWorkerMirroredStrategy)",
     )
-    pool: Optional[DnsLabel] = Field(default=None, description="node pool the PS run in (required with PS)")
+    pool: Optional[DnsLabel] = Field(
+        default=None,
+        description="node pool the PS run in (required with PS; colocated PS take the workers' pool where it is "
+        "left out)",
+    )
     cpu: CpuQuantity = Field(
         default="2", description="CPU request of each PS (no CPU limit: a limit throttles TensorFlow's threads)"
     )

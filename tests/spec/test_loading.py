@@ -240,8 +240,9 @@ BAD_INPUTS = {
         lambda v: cluster(v)["ps"].pop("replicas"),
         r"tfk8s:cluster: set ps\.replicas or ratio \('1:10' means one PS per ten workers\)",
     ),
+    # Colocated PS take the workers' pool where theirs is left out; spread ones have none to take.
     "ps without a pool": (
-        lambda v: cluster(v)["ps"].pop("pool"),
+        lambda v: (cluster(v).update(placement="spread"), cluster(v)["ps"].pop("pool")),
         r"tfk8s:cluster: ps\.pool: required with PS \(ps\.replicas: 0 runs workers only\)",
     ),
     "no PS and isolated": (

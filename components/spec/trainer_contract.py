@@ -15,9 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__ == "components.spec":
-    from trainer import bottleneck, cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
+    from trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
 else:
-    from ...trainer import bottleneck, cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
+    from ...trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
+
+# The bottleneck rules, re-exported whole: `diagnose` and the reports apply the same ones.
+if TYPE_CHECKING or __package__ == "components.spec":
+    from trainer import bottleneck as bottleneck
+else:
+    from ...trainer import bottleneck as bottleneck
 
 # The log archive's protocol, re-exported whole: the shipper and the collector import it as a file
 # beside them in their pods, components/ (log_shipping, log_archive, task_shell, the archive's

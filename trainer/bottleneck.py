@@ -85,6 +85,19 @@ class Finding:
     changes: tuple[Change, ...]  # the next experiment, as stack keys
     advice: tuple[str, ...] = ()  # what no stack key changes (a team's program: what to change in it)
 
+    def to_json(self) -> dict[str, Any]:
+        """The keys of `diagnose --json` that say the finding (its `next` holds the changes alone: the
+        stack diff is the command's); the reports write the same."""
+        return {
+            "bottleneck": self.bottleneck,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "confidence": self.confidence,
+            "confidence_reason": self.confidence_reason,
+            "advice": list(self.advice),
+            "next": {"changes": [change.to_json() for change in self.changes]},
+        }
+
 
 def _agreement(measured: Measurements, bottleneck: str) -> Optional[tuple[int, int]]:
     """(samples whose own finding is `bottleneck`, samples): each sample index classified across tasks."""

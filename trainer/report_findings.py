@@ -94,13 +94,7 @@ def local_measurements(
 def finding_json(finding: Finding, measured: Measurements, every_s: Optional[float] = None) -> dict[str, Any]:
     """A finding as `diagnose --json` writes it (the keys that say the finding)."""
     return {
-        "bottleneck": finding.bottleneck,
-        "summary": finding.summary,
-        "evidence": finding.evidence,
-        "confidence": finding.confidence,
-        "confidence_reason": finding.confidence_reason,
-        "advice": list(finding.advice),
-        "next": {"changes": [change.to_json() for change in finding.changes]},
+        **finding.to_json(),
         "metrics_source": measured.source,
         "window": {"seconds": measured.seconds, "samples": measured.samples, "every_s": every_s},
     }

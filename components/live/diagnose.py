@@ -2,8 +2,8 @@
 rules' figures (trainer/bottleneck.py; the rules themselves are pure and shared with the reports).
 
 Each sample reads what `top` reads, from the same sources with the same rights (top.py): the tasks
-and their pods (status.read_status), each pod's CPU from the metrics API, else from the kubelet
-summary through the node proxy (top.read_usage). Besides:
+and their pods, each pod's CPU from the metrics API, else from the kubelet summary through the
+node proxy (top.read_placed_usage, as top reads them). Besides:
 
 - each pod's network counters, where the kubelet summary is the source (the metrics API has none;
   the node proxy is asked for only where top would ask for it);
@@ -37,9 +37,8 @@ from .diagnose_figures import (
     measurements,
     pod_network,
 )
-from .status import read_status
 from .tasks import ExperimentStatus
-from .top import NodeMetricsUnavailable, SummaryForbidden, node_summary, read_usage
+from .top import NodeMetricsUnavailable, SummaryForbidden, node_summary, read_placed_usage
 from .usage import KUBELET_SUMMARY, METRICS_API, PodKey
 
 # Three metrics-server refreshes (15 s each), a sample every 5 s: ten samples.
@@ -75,13 +74,8 @@ def read_sample(
     from kubernetes import client
 
     core = client.CoreV1Api(api)
-    status = read_status(api, experiment)
-    pods_on: dict[str, list[str]] = {}
-    for task in status.tasks:
-        pod = status.pods.get(task.task)
-        if task.node is not None and pod is not None:
-            pods_on.setdefault(task.node, []).append(pod.metadata.name)
-    usage = read_usage(api, experiment, pods_on)
+    placed = read_placed_usage(api, experiment)
+    status, pods_on, usage = placed.status, placed.pods_on, placed.usage
     if usage.unreadable:
         notes[f"CPU not read: {usage.unreadable}"] = None
     if usage.metrics_api_absent:

@@ -63,16 +63,12 @@ def program_text(measured: bottleneck.Measurements) -> str:
 def diagnose_json(sampled: Sampled, finding: bottleneck.Finding, next_stack: NextStack) -> dict[str, Any]:
     """`diagnose --json`: one object."""
     window, measured = sampled.window, sampled.measured
+    said = finding.to_json()
     return {
-        "bottleneck": finding.bottleneck,
-        "summary": finding.summary,
-        "evidence": finding.evidence,
-        "confidence": finding.confidence,
-        "confidence_reason": finding.confidence_reason,
-        "advice": list(finding.advice),
+        **said,
         "next": {
             "stack": next_stack.stack,
-            "changes": [change.to_json() for change in finding.changes],
+            **said["next"],
             "stack_diff": next_stack.diff if next_stack.refused is None else None,
             "written": next_stack.written,
             **({"refused": next_stack.refused} if next_stack.refused else {}),

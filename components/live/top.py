@@ -38,7 +38,7 @@ from ..plan.experiment import Experiment
 from ..plan.planner import Task
 from ..plan.task_roles import EVALUATOR
 from .cluster_access import with_cluster
-from .status import group_served, pod_log, read_status
+from .status import ExperimentStatus, group_served, pod_log, read_status
 from .usage import (
     KUBELET_SUMMARY,
     METRICS_API,
@@ -197,17 +197,31 @@ def read_usage(api: Any, experiment: Experiment, pods_on: dict[str, list[str]]) 
     return Usage(KUBELET_SUMMARY, pods, without_metrics, metrics_api_absent=absent)
 
 
-def read_top(api: Any, experiment: Experiment) -> TopView:
-    from kubernetes import client
+@dataclass(frozen=True)
+class PlacedUsage:
+    status: ExperimentStatus
+    pods_on: dict[str, list[str]]  # node -> the experiment's pods there
+    usage: Usage
 
-    core = client.CoreV1Api(api)
+
+def read_placed_usage(api: Any, experiment: Experiment) -> PlacedUsage:
+    """The experiment's status, where its pods are, and their CPU and memory: what `top` and each of
+    `diagnose`'s samples read."""
     status = read_status(api, experiment)
     pods_on: dict[str, list[str]] = {}
     for task in status.tasks:
         pod = status.pods.get(task.task)
         if task.node is not None and pod is not None:
             pods_on.setdefault(task.node, []).append(pod.metadata.name)
-    usage = read_usage(api, experiment, pods_on)
+    return PlacedUsage(status, pods_on, read_usage(api, experiment, pods_on))
+
+
+def read_top(api: Any, experiment: Experiment) -> TopView:
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    placed = read_placed_usage(api, experiment)
+    status, usage = placed.status, placed.usage
     tasks = []
     for task in status.tasks:
         pod = status.pods.get(task.task)

@@ -23,11 +23,14 @@ from ..spec.loading import load_stack_config
 from ..spec.models import StackConfigError
 from ..spec.stack_files import STACKS_DIR
 from ..spec.user_files import UnreadableFile, decode_user_text, read_user_text
+from .argument_types import shown_value
 from .exit_codes import BAD_INPUT, NO, OK
 from .paths import shown
 
 # Pulumi's rule for a stack's name (tfk8s's own, a label value, is checked with the stack).
-PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+# \Z, not $: `$` also matches before a final line break, and a name is matched from its start only
+# (re.match, here and in diagnose --write): 'x\n' is no stack name, never a file Pulumi.x\n.yaml.
+PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}\Z")
 STACK_NAME_RULE = "letters, digits, '-', '_' and '.', at most 100"
 
 
@@ -38,7 +41,9 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
     try:
         # import-tfjob's contract since it exists: 0 written, 1 nothing usable came of the input.
         if not PULUMI_STACK_NAME.match(options.stack):
-            raise NotImportable(f"--stack '{options.stack}' is not a valid Pulumi stack name: {STACK_NAME_RULE}")
+            raise NotImportable(
+                f"--stack {shown_value(options.stack)} is not a valid Pulumi stack name: {STACK_NAME_RULE}"
+            )
         try:
             text = _read(file)
         except UnreadableFile as why:

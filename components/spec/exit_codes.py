@@ -25,7 +25,7 @@ def _codes_and_ranges(items: Any) -> Any:
         return items
     codes: list[Any] = []
     for item in items:
-        match = EXIT_CODE_RANGE.match(item) if isinstance(item, str) else None
+        match = EXIT_CODE_RANGE.fullmatch(item) if isinstance(item, str) else None
         if match is None:
             codes.append(item)
             continue

@@ -39,6 +39,9 @@ DNS1123_SUBDOMAIN_MAX = 253
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL_PATTERN = rf"^{_DNS1123_LABEL}$"
 DNS1123_SUBDOMAIN_PATTERN = rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$"
+# Python's `$` also matches before a final line break, so its checks take the whole value
+# (fullmatch): 'ml\n' is no label value. The models' patterns run in pydantic's engine, where `$`
+# is the end of the text.
 DNS1123_LABEL_RE = re.compile(DNS1123_LABEL_PATTERN)
 DNS1123_SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN_PATTERN)
 # Label keys (qualified names) and values.
@@ -92,7 +95,7 @@ class ImageReference:
 
 def image_reference(image: str) -> Optional[ImageReference]:
     """The one parser of image references (regexp.go's grammar); None for text that is none."""
-    match = IMAGE_REFERENCE_RE.match(image)
+    match = IMAGE_REFERENCE_RE.fullmatch(image)
     if match is None:
         return None
     return ImageReference(match.group("name"), match.group("tag"), match.group("digest"))
@@ -101,7 +104,7 @@ def image_reference(image: str) -> Optional[ImageReference]:
 def dns1123_label_problem(name: str) -> Optional[str]:
     if len(name) > DNS1123_LABEL_MAX:
         return f"is {len(name)} characters; a DNS-1123 label has at most {DNS1123_LABEL_MAX}"
-    if not DNS1123_LABEL_RE.match(name):
+    if not DNS1123_LABEL_RE.fullmatch(name):
         return "is not a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"
     return None
 
@@ -109,7 +112,7 @@ def dns1123_label_problem(name: str) -> Optional[str]:
 def dns1123_subdomain_problem(name: str) -> Optional[str]:
     if len(name) > DNS1123_SUBDOMAIN_MAX:
         return f"is {len(name)} characters; a DNS-1123 subdomain has at most {DNS1123_SUBDOMAIN_MAX}"
-    if not DNS1123_SUBDOMAIN_RE.match(name):
+    if not DNS1123_SUBDOMAIN_RE.fullmatch(name):
         return f"is not a DNS-1123 subdomain: {DNS1123_SUBDOMAIN_RULE}"
     return None
 
@@ -117,7 +120,7 @@ def dns1123_subdomain_problem(name: str) -> Optional[str]:
 def label_value_problem(value: str) -> Optional[str]:
     if len(value) > LABEL_VALUE_MAX:
         return f"is {len(value)} characters; a label value has at most {LABEL_VALUE_MAX}"
-    if not LABEL_VALUE_RE.match(value):
+    if not LABEL_VALUE_RE.fullmatch(value):
         return f"is not a label value: {LABEL_VALUE_RULE} (or empty)"
     return None
 
@@ -139,7 +142,7 @@ def label_key_problem(key: str) -> Optional[str]:
         return f"has an empty name; a label key is {LABEL_KEY_RULE}"
     if len(name) > QUALIFIED_NAME_MAX:
         return f"has a name of {len(name)} characters (after any prefix); at most {QUALIFIED_NAME_MAX}"
-    if not QUALIFIED_NAME_RE.match(name):
+    if not QUALIFIED_NAME_RE.fullmatch(name):
         return f"is not a label key: {LABEL_KEY_RULE}"
     return None
 
@@ -148,7 +151,7 @@ def config_map_key_problem(key: str) -> Optional[str]:
     """IsConfigMapKey: a ConfigMap's or a Secret's key."""
     if len(key) > CONFIG_MAP_KEY_MAX:
         return f"is {len(key)} characters; a ConfigMap or Secret key has at most {CONFIG_MAP_KEY_MAX}"
-    if not CONFIG_MAP_KEY_RE.match(key) or key in (".", "..") or key.startswith(".."):
+    if not CONFIG_MAP_KEY_RE.fullmatch(key) or key in (".", "..") or key.startswith(".."):
         return f"is not a ConfigMap or Secret key: {CONFIG_MAP_KEY_RULE}"
     return None
 

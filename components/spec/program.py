@@ -19,6 +19,7 @@ from .kubernetes_limits import CONFIG_MAP_KEY_PATTERN
 from .model_base import StackModel as _Model
 from .quantities import DnsSubdomain
 from .roles import RoleName
+from .shown_values import shown
 from .strict_yaml import described
 from .trainer_contract import references
 
@@ -155,9 +156,9 @@ class ProgramSpec(_Model):
             count = done["workers"]
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 # As YAML writes it, not as Python does.
-                shown = str(count).lower() if isinstance(count, bool) else repr(count)
-                shown = described(count) if isinstance(count, (dict, list)) else shown
-                raise ValueError(f"workers: how many workers must exit 0, a whole number ≥ 1 (got {shown})")
+                given = str(count).lower() if isinstance(count, bool) else repr(count)
+                given = described(count) if isinstance(count, (dict, list)) else given
+                raise ValueError(f"workers: how many workers must exit 0, a whole number ≥ 1 (got {given})")
         elif done not in ("chief", "workers") and not isinstance(done, WorkersDone):
             raise ValueError(f"must be {allowed}")
         return done
@@ -173,10 +174,10 @@ class ProgramSpec(_Model):
     @classmethod
     def _env_names(cls, env: dict[str, EnvValue]) -> dict[str, EnvValue]:
         for name in env:
-            if not ENV_NAME.match(name):
-                raise ValueError(f"env name '{name}' must be letters, digits and '_', not starting with a digit")
+            if not ENV_NAME.fullmatch(name):  # the whole name: 'A\n' is none
+                raise ValueError(f"env name {shown(name)} must be letters, digits and '_', not starting with a digit")
             if name == TF_CONFIG or name in PROGRAM_VARIABLES or name.startswith(RESERVED_PREFIX):
-                raise ValueError(f"env name '{name}' is set by tfk8s on every task; pick another name")
+                raise ValueError(f"env name {shown(name)} is set by tfk8s on every task; pick another name")
         return env
 
     @model_validator(mode="after")

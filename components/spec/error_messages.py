@@ -93,6 +93,17 @@ def _one_error_per_union(errors: list[Any]) -> list[Any]:
     return plain
 
 
+def _text_not(given: Any) -> str:
+    """Text given as a mapping or a list; Kubernetes' own form of a reference, `{name: regcred}`, as
+    the name itself, which is what a stack file writes there."""
+    if not isinstance(given, dict):
+        return "should be text, not a list"
+    name = given.get("name")
+    if set(given) == {"name"} and isinstance(name, str):
+        return f"should be text, not a mapping: write the name itself, {quoted(name)}"
+    return "should be text, not a mapping"
+
+
 def _quote_hint(error: Mapping[str, Any], reading: Optional[YamlReading]) -> str:
     """Where text belongs and a number or boolean was written unquoted: how to write it."""
     got = error.get("input")
@@ -158,6 +169,8 @@ def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[
         elif error["type"] == "model_type":
             # Not the class tfk8s holds it in: what the stack file writes (`{}` for every default).
             message = "should be a mapping of its keys (`{}` for the defaults)"
+        elif error["type"] == "string_type" and isinstance(error.get("input"), (dict, list)):
+            message = _text_not(error["input"])
         got = error.get("input")
         reading = as_written.readings.get(loc)
         if error["type"] not in ("missing",) and not isinstance(got, (dict, list)):
@@ -213,7 +226,11 @@ def _pattern_help(error: Mapping[str, Any]) -> str:
 
 
 def _name_kind(error: Mapping[str, Any], otherwise: str) -> str:
-    key = next((part for part in reversed(tuple(error["loc"])) if isinstance(part, str)), "")
+    keys = [part for part in error["loc"] if isinstance(part, str)]
+    key = keys[-1] if keys else ""
+    # A `name` is the pool's, except under `namespace`, where it is the namespace's.
+    if key == "name" and keys[-2:-1] == ["namespace"]:
+        key = "namespace"
     return _NAME_KINDS.get(key) or otherwise
 
 

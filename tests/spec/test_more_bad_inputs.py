@@ -61,6 +61,22 @@ BAD_INPUTS = {
         2,
         r"argument --write: 'next\\n' is not a stack name",
     ),
+    # A message that names the kind of thing the key is, and what to write instead.
+    "a namespace that is no DNS label": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    namespace: Team-A")),
+        2,
+        r"^- tfk8s:cluster\.namespace\.name: must be a namespace \(a DNS label\): lower-case letters, digits and '-'",
+    ),
+    "imagePullSecrets as a pod spec writes them": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    imagePullSecrets: [{name: regcred}]")),
+        2,
+        r"^- tfk8s:cluster\.imagePullSecrets\[0\]: should be text, not a mapping: write the name itself, 'regcred'$",
+    ),
+    "an image given as a list": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    image: [tensorflow/tensorflow:2.21.0]")),
+        2,
+        r"^- tfk8s:cluster\.image: should be text, not a list$",
+    ),
 }
 
 

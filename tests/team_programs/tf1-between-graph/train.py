@@ -31,6 +31,7 @@ def main() -> int:
         parser.add_argument(f"--{name}", type=int, required=True)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--partitioned", action="store_true")
+    parser.add_argument("--log-steps", action="store_true", help="each worker prints a line per step it runs")
     options = parser.parse_args()
 
     tf1.disable_eager_execution()
@@ -66,6 +67,8 @@ def main() -> int:
         while not session.should_stop():
             _, step = session.run([train_op, global_step])
             steps += 1
+            if options.log_steps:
+                print(f"worker: step {step}", flush=True)
     seconds = time.monotonic() - started
     print(f"worker-{options.task_index}: {steps} steps to global step {step} in {seconds:.1f} s, "
           f"{steps * BATCH / seconds:.0f} examples/s", flush=True)

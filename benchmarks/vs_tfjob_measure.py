@@ -1,0 +1,283 @@
+"""What bench-vs-tfjob measures on one side: a run to Succeeded (its start split into the client's
+part and the cluster's), and a task lost while training (a worker deleted, a PS deleted, a worker
+evicted) until training goes on again."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from kubernetes import client
+from vs_tfjob_programs import STEP_LINE
+from vs_tfjob_sides import ExperimentFailed, Side, stamp
+
+from tools.localcluster import control_plane, paths
+from tools.localcluster.podlogs import timestamped_log
+
+UNTIL_STOPPED = 1_000_000  # the disruption runs train until deleted
+POLL_S = 0.25
+WAIT_S = 600.0
+SETTLE_S = 3.0  # a task is lost once every worker has trained this long
+ENDED = ("Succeeded", "Failed")
+CONTAINER = "tensorflow"  # the program's container, in the TFJob and in tfk8s's pods alike
+# The controllers each side brings; the control plane's own (API server, Job controller) serves both.
+CONTROLLERS = {"tfjob": ("training-operator",), "tfk8s": ("jobset-controller", "kueue-controller")}
+
+
+@dataclass(frozen=True)
+class Disruption:
+    role: str  # the task lost: <role>-0
+    evicted: bool  # through the Eviction API (policy/v1), else a plain delete
+    label: str
+
+
+DISRUPTIONS = {
+    "worker_deleted": Disruption("worker", False, "a worker pod deleted, to its replacement logging a step"),
+    "ps_deleted": Disruption("ps", False, "a PS pod deleted, to a worker's step after the new PS started"),
+    "worker_evicted": Disruption("worker", True, "a worker evicted (Eviction API), to its replacement's step"),
+}
+
+
+class NotWithin(RuntimeError):
+    """A wait ran out."""
+
+
+def wait_for(
+    condition: Callable[[], Any], what: str, timeout_s: float = WAIT_S, each: Callable[[], None] = lambda: None
+) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        each()
+        found = condition()
+        if found:
+            return found
+        time.sleep(POLL_S)
+    raise NotWithin(f"{what}: not within {timeout_s:.0f} s")
+
+
+# -- the controllers' own cost ---------------------------------------------------------------------
+
+
+def _group_usage(group: int) -> tuple[float, int]:
+    """CPU seconds and resident bytes of every process in process group `group`."""
+    ticks, rss = 0, 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:  # pgrp
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            rss += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    return ticks / os.sysconf("SC_CLK_TCK"), rss
+
+
+@dataclass
+class ControllerCost:
+    groups: list[int]
+    start_cpu_s: float = 0.0
+    peak_rss: int = 0
+
+    def __post_init__(self) -> None:
+        self.start_cpu_s = sum(_group_usage(group)[0] for group in self.groups)
+
+    def sample(self) -> None:
+        self.peak_rss = max(self.peak_rss, sum(_group_usage(group)[1] for group in self.groups))
+
+    def cpu_s(self) -> float:
+        return sum(_group_usage(group)[0] for group in self.groups) - self.start_cpu_s
+
+
+def controller_cost(cluster: paths.ClusterDir, side: str) -> ControllerCost:
+    plane = control_plane.ControlPlane.load(cluster)
+    assert plane is not None, "the benchmark's cluster is not running"
+    return ControllerCost([plane.processes[name] for name in CONTROLLERS["tfjob" if "tfjob" in side else side]])
+
+
+# -- reading the pods -------------------------------------------------------------------------------
+
+
+def steps_logged(side: Side, pod: Any, after: float = 0.0) -> bool:
+    """The pod's program has logged a training step (after `after`, seconds since the epoch)."""
+    try:
+        lines = timestamped_log(side.core, side.namespace(), pod.metadata.name)
+    except client.ApiException:
+        return False  # its container is starting, or the pod is gone
+    return any(STEP_LINE in line and when > after for when, line in lines)
+
+
+def all_running(side: Side) -> bool:
+    pods = side.all_pods()
+    return len(pods) == side.program.tasks and all(pod.status.phase == "Running" for pod in pods)
+
+
+def still_running(side: Side) -> list[Any]:
+    """PS and worker pods not ended (Succeeded, Failed): each holds its server's resources."""
+    return [pod for role in ("ps", "worker") for pod in side.pods(role) if pod.status.phase not in ENDED]
+
+
+def container_started(pod: Optional[Any]) -> Optional[float]:
+    """When the pod's program container started running (seconds since the epoch, whole seconds)."""
+    for status in (pod and pod.status.container_statuses) or []:
+        if status.name == CONTAINER and status.state.running is not None:
+            return stamp(status.state.running.started_at)
+    return None
+
+
+class StartWatch:
+    """When each stage of the start was first seen, in seconds after the apply (polled every POLL_S):
+    the client returned (kubectl; `pulumi up`), the workload (the TFJob; the JobSet) exists, JobSet's
+    controller made its Jobs (tfk8s), every pod exists, is scheduled, runs."""
+
+    def __init__(self, side: Side) -> None:
+        self.side, self.started = side, time.monotonic()
+        self.seen: dict[str, float] = {}
+
+    def _mark(self, stage: str, reached: Callable[[], bool]) -> None:
+        if stage not in self.seen and reached():
+            self.seen[stage] = time.monotonic() - self.started
+
+    def poll(self) -> None:
+        self._mark("client returned", self.side.applied)
+        self._mark("workload seen", lambda: self.side.workload() is not None)
+        if "workload seen" in self.seen:
+            self._mark("JobSet's Jobs seen", self.side.controllers_done)
+
+    def all_running(self) -> bool:
+        self.poll()
+        pods = self.side.all_pods()
+        created = len(pods) == self.side.program.tasks
+        self._mark("pods created", lambda: created)
+        self._mark("pods scheduled", lambda: created and all(pod.spec.node_name for pod in pods))
+        self._mark("pods running", lambda: created and all(pod.status.phase == "Running" for pod in pods))
+        return "pods running" in self.seen
+
+
+def teardown(side: Side) -> None:
+    side.delete()
+    wait_for(lambda: not side.all_pods(), f"the {side.name} experiment's pods gone")
+
+
+# -- a run to Succeeded -----------------------------------------------------------------------------
+
+
+def one_run(side: Side, cluster: paths.ClusterDir) -> dict[str, Any]:
+    """Apply, the start, Succeeded and the cleanup, with the controllers' cost; then delete. The start
+    splits at the moment the workload (the TFJob; the JobSet) is first seen: before it, the client's
+    part (kubectl; the Pulumi engine), after it, the cluster's (controllers, scheduler, kubelet)."""
+    cost = controller_cost(cluster, side.name)
+    start = StartWatch(side)
+    side.apply(side.program.steps)
+
+    def each() -> None:
+        cost.sample()
+        start.poll()
+
+    try:
+        wait_for(start.all_running, "every task Running", each=cost.sample)
+        placement = side.placement()
+        wait_for(lambda: any(steps_logged(side, pod) for pod in side.pods("worker")), "a first step", each=each)
+        first_step = time.monotonic() - start.started
+        wait_for(side.succeeded, "Succeeded", each=each)
+        succeeded = time.monotonic() - start.started
+        wait_for(lambda: not still_running(side), "PS and workers ended", each=each)
+        cleaned = time.monotonic() - start.started - succeeded
+        wait_for(lambda: "client returned" in start.seen, "the client returned", each=each)
+        stages = start.seen
+        return {
+            "running_s": stages["pods running"],
+            "workload_s": stages["workload seen"],
+            "cluster_start_s": stages["pods running"] - stages["workload seen"],
+            "client_returned_s": stages["client returned"],
+            "stages_s": dict(sorted(stages.items(), key=lambda stage: stage[1])),
+            "client_log": side.client_log(),
+            "first_step_s": first_step,
+            "succeeded_s": succeeded,
+            "cleanup_s": cleaned,
+            "placement": placement,
+            "controller_cpu_s": cost.cpu_s(),
+            "controller_peak_mib": cost.peak_rss / 2**20,
+        }
+    finally:
+        teardown(side)
+
+
+def run_outcome(side: Side, cluster: paths.ClusterDir) -> dict[str, Any] | str:
+    """A run's figures, or why the experiment failed instead."""
+    try:
+        return one_run(side, cluster)
+    except ExperimentFailed as failed:
+        return f"failed: {failed}"
+
+
+# -- a task lost while training ---------------------------------------------------------------------
+
+
+def _lose(side: Side, pod: Any, evicted: bool) -> None:
+    name, namespace = pod.metadata.name, side.namespace()
+    if evicted:
+        eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+        side.core.create_namespaced_pod_eviction(name, namespace, eviction)
+    else:
+        side.core.delete_namespaced_pod(name, namespace)
+
+
+def disruption(side: Side, kind: str) -> float:
+    """Task <role>-0 lost while every worker trains: seconds until training goes on (the
+    replacement worker logs a step; for a PS, a worker logs a step after the new PS started).
+    ExperimentFailed when the loss failed the experiment instead; NotWithin when it never went on."""
+    lost = DISRUPTIONS[kind]
+    side.apply(UNTIL_STOPPED)
+    try:
+        wait_for(lambda: all_running(side), "every task Running")
+        wait_for(lambda: all(steps_logged(side, pod) for pod in side.pods("worker")), "every worker training")
+        time.sleep(SETTLE_S)
+        old = side.task_pod(lost.role, 0)
+        assert old is not None, f"no {lost.role}-0 pod while every worker trains"
+        lost_at = time.monotonic()
+        _lose(side, old, lost.evicted)
+
+        def going_on(condition: Callable[[], Any]) -> Callable[[], Any]:
+            def check() -> Any:
+                if (why := side.failed()) is not None:
+                    raise ExperimentFailed(why)
+                return condition()
+
+            return check
+
+        def replacement() -> Any:
+            pod = side.task_pod(lost.role, 0)
+            return pod is not None and pod.metadata.uid != old.metadata.uid and pod
+
+        new = wait_for(going_on(replacement), f"a replacement {lost.role}-0")
+        if lost.role == "worker":
+            back = going_on(lambda: steps_logged(side, side.task_pod("worker", 0) or new))
+            wait_for(back, "the replacement's first step")
+        else:
+            started = wait_for(going_on(lambda: container_started(side.task_pod("ps", 0))), "the new PS started")
+            workers = going_on(
+                lambda: any(
+                    steps_logged(side, pod, after=started)
+                    for pod in side.pods("worker")
+                    if pod.metadata.deletion_timestamp is None
+                )
+            )
+            wait_for(workers, "a worker's step after the new PS started")
+        return time.monotonic() - lost_at
+    finally:
+        teardown(side)
+
+
+def disruption_outcome(side: Side, kind: str) -> float | str:
+    """Seconds until training goes on, or why it did not."""
+    try:
+        return disruption(side, kind)
+    except ExperimentFailed as failed:
+        return f"failed: {failed}"
+    except NotWithin as late:
+        return f"not back: {late}"

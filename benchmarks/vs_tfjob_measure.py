@@ -118,7 +118,7 @@ def all_running(side: Side) -> bool:
 
 def still_running(side: Side) -> list[Any]:
     """PS and worker pods not ended (Succeeded, Failed): each holds its server's resources."""
-    return [pod for role in ("ps", "worker") for pod in side.pods(role) if pod.status.phase not in ENDED]
+    return [pod for pod in side.pods("ps", "worker") if pod.status.phase not in ENDED]
 
 
 def container_started(pod: Optional[Any]) -> Optional[float]:
@@ -188,7 +188,7 @@ def one_run(side: Side, cluster: paths.ClusterDir) -> dict[str, Any]:
         wait_for(lambda: not still_running(side), "PS and workers ended", each=each)
         cleaned = time.monotonic() - start.started - succeeded
         wait_for(lambda: "client returned" in start.seen, "the client returned", each=each)
-        stages = start.seen
+        stages = {**start.seen, **side.client_stages()}
         return {
             "running_s": stages["pods running"],
             "workload_s": stages["workload seen"],

@@ -7,6 +7,7 @@ import statistics
 from typing import Any, Callable, Optional
 
 from vs_tfjob_measure import DISRUPTIONS
+from vs_tfjob_sides import ENGINE_MARKS
 
 Run = dict[str, Any] | str  # a run's figures, or why it failed
 Outcome = float | str  # seconds until training went on, or why it did not
@@ -21,8 +22,10 @@ TIMED = (
     ("controller_cpu_s", "controllers' CPU during a run (s)"),
     ("controller_peak_mib", "controllers' peak memory (MiB)"),
 )
-# The start's stages, as first seen by polling (benchmarks/vs_tfjob_measure.py StartWatch).
+# The start's stages: the engine's from its output, the rest as first seen by polling
+# (benchmarks/vs_tfjob_measure.py StartWatch).
 STAGES = (
+    *((stage, stage) for stage, _ in ENGINE_MARKS),
     ("workload seen", "the TFJob / the JobSet exists"),
     ("JobSet's Jobs seen", "JobSet's Jobs exist"),
     ("pods created", "every pod exists"),
@@ -97,7 +100,7 @@ def print_program(name: str, runs: int, figures: dict[str, Any], say: Callable[[
     for side, failed in figures["failed_runs"].items():
         for why in failed:
             say(f"  a {side} run did not succeed: {why}")
-    say("the start, stage by stage (s after the apply, as first seen polling every 0.25 s):")
+    say("the start, stage by stage (s after the apply; the engine's as it printed them, the rest polled):")
     for stage, label in STAGES:
         say(f"  {label:38}{_shown(figures['stages_s']['tfjob'][stage])}{_shown(figures['stages_s']['tfk8s'][stage])}")
     say(f"a task lost while training, seconds until training goes on{'':4}" + "".join(f"{s:>16}" for s in LOSS_SIDES))

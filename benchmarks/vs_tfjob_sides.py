@@ -36,6 +36,14 @@ TFJOB_INDEX_LABEL = "training.kubeflow.org/replica-index"
 TFJOB_NAME_LABEL = "training.kubeflow.org/job-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 ENGINE_WAIT_S = 600.0
+# The engine's own timeline, from the lines `pulumi up` prints: (stage, the words of its first line).
+ENGINE_MARKS = (
+    ("engine: update started", ("Updating (",)),
+    ("engine: policy pack loaded", ("Loading policy packs...: done",)),
+    ("engine: first object requested", ("kubernetes:", " creating (")),
+    ("engine: JobSet requested", (":JobSet ", " creating (")),
+    ("engine: JobSet created", (":JobSet ", " created (")),
+)
 
 
 class ExperimentFailed(RuntimeError):
@@ -95,11 +103,16 @@ class Side:
         """Task `<role>-<index>`'s current pod, not one being deleted."""
         raise NotImplementedError
 
-    def pods(self, role: str) -> list[Any]:
+    def pods(self, *roles: str) -> list[Any]:
+        """The pods of these roles (of the chief, PS and workers where none is named), in one request."""
         raise NotImplementedError
 
     def namespace(self) -> str:
         raise NotImplementedError
+
+    def client_stages(self) -> dict[str, float]:
+        """Stages of the applying client's own work, from what it printed."""
+        return {}
 
     def controllers_done(self) -> bool:
         """The side's own controllers made what the workload asks before any pod (JobSet's Jobs);
@@ -111,7 +124,7 @@ class Side:
         return []
 
     def all_pods(self) -> list[Any]:
-        return [pod for role in ROLES for pod in self.pods(role)]
+        return self.pods(*ROLES)
 
     def placement(self) -> dict[str, dict[str, int]]:
         table: dict[str, Counter] = {}
@@ -163,8 +176,8 @@ class KubeflowTFJob(Side):
     def delete(self) -> None:
         self._kubectl("delete", "-f", str(self._manifest_file()), "--ignore-not-found", "--wait=true")
 
-    def pods(self, role: str) -> list[Any]:
-        selector = f"{TFJOB_NAME_LABEL}={self.program.tfjob_name},{TFJOB_ROLE_LABEL}={role}"
+    def pods(self, *roles: str) -> list[Any]:
+        selector = f"{TFJOB_NAME_LABEL}={self.program.tfjob_name},{TFJOB_ROLE_LABEL} in ({','.join(roles or ROLES)})"
         return list(self.core.list_namespaced_pod(NAMESPACE, label_selector=selector).items)
 
     def task_pod(self, role: str, index: int) -> Optional[Any]:
@@ -240,8 +253,8 @@ class Tfk8sStack(Side):
         if destroy.returncode != 0:
             raise RuntimeError(f"pulumi destroy: {output[-3000:]}")
 
-    def pods(self, role: str) -> list[Any]:
-        selector = L.selector_text(self.experiment.stack, (role,))
+    def pods(self, *roles: str) -> list[Any]:
+        selector = L.selector_text(self.experiment.stack, roles or ROLES)
         try:
             return list(self.core.list_namespaced_pod(self.experiment.namespace, label_selector=selector).items)
         except client.ApiException as error:
@@ -265,6 +278,16 @@ class Tfk8sStack(Side):
     def client_log(self) -> list[tuple[float, str]]:
         self.engine_reader.join(timeout=ENGINE_WAIT_S)
         return list(self.engine_lines)
+
+    def client_stages(self) -> dict[str, float]:
+        """When `pulumi up` printed each of ENGINE_MARKS, in seconds after the apply."""
+        stages: dict[str, float] = {}
+        for stage, words in ENGINE_MARKS:
+            for seconds, line in self.client_log():
+                if all(word in line for word in words):
+                    stages[stage] = seconds
+                    break
+        return stages
 
 
 def sides_of(program: Program, api: client.ApiClient, kubeconfig: Path, work: Path) -> dict[str, Side]:

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
+from .shown_values import shown
+
 _DURATION = re.compile(r"^([0-9]+)([smh])$")
 _SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600}
 # A day is past any start a cluster makes; more is a slip of units.
@@ -16,9 +18,13 @@ LONGEST_S = 86_400
 
 def _in_seconds(value: Any) -> Any:
     if isinstance(value, str):
-        match = _DURATION.match(value.strip())
+        text = value.strip()
+        if text.isascii() and text.isdigit():
+            # Quoted seconds: text where a number is meant, which "no duration" would not explain.
+            raise ValueError(f"must be a number of seconds, not text: write {int(text)} unquoted, or {int(text)}s")
+        match = _DURATION.fullmatch(text)
         if match is None:
-            raise ValueError(f"'{value}' is no duration: write whole seconds (90) or 90s, 10m, 1h")
+            raise ValueError(f"{shown(value)} is no duration: write whole seconds (90) or 90s, 10m, 1h")
         return int(match[1]) * _SECONDS_PER_UNIT[match[2]]
     return value
 

@@ -15,8 +15,20 @@ FAIL_ON_HELP = (
 )
 EXIT_CODE_RANGE = re.compile(r"^([0-9]+)-([0-9]+)$")
 LARGEST_EXIT_CODE = 255
+
+
+def _code_not_text(item: Any) -> Any:
+    """Text that reaches a code is no range (those are expanded before): said as such, since the
+    number's own message ("a valid integer") would hide that ranges are taken too."""
+    if not isinstance(item, str):
+        return item
+    if item.isascii() and item.isdigit():
+        raise ValueError(f"must be a number, not text: write {int(item)} unquoted")
+    raise ValueError("must be an exit code (1 to 255) or a range of them such as 64-78")
+
+
 # A container's exit code as a Pod failure policy matches it (0 is success, never a failure).
-ExitCode = Annotated[int, Field(strict=True, ge=1, le=LARGEST_EXIT_CODE)]
+ExitCode = Annotated[int, BeforeValidator(_code_not_text), Field(strict=True, ge=1, le=LARGEST_EXIT_CODE)]
 
 
 def _codes_and_ranges(items: Any) -> Any:

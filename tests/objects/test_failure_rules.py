@@ -105,7 +105,7 @@ def test_the_statefulset_models_chief_job_has_the_same_rules():
         (lambda c: c["ps"].update(failOn="3"), "tfk8s:cluster.ps.failOn: should be a list"),
         (lambda c: c["ps"].update(failOn=["0-5"]), "tfk8s:cluster.ps.failOn: the range 0-5 must run upwards within 1-255"),
         (lambda c: c["ps"].update(failOn=["9-3"]), "tfk8s:cluster.ps.failOn: the range 9-3 must run upwards"),
-        (lambda c: c["ps"].update(failOn=["two"]), "tfk8s:cluster.ps.failOn[0]: Input should be a valid integer"),
+        (lambda c: c["ps"].update(failOn=["two"]), "tfk8s:cluster.ps.failOn[0]: must be an exit code (1 to 255) or a range"),
         (lambda c: c["ps"].update(failOn=[3, "1-5"]), "tfk8s:cluster.ps.failOn: lists 3 more than once"),
         (lambda c: c.update(workload="statefulset") or c["workers"].update(failOn=[3]),
          "workers.failOn need workload: jobset (a StatefulSet restarts its pods whatever their exit code)"),

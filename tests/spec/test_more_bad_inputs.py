@@ -77,6 +77,32 @@ BAD_INPUTS = {
         2,
         r"^- tfk8s:cluster\.image: should be text, not a list$",
     ),
+    # Text where a number is meant, and text that is no range of exit codes: said as such, not as
+    # "a valid integer" (failOn takes ranges too) or "no duration" (startDeadline takes seconds).
+    "failOn: [64-], a range without its end": Case(
+        plan(
+            edited(
+                STACK, "workers: {replicas: 3, pool: servers}", "workers: {replicas: 3, pool: servers, failOn: [64-]}"
+            )
+        ),
+        2,
+        r"^- tfk8s:cluster\.workers\.failOn\[0\]: must be an exit code \(1 to 255\) or a range of them such as 64-78 "
+        r"\(got '64-'\)$",
+    ),
+    "failOn: ['2'], a code quoted": Case(
+        plan(
+            edited(
+                STACK, "workers: {replicas: 3, pool: servers}", "workers: {replicas: 3, pool: servers, failOn: ['2']}"
+            )
+        ),
+        2,
+        r"^- tfk8s:cluster\.workers\.failOn\[0\]: must be a number, not text: write 2 unquoted \(got '2'\)$",
+    ),
+    "startDeadline: '600', seconds quoted": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    startDeadline: '600'")),
+        2,
+        r"^- tfk8s:cluster\.startDeadline: must be a number of seconds, not text: write 600 unquoted, or 600s \(got '600'\)$",
+    ),
 }
 
 

@@ -65,7 +65,18 @@ class ClaimVolume(_Model):
         # Clear of what tfk8s mounts itself: combination_rules.mount_problems, which knows the stack's mounts.
         if not path.startswith("/") or ":" in path:
             raise ValueError(f"mountPath '{path}' must be an absolute path without ':'")
+        _refuse_padded("mountPath", path)
         return path
+
+
+def _refuse_padded(key: str, path: str) -> None:
+    """A path with a space or a line break at either end (a slip of pasting): Kubernetes takes it and
+    makes a folder named with it, which the program never looks in."""
+    if path != path.strip():
+        raise ValueError(
+            f"{key} {shown(path)} starts or ends with a space or a line break, which would be part of the "
+            f"folder's name; write {shown(path.strip())}"
+        )
 
 
 def command_problem(command: Optional[tuple[str, ...]]) -> Optional[str]:
@@ -168,6 +179,8 @@ class ProgramSpec(_Model):
     def _absolute(cls, path: Optional[str]) -> Optional[str]:
         if path is not None and not path.startswith("/"):
             raise ValueError(f"workingDir '{path}' must be an absolute path")
+        if path is not None:
+            _refuse_padded("workingDir", path)
         return path
 
     @field_validator("env")

@@ -103,6 +103,18 @@ BAD_INPUTS = {
         2,
         r"^- tfk8s:cluster\.startDeadline: must be a number of seconds, not text: write 600 unquoted, or 600s \(got '600'\)$",
     ),
+    # A path pasted with a space or a line break at its end: Kubernetes would make a folder named with it.
+    "a volume's mountPath ending in a space": Case(
+        plan(with_program("volumes: [{claim: data, mountPath: '/data '}]")),
+        2,
+        r"^- tfk8s:program\.volumes\[0\]\.mountPath: mountPath '/data ' starts or ends with a space or a line break, "
+        r"which would be part of the folder's name; write '/data'",
+    ),
+    "a workingDir ending in a line break": Case(
+        plan(with_program('workingDir: "/opt/app\\n"')),
+        2,
+        r"^- tfk8s:program\.workingDir: workingDir '/opt/app\\n' starts or ends with a space or a line break",
+    ),
 }
 
 

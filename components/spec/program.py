@@ -11,7 +11,7 @@ would pass it on as literal text.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Optional, Union
+from typing import Any, Collection, Literal, Mapping, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -32,6 +32,37 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Paths tfk8s mounts itself in a program's container.
 PROGRAM_MOUNT = "/program"
 OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
+
+
+def env_reference_problems(env: Any, secret_names: Collection[str] = ()) -> list[tuple[str, str]]:
+    """`$(NAME)` in a plain `env` value that the kubelet can never expand, whatever the order of env
+    (the engine passes a mapping's keys sorted, a stack file keeps its own order): a name neither
+    tfk8s's nor env's, or the value's own. Each problem as (the env name, what is wrong). A value set
+    with --secret reaches the task through a Secret, which the kubelet never expands, so it is
+    neither read nor named."""
+    if not isinstance(env, Mapping):
+        return []
+    problems = []
+    names = {name for name in env if isinstance(name, str)}
+    for name in sorted(names):
+        value = env[name]
+        if not isinstance(value, str) or name in secret_names:
+            continue
+        for reference in references(value):
+            if reference == name:
+                why = f"$({name}) refers to {name} itself, so it would hold '$({name})' as text"
+            elif reference in names or reference in (*PROGRAM_VARIABLES, TF_CONFIG):
+                continue
+            elif reference.startswith(RESERVED_PREFIX):
+                continue  # tfk8s's own, from the task's ConfigMap
+            else:
+                why = (
+                    f"$({reference}) names no variable a task has, so {name} would hold it as text; use one of "
+                    f"{', '.join(PROGRAM_VARIABLES)}, {TF_CONFIG} or a name of env (write $$ for a literal $)"
+                )
+            problems.append((name, why))
+            break
+    return problems
 
 
 class WorkersDone(_Model):

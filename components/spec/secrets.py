@@ -23,6 +23,7 @@ from typing import Any, Collection, Mapping, Optional
 
 from .limit_checks import program_secret_problems
 from .models import CONFIG_NAMESPACE, StackConfigError
+from .program import env_reference_problems
 
 # What a secret reads as wherever its value is not known or must not be shown.
 SECRET_PLACEHOLDER = "[secret]"
@@ -90,6 +91,10 @@ def split_secrets(
             errors.append(f"{key}: holds a value set with --secret; {HOW_TO_PASS}")
     plain = _with_secrets_as_text(values, names)
     errors += program_secret_problems(_secret_env(plain, names))
+    # Here, where the secret values are known, since a value set with --secret is never expanded.
+    program = plain.get(PROGRAM_KEY)
+    env = program.get("env") if isinstance(program, Mapping) else None
+    errors += [f"{ENV_PREFIX}{name}: {why}" for name, why in env_reference_problems(env, names)]
     if errors:
         raise StackConfigError.listing(stack, errors)
     return StackSecrets(plain, frozenset(names))

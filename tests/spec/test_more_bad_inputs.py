@@ -115,6 +115,18 @@ BAD_INPUTS = {
         2,
         r"^- tfk8s:program\.workingDir: workingDir '/opt/app\\n' starts or ends with a space or a line break",
     ),
+    # $(NAME) in an env value that the kubelet can never expand: passed on as literal text.
+    "an env value naming no variable": Case(
+        plan(with_program("env: {DATA: '$(DATA_DIR)/train'}")),
+        2,
+        r"^- tfk8s:program\.env\.DATA: \$\(DATA_DIR\) names no variable a task has, so DATA would hold it as text; "
+        r"use one of JOB_NAME, .*, TF_CONFIG or a name of env",
+    ),
+    "an env value naming itself": Case(
+        plan(with_program("env: {PATH: '$(PATH):/opt/bin'}")),
+        2,
+        r"^- tfk8s:program\.env\.PATH: \$\(PATH\) refers to PATH itself, so it would hold '\$\(PATH\)' as text$",
+    ),
 }
 
 
@@ -138,3 +150,34 @@ def test_a_bad_input_is_one_clear_line_and_its_exit_code(case: Case, tmp_path, c
     assert "Traceback" not in said.err
     assert said.out == ""
     assert not stacks_dir.exists() or list(stacks_dir.iterdir()) == [], "nothing is written for a bad input"
+
+
+def test_env_references_to_tfk8s_variables_and_other_env_names_are_taken_in_any_order(tmp_path, capsys):
+    """The engine passes env's keys sorted and a stack file keeps its order: a reference to another name
+    of env, above or below, is the kubelet's to expand and tfk8s's render order to get right."""
+    stack = with_program("env: {B: '$(A)-$(TF_CONFIG)-$(PS_HOSTS)-$(TFK8S_CLUSTER)', A: x, C: '$$(LITERAL)'}")
+    assert main(["plan", str(_written(tmp_path, stack))]) == 0, capsys.readouterr().err
+
+
+def test_a_value_set_with_secret_is_never_read_for_references():
+    """A --secret value reaches the task through a Secret, never expanded: '$(' in a password is its own,
+    accepted (as the engine passes it, decrypted) and never named."""
+    from components.objects.loading import load_experiment_values
+    from components.plan.trainer_bundle import load_trainer_bundle
+    from components.spec.stack_files import read_stack_values
+    from tests.harness import PROJECT_ROOT
+
+    _, values = read_stack_values("scene1-case1")
+    values = {key: value for key, value in values.items() if key != "tfk8s:trainer"}
+    values["tfk8s:cluster"] = {**values["tfk8s:cluster"], "ps": {"replicas": 1, "pool": "servers", "memory": "1Gi"}}
+    values["tfk8s:program"] = {"command": ["python", "t.py"], "env": {"DB_PASSWORD": "pa$(ss)word"}}
+    experiment = load_experiment_values(
+        "team", values, load_trainer_bundle(PROJECT_ROOT), secret_keys={"tfk8s:program"}
+    )
+    assert experiment.secret_env == {"DB_PASSWORD"}
+
+
+def _written(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "Pulumi.env-order.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path

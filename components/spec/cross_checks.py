@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import posixpath
 
 from .combination_rules import combination_checks
 from .kubernetes_limits import dns1123_label_problem, image_reference
 from .limit_checks import kubernetes_limit_checks
 from .models import CONFIG_NAMESPACE, MAX_TASKS, StackConfig
 from .placement_rules import placement_problems
+from .program import SCRATCH_MOUNT
 from .quantities import quantity_value
 from .roles import is_remote
 from .sizing import checkpoint_bytes, embedding_shard_bytes
@@ -118,6 +120,13 @@ def _pool_checks(config: StackConfig) -> list[str]:
             f"('{config.trainer.checkpoint_dir}') are both set: the chief writes its checkpoints to one "
             "place; keep the volume and leave checkpointDir at 'default' (tfk8s points it at the volume), "
             "or drop the volume"
+        )
+    elif config.program is None and _unwritable_in_pod(config.trainer.checkpoint_dir):
+        errors.append(
+            f"{ns}:trainer.checkpointDir: '{config.trainer.checkpoint_dir}' is a folder of the chief's pod outside "
+            f"its scratch folder ({SCRATCH_MOUNT}), and the pod's root filesystem is read-only, so no checkpoint "
+            f"could be written; leave checkpointDir at 'default' (the scratch folder), set "
+            f"{ns}:cluster.chief.checkpointVolume, or give a remote URL (gs://, s3://, hdfs://)"
         )
 
     gpus = cluster.workers.gpus
@@ -230,3 +239,12 @@ def _program_checks(config: StackConfig) -> list[str]:
             f"{ns}:cluster.workers.replicas runs {replicas}; give at most {replicas}"
         )
     return errors
+
+
+def _unwritable_in_pod(path: str) -> bool:
+    """An absolute path in the chief's pod outside its scratch folder (a relative one is under it, the
+    working directory): not 'default', not a URL."""
+    if path == "default" or is_remote(path) or not path.startswith("/"):
+        return False
+    normal = posixpath.normpath("/" + path.lstrip("/"))
+    return normal != SCRATCH_MOUNT and not normal.startswith(f"{SCRATCH_MOUNT}/")

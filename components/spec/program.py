@@ -31,7 +31,9 @@ RESERVED_PREFIX = "TFK8S_"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Paths tfk8s mounts itself in a program's container.
 PROGRAM_MOUNT = "/program"
-OWN_MOUNTS = (PROGRAM_MOUNT, "/scratch", "/tmp", "/etc/tfk8s", "/opt/tfk8s")
+# A task's scratch folder: with a read-only root filesystem, the one folder tfk8s's trainer writes.
+SCRATCH_MOUNT = "/scratch"
+OWN_MOUNTS = (PROGRAM_MOUNT, SCRATCH_MOUNT, "/tmp", "/etc/tfk8s", "/opt/tfk8s")
 
 
 def env_reference_problems(env: Any, secret_names: Collection[str] = ()) -> list[tuple[str, str]]:

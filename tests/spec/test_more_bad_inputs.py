@@ -127,6 +127,13 @@ BAD_INPUTS = {
         2,
         r"^- tfk8s:program\.env\.PATH: \$\(PATH\) refers to PATH itself, so it would hold '\$\(PATH\)' as text$",
     ),
+    # A checkpoint folder the chief can never write: its pod's root filesystem is read-only.
+    "checkpointDir a folder outside the chief's scratch": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {checkpointDir: /data/checkpoints}")),
+        2,
+        r"^- tfk8s:trainer\.checkpointDir: '/data/checkpoints' is a folder of the chief's pod outside its scratch "
+        r"folder \(/scratch\), and the pod's root filesystem is read-only",
+    ),
 }
 
 
@@ -181,3 +188,10 @@ def _written(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "Pulumi.env-order.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@pytest.mark.parametrize("folder", ["ckpt", "/scratch/ckpt", "gs://team/ckpt", "default"])
+def test_a_checkpoint_folder_the_chief_writes_is_taken(folder, tmp_path, capsys):
+    """The scratch folder (a relative path is under it, the working directory) and a remote URL."""
+    stack = edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {{checkpointDir: '{folder}'}}")
+    assert main(["plan", str(_written(tmp_path, stack))]) == 0, capsys.readouterr().err

@@ -1,0 +1,99 @@
+"""`diagnose` on real pods: a team's program with its bottleneck put where a finding says, named from
+what the cluster measures (the kubelets' figures), with the next experiment as a stack change.
+
+The program (tests/team_programs/bottleneck) runs with the PS on one real server and the workers on
+the other (isolated placement), so that each finding's tasks have a server of their own, and runs
+until the test deletes it: the window is sampled while it trains, never raced against its end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from components.cli.main import main as components_main
+from components.objects.loading import load_experiment
+from tests.realpods.conftest import TRAIN_WAIT_S, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.stack_variants import write_variant
+
+SOURCE = "tests/team_programs/bottleneck"
+# Long enough for three kubelet CPU samples of each task (diagnose's least for a sure finding).
+WINDOW_S = "30"
+
+
+def bottleneck_stack(cluster: RealCluster, load: str) -> str:
+    """scene2-case1's shape on the real servers (2 PS on srv-00, 2 workers on srv-01) running the
+    program under `load`."""
+
+    def to_program(values: dict) -> None:
+        scaled_to_real_nodes("ps-servers", "worker-servers", {})(values)
+        del values["tfk8s:trainer"]
+        values["tfk8s:program"] = {
+            "source": SOURCE,
+            "command": ["python", "train.py"],
+            "args": ["--load", load, "--steps", str(UNTIL_STOPPED)],
+        }
+        values["tfk8s:cluster"]["ps"]["memory"] = "1Gi"
+
+    return write_variant(cluster.stacks_dir, "scene2-case1", f"real-diagnose-{load}", to_program)
+
+
+def wait_for_training(cluster: RealCluster, namespace: str, stack: str) -> str:
+    """The chief's line naming the PS that holds the unpartitioned matrix, once training runs."""
+    deadline = time.monotonic() + TRAIN_WAIT_S
+    while time.monotonic() < deadline:
+        (chief,) = cluster.pods(stack, "chief")
+        said = [text for _, text in cluster.log(namespace, chief.metadata.name).lines]
+        if any(text.startswith("chief: training under") for text in said):
+            return next(text for text in said if text.startswith("matrix on "))
+        time.sleep(1)
+    raise AssertionError(f"{stack}: the chief did not start training within {TRAIN_WAIT_S:.0f} s")
+
+
+def diagnosed(stack: str, cluster: RealCluster, capsys, *flags: str) -> dict:
+    code = components_main(
+        ["diagnose", stack, "--kubeconfig", str(cluster.kubeconfig), "--seconds", WINDOW_S, "--json", *flags]
+    )
+    finding = json.loads(capsys.readouterr().out)
+    assert code == 0, finding
+    assert finding["metrics_source"], finding
+    return finding
+
+
+def changed(finding: dict) -> dict:
+    return {change["key"]: (change["from"], change["to"]) for change in finding["next"]["changes"]}
+
+
+@pytest.mark.parametrize("load", ["hot-ps", "ps-bound", "worker-bound", "idle"])
+def test_diagnose_names_the_bottleneck_a_teams_program_has(real_cluster, tmp_path, capsys, load):
+    stack = bottleneck_stack(real_cluster, load)
+    with real_cluster.running(stack, tmp_path) as namespace:
+        placed = wait_for_training(real_cluster, namespace, stack)
+        written = f"real-diagnose-{load}-next"
+        finding = diagnosed(stack, real_cluster, capsys, *(["--write", written] if load == "ps-bound" else []))
+    # What diagnose said, for the log of the run (pytest -s shows it; docs/observing.md quotes it).
+    print(f"\n{load}: {json.dumps(finding)}")
+    assert finding["bottleneck"] == load, json.dumps(finding, indent=2)
+    said = json.dumps(finding)
+    if load == "hot-ps":
+        hot = "ps-" + re.search(r"/task:(\d+)", placed)[1]
+        others = {f"ps-{index}" for index in range(2)} - {hot}
+        assert hot in finding["summary"] and not any(other in finding["summary"] for other in others), said
+        # A team's program: no stack key partitions its variable; the advice says where it lives.
+        assert any(hot in advice and "partition" in advice for advice in finding["advice"]), said
+    if load == "ps-bound":
+        more = changed(finding)
+        replicas, cpu = more.get("tfk8s:cluster.ps.replicas"), more.get("tfk8s:cluster.ps.cpu")
+        assert (replicas and replicas[1] > 2) or (cpu and cpu[0] == "300m" and cpu[1] != "300m"), said
+        # The next stack, written beside this one, is one tfk8s plans.
+        next_stack = real_cluster.stacks_dir / f"Pulumi.{written}.yaml"
+        planned = load_experiment(str(next_stack))
+        if replicas:
+            assert planned.plan.count("ps") == replicas[1]
+        else:
+            assert planned.config.cluster.ps.cpu == cpu[1]
+    if load == "worker-bound":
+        assert "tfk8s:cluster.workers.replicas" in changed(finding) or finding["advice"], said

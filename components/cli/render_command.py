@@ -6,6 +6,7 @@ write, a file given as the folder, a folder that cannot be written).
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections import Counter
@@ -22,6 +23,7 @@ from .exit_codes import BAD_INPUT, OK
 from .paths import shown
 
 STDOUT = "-"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 FORCE_MEANS = (
     "--force to write there anyway (every file render did not write is kept; only files an earlier "
     "render recorded there, as it wrote them, are replaced or removed)"
@@ -53,6 +55,14 @@ def render_command(experiment: Experiment, out: Path | None, output: str, force:
         _note_node_labels_for_stream(experiment)
         return OK
 
+    if out is not None and _CONTROL.search(str(out)):
+        # A line break pasted after the folder's name: the folder would be made with it in its name.
+        print(
+            f"render: --out {str(out)!r} has a control character (a line break or a tab) in it, which "
+            "would be part of the folder's name; give the folder's name alone",
+            file=sys.stderr,
+        )
+        return BAD_INPUT
     out_dir = out or default_root / experiment.stack
     try:
         rendering = render(experiment, out_dir, force=force)

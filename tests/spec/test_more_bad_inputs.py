@@ -134,6 +134,12 @@ BAD_INPUTS = {
         r"^- tfk8s:trainer\.checkpointDir: '/data/checkpoints' is a folder of the chief's pod outside its scratch "
         r"folder \(/scratch\), and the pod's root filesystem is read-only",
     ),
+    # A folder name pasted with its line break: render would make a folder named with it.
+    "render --out ending in a line break": Case(
+        lambda tmp_path: ["render", "scene1-case1", "--out", f"{tmp_path}/rendered\n"],
+        2,
+        r"^render: --out '.*/rendered\\n' has a control character \(a line break or a tab\) in it",
+    ),
 }
 
 
@@ -157,6 +163,7 @@ def test_a_bad_input_is_one_clear_line_and_its_exit_code(case: Case, tmp_path, c
     assert "Traceback" not in said.err
     assert said.out == ""
     assert not stacks_dir.exists() or list(stacks_dir.iterdir()) == [], "nothing is written for a bad input"
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith("rendered")] == []
 
 
 def test_env_references_to_tfk8s_variables_and_other_env_names_are_taken_in_any_order(tmp_path, capsys):

@@ -15,6 +15,7 @@ Shape = Union[str, dict, list]
 
 ENV_VAR: dict[str, Shape] = {
     "name": "text",
+    "value": "text",  # the API server refuses `value: 8080`, as it does a number in args
     "valueFrom": {"secretKeyRef": {"name": "text", "key": "text"}},
 }
 CONTAINER: dict[str, Shape] = {
@@ -53,7 +54,8 @@ def check_shape(value: Any, schema: dict[str, Shape], where: str) -> None:
 def _check(value: Any, shape: Shape, where: str) -> None:
     if shape == "text":
         if not isinstance(value, str):
-            raise ShapeError(f"{where} is {described(value)}; it must be text")
+            quote = ": quote it" if isinstance(value, (bool, int, float)) else ""
+            raise ShapeError(f"{where} is {described(value)}; it must be text{quote}")
     elif shape == "list of text":
         if not isinstance(value, list):
             raise ShapeError(f"{where} is {described(value)}; it must be a list of text")

@@ -153,11 +153,17 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
         container_index = _tf_container(pod, f"{where}: {path}.template.spec.containers")
         container_path = f"{path}.template.spec.containers[{container_index}]"
         _shaped(pod["containers"][container_index], CONTAINER, container_path, where)
+        policy = replica_spec.get("restartPolicy")
+        if policy is not None and policy not in RESTART_POLICIES:
+            # Read as one it is not, its note would say what that policy does.
+            raise NotImportable(
+                f"{where}: {path}.restartPolicy is {described(policy)}; TFJob takes {', '.join(RESTART_POLICIES[:-1])} or {RESTART_POLICIES[-1]}"
+            )
         job.replicas[role] = Replica(
             role,
             path,
             count,
-            replica_spec.get("restartPolicy"),
+            policy,
             pod,
             pod["containers"][container_index],
             container_path,
@@ -168,6 +174,12 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
         for key in sorted(map(str, template_metadata)):
             job.notes.append(Note(f"{path}.template.metadata.{key}", "tfk8s labels and annotates its pods itself"))
     job.notes += _metadata_notes(metadata)
+    success = spec.get("successPolicy")
+    if success is not None and success not in SUCCESS_POLICIES:
+        raise NotImportable(
+            f"{where}: spec.successPolicy is {described(success)}; TFJob takes '' (worker 0's success ends it) "
+            "or AllWorkers"
+        )
     if "worker" not in job.replicas:
         found = f"; it has {', '.join(unknown)}, which TFJob does not know" if unknown else ""
         raise NotImportable(
@@ -179,6 +191,9 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
 
 # TFJob's replica types, as its documentation spells them.
 REPLICA_TYPES = ("Chief", "Master", "PS", "Worker", "Evaluator")
+# What TFJob's API takes for a replica's restartPolicy and for spec.successPolicy.
+RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
+SUCCESS_POLICIES = ("", "AllWorkers")
 
 
 def _refuse_a_misspelled_replica_type(replica_type: str, where: str) -> None:

@@ -23,6 +23,11 @@ def with_program(*lines: str) -> str:
     return PROGRAM_STACK + "".join(f"    {line}\n" for line in lines)
 
 
+def _with_restart_policy(job: dict, replica_type: str, policy: str) -> dict:
+    job["spec"]["tfReplicaSpecs"][replica_type]["restartPolicy"] = policy
+    return job
+
+
 def import_with(*flags: str, job: dict | None = None):
     return lambda tmp_path: ["import-tfjob", tfjob_file(tmp_path, job or tfjob()), *flags]
 
@@ -139,6 +144,28 @@ BAD_INPUTS = {
         lambda tmp_path: ["render", "scene1-case1", "--out", f"{tmp_path}/rendered\n"],
         2,
         r"^render: --out '.*/rendered\\n' has a control character \(a line break or a tab\) in it",
+    ),
+    # A TFJob value its own API refuses: named by its field, not carried as something else.
+    "a TFJob env value that is a number": Case(
+        import_with(
+            "--stack",
+            "imported",
+            job=tfjob(PS={"replicas": 1, "container": {"env": [{"name": "PORT", "value": 8080}]}}),
+        ),
+        1,
+        r"spec\.tfReplicaSpecs\.PS\.template\.spec\.containers\[0\]\.env\[0\]\.value is the number 8080; it must be text: "
+        r"quote it; nothing written$",
+    ),
+    "a TFJob restartPolicy TFJob does not know": Case(
+        import_with("--stack", "imported", job=_with_restart_policy(tfjob(), "Worker", "Sometimes")),
+        1,
+        r"spec\.tfReplicaSpecs\.Worker\.restartPolicy is the text 'Sometimes'; TFJob takes Always, OnFailure, Never "
+        r"or ExitCode; nothing written$",
+    ),
+    "a TFJob successPolicy TFJob does not know": Case(
+        import_with("--stack", "imported", job={**tfjob(), "spec": {**tfjob()["spec"], "successPolicy": "AnyWorker"}}),
+        1,
+        r"spec\.successPolicy is the text 'AnyWorker'; TFJob takes '' \(worker 0's success ends it\) or AllWorkers",
     ),
 }
 

@@ -190,6 +190,7 @@ docs: $(STAMP)
 
 # Runs each stack and partition locally; writes reports/<name>/ (report.md, report.json, PNG plots).
 report: $(STAMP) $(TRAINER_STAMP)
+	$(call require,STACKS PARTITIONS STEPS,[STACKS='<stack> ...'] [PARTITIONS='<partition> ...'] [STEPS=<steps>])
 	$(TRAINER_VENV)/bin/python -m trainer.report --stacks $(STACKS) --partitions $(PARTITIONS) --steps $(STEPS) $(REPORT_SETTINGS)
 
 # Two experiments side by side: config, plan and objects (exit 0 same, 1 different).

@@ -5,6 +5,7 @@ never accepted silently. The rows of tests/cli/test_bad_inputs.py, continued wit
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 import components.cli.import_tfjob as importer
 from components.cli.main import main
 from tests.cli.test_bad_inputs import PROGRAM_STACK, STACK, Case, edited, plan, tfjob, tfjob_file
+from tests.harness import PROJECT_ROOT
 
 
 def spread(selector: str) -> str:
@@ -229,3 +231,28 @@ def test_a_checkpoint_folder_the_chief_writes_is_taken(folder, tmp_path, capsys)
     """The scratch folder (a relative path is under it, the working directory) and a remote URL."""
     stack = edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {{checkpointDir: '{folder}'}}")
     assert main(["plan", str(_written(tmp_path, stack))]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("variable", ["STACKS=", "PARTITIONS=", "STEPS= "])
+def test_make_report_without_a_variable_prints_its_usage(variable):
+    """Not argparse's words about a flag the user never typed (`argument --stacks: expected at least one
+    argument`). The environments are taken as they are (-o): the usage line comes before anything runs."""
+    result = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "-o",
+            ".venv/.installed",
+            "-o",
+            ".venv-trainer/.installed",
+            "report",
+            variable,
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "usage: make report [STACKS='<stack> ...'] [PARTITIONS='<partition> ...'] [STEPS=<steps>]" in result.stderr
+    assert "argument" not in result.stderr and result.stdout == ""

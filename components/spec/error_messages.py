@@ -10,7 +10,7 @@ from typing import Any, Collection, Mapping, Optional
 
 from pydantic import BaseModel, ValidationError
 
-from .as_written import AsWritten
+from .as_written import AsWritten, value_at
 from .kubernetes_limits import (
     CONFIG_MAP_KEY_PATTERN,
     DNS1123_LABEL_PATTERN,
@@ -148,6 +148,8 @@ def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[
                 messages.append((loc, f"{format_loc(loc[:-2])}: the key {named}: {error['msg']}"))
             continue
         field_path = format_loc(loc)
+        if loc[-2:] == ("namespace", "name") and isinstance(value_at(as_written.values, loc[:-1]), str):
+            field_path = format_loc(loc[:-1])  # `namespace: Team-A`, the name alone: no `name` key was written
         if error["type"] == "extra_forbidden":
             allowed = allowed_keys(loc[:-1])
             key = str(loc[-1]).lower() if isinstance(loc[-1], bool) else str(loc[-1])

@@ -72,7 +72,7 @@ BAD_INPUTS = {
     "a namespace that is no DNS label": Case(
         plan(edited(STACK, "placement: colocated", "placement: colocated\n    namespace: Team-A")),
         2,
-        r"^- tfk8s:cluster\.namespace\.name: must be a namespace \(a DNS label\): lower-case letters, digits and '-'",
+        r"^- tfk8s:cluster\.namespace: must be a namespace \(a DNS label\): lower-case letters, digits and '-'",
     ),
     "imagePullSecrets as a pod spec writes them": Case(
         plan(edited(STACK, "placement: colocated", "placement: colocated\n    imagePullSecrets: [{name: regcred}]")),
@@ -168,6 +168,13 @@ BAD_INPUTS = {
         import_with("--stack", "imported", job={**tfjob(), "spec": {**tfjob()["spec"], "successPolicy": "AnyWorker"}}),
         1,
         r"spec\.successPolicy is the text 'AnyWorker'; TFJob takes '' \(worker 0's success ends it\) or AllWorkers",
+    ),
+    "a namespace's name that is no DNS label, as a mapping": Case(
+        plan(
+            edited(STACK, "placement: colocated", "placement: colocated\n    namespace: {name: Team-A, existing: true}")
+        ),
+        2,
+        r"^- tfk8s:cluster\.namespace\.name: must be a namespace \(a DNS label\)",
     ),
 }
 

@@ -171,7 +171,8 @@ def _described(exc: ValidationError, as_written: AsWritten) -> list[tuple[tuple[
         elif error["type"] == "model_type":
             # Not the class tfk8s holds it in: what the stack file writes (`{}` for every default).
             message = "should be a mapping of its keys (`{}` for the defaults)"
-        elif error["type"] == "string_type" and isinstance(error.get("input"), (dict, list)):
+        elif error["msg"] == "Input should be a valid string" and isinstance(error.get("input"), (dict, list)):
+            # Only pydantic's own words: a union's message, made above, already names its forms.
             message = _text_not(error["input"])
         got = error.get("input")
         reading = as_written.readings.get(loc)

@@ -176,6 +176,16 @@ BAD_INPUTS = {
         2,
         r"^- tfk8s:cluster\.namespace\.name: must be a namespace \(a DNS label\)",
     ),
+    "a namespace given as a list: its two forms named": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    namespace: [team]")),
+        2,
+        r"^- tfk8s:cluster\.namespace: should be a namespace's name, or \{name: <namespace>, existing: true\}",
+    ),
+    "an env value given as a list: its two forms named": Case(
+        plan(with_program("env: {A: [x]}")),
+        2,
+        r"^- tfk8s:program\.env\.A: should be text or \{secret, key\}",
+    ),
 }
 
 

@@ -394,7 +394,8 @@ def test_ps_cpu_counts_from_the_first_finished_call_not_from_start_up(tmp_path):
             current["cpu"] = cpu_when[json.loads(line)["event"]]
             yield line + "\n"
 
-    cluster.chief = types.SimpleNamespace(stdout=log_lines())
+    # A chief that has exited as far as the per-task CPU sampler asks (poll), whose log is still read.
+    cluster.chief = types.SimpleNamespace(stdout=log_lines(), pid=None, poll=lambda: 0)
     cluster._ps_cpu = lambda: list(current["cpu"])
     summary, failure = cluster._follow_chief(io.StringIO())
     assert failure is None

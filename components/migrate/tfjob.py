@@ -157,7 +157,8 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
         if policy is not None and policy not in RESTART_POLICIES:
             # Read as one it is not, its note would say what that policy does.
             raise NotImportable(
-                f"{where}: {path}.restartPolicy is {described(policy)}; TFJob takes {', '.join(RESTART_POLICIES[:-1])} or {RESTART_POLICIES[-1]}"
+                f"{where}: {path}.restartPolicy is {described(policy)}; TFJob takes "
+                f"{', '.join(RESTART_POLICIES[:-1])} or {RESTART_POLICIES[-1]}"
             )
         job.replicas[role] = Replica(
             role,

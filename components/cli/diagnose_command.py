@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..live.diagnose import DEFAULT_SECONDS, MIN_SECONDS, SAMPLE_EVERY_S, Sampled
+from ..live.diagnose import DEFAULT_SECONDS, MAX_SECONDS, MIN_SECONDS, SAMPLE_EVERY_S, Sampled
 from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.trainer_bundle import load_trainer_bundle
@@ -68,7 +68,7 @@ def add_diagnose_parser(
         default=DEFAULT_SECONDS,
         metavar="N",
         help=f"how long to sample (default: {DEFAULT_SECONDS:g}, three refreshes of metrics-server; at least "
-        f"{MIN_SECONDS:g})",
+        f"{MIN_SECONDS:g}, at most {MAX_SECONDS:g})",
     )
     diagnose.add_argument("--json", action="store_true", help="print one JSON object")
     cluster_arguments(diagnose)
@@ -87,6 +87,10 @@ def window_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be at least {MIN_SECONDS:g} seconds (got {argument_types.shown_value(text)}): metrics-server "
             "refreshes a pod's CPU every 15 s, so a shorter window may hold one reading from before it began"
+        )
+    if seconds > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_SECONDS:g} seconds, an hour (got {argument_types.shown_value(text)})"
         )
     return seconds
 

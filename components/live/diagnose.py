@@ -46,6 +46,9 @@ DEFAULT_SECONDS = 45.0
 SAMPLE_EVERY_S = 5.0
 # Two refreshes: below it every sample may repeat the one rate metrics-server had before the window.
 MIN_SECONDS = 30.0
+# An hour of samples, 720: a bottleneck that needs longer to show is not one diagnose can name, and
+# a window past it is a typo (1e9 built a list of 200 million sample times before any request).
+MAX_SECONDS = 3600.0
 # The chief's log over a window is a few progress lines a second at most; past this it is cut.
 CHIEF_LOG_BYTES = 4 * 2**20
 ENDED_PHASES = ("Succeeded", "Failed")

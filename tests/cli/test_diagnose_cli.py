@@ -151,6 +151,9 @@ def test_write_refuses_a_name_plan_would_refuse(name, said, cluster, clock, meas
 
 @pytest.mark.parametrize("flags, said", [
     pytest.param(["--seconds", "10"], "argument --seconds: must be at least 30 seconds (got '10')", id="too short"),
+    pytest.param(["--seconds", "3601"], "argument --seconds: must be at most 3600 seconds, an hour (got '3601')",
+                 id="too long"),
+    pytest.param(["--seconds", "1e9"], "must be at most 3600 seconds", id="a typo's billion"),
     pytest.param(["--seconds", "nan"], "argument --seconds: must be a number of seconds above 0 (got 'nan')", id="nan"),
     pytest.param(["--write", "a b"], "argument --write: 'a b' is not a stack name: letters, digits", id="bad name"),
     pytest.param(["--write", ""], "argument --write: '' is not a stack name", id="empty name"),

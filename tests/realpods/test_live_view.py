@@ -21,6 +21,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TRAINER_PYTHON = PROJECT_ROOT / ".venv-trainer" / "bin" / "python"
 FIGURES_WITHIN_S = 90.0  # the kubelet has a CPU rate for every pod, the chief a first step
 REPORT_WITHIN_S = 420.0
+DIAGNOSED_WITHIN_S = 180.0  # the report's diagnose: its 45 s window and the reads around it
 
 
 def _top(cluster: RealCluster, stack: str, capsys) -> dict:
@@ -120,6 +121,28 @@ def _on_server(server: str):
     return edit
 
 
+def child_running(parent: int, word: str) -> bool:
+    """Whether a child process of `parent` has `word` in its command line."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            parent_of = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (proc / "cmdline").read_text(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue  # it ended between the listing and the read
+        if parent_of == parent and word in command:
+            return True
+    return False
+
+
+def wait_for_children_gone(parent: int, word: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while child_running(parent, word):
+        assert time.monotonic() < deadline, f"a {word} of the report still runs after {timeout_s:.0f} s"
+        time.sleep(1)
+
+
 def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluster, tmp_path):
     stacks = [
         write_variant(real_cluster.stacks_dir, f"scene1-case1-hot-{partition}", f"real-hot-{partition}", _on_server(server))
@@ -136,6 +159,8 @@ def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluste
         for stack in stacks:
             real_cluster.wait_for_event(stack, "start")
         time.sleep(TRAIN_FOR_S)
+        # Each experiment's diagnose (the report starts one at its first step) samples a whole window.
+        wait_for_children_gone(report.pid, "diagnose", DIAGNOSED_WITHIN_S)
         for stack in stacks:
             real_cluster.finish(stack)
         output, _ = report.communicate(timeout=REPORT_WITHIN_S)
@@ -167,6 +192,12 @@ def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluste
     assert all(cpu[hot] > 3 * seconds for i, seconds in enumerate(cpu) if i != hot), cpu
     # partition auto: the work is level.
     assert auto["ps_cpu_imbalance"] < 1.5, auto["ps_cpu_seconds"]
+    # The same finding diagnose gives: the hot PS named, and the next stack partitions the table.
+    assert none["diagnosis"]["bottleneck"] == "hot-ps", none["diagnosis"]
+    assert f"ps-{hot}" in none["diagnosis"]["summary"], none["diagnosis"]
+    changes = {change["key"]: change["to"] for change in none["diagnosis"]["next"]["changes"]}
+    assert changes.get("tfk8s:trainer.partition") == "auto", none["diagnosis"]
+    assert auto["diagnosis"]["bottleneck"] != "hot-ps", auto["diagnosis"]
     report_md = (out / "report.md").read_text()
     assert "With partition none one of 3 PS serves 100% of the embedding rows" in report_md
     assert "real pods, sampled" in report_md

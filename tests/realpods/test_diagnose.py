@@ -37,6 +37,10 @@ def bottleneck_stack(cluster: RealCluster, load: str) -> str:
             "args": ["--load", load, "--steps", str(UNTIL_STOPPED)],
         }
         values["tfk8s:cluster"]["ps"]["memory"] = "1Gi"
+        if load == "idle":
+            # Waiting TensorFlow workers still read up to 0.1 cores (its runtime's threads), a quarter of
+            # 400m: at diagnose's idle threshold. With 800m each (both fit srv-01's 2 cores) they read half that.
+            values["tfk8s:cluster"]["workers"]["cpu"] = "800m"
 
     return write_variant(cluster.stacks_dir, "scene2-case1", f"real-diagnose-{load}", to_program)
 

@@ -38,9 +38,11 @@ def bottleneck_stack(cluster: RealCluster, load: str) -> str:
         }
         values["tfk8s:cluster"]["ps"]["memory"] = "1Gi"
         if load == "idle":
-            # Waiting TensorFlow workers still read up to 0.1 cores (its runtime's threads), a quarter of
-            # 400m: at diagnose's idle threshold. With 800m each (both fit srv-01's 2 cores) they read half that.
+            # Waiting TensorFlow tasks still read up to 0.1 cores (the runtime's threads, gRPC polls): a
+            # quarter of 400m workers, 23% of 300m PS, at diagnose's idle threshold. With 800m workers and
+            # 500m PS (they fit the servers' 2 cores) they read about half of it.
             values["tfk8s:cluster"]["workers"]["cpu"] = "800m"
+            values["tfk8s:cluster"]["ps"]["cpu"] = "500m"
 
     return write_variant(cluster.stacks_dir, "scene2-case1", f"real-diagnose-{load}", to_program)
 

@@ -16,17 +16,18 @@ medians and the ratio tfk8s / TFJob (below 1: tfk8s is faster):
 
 - seconds from the apply (`kubectl apply`; the start of `pulumi up`) to every task's pod Running,
   split where the workload (the TFJob; the JobSet) is first seen: the client's part (kubectl; the
-  Pulumi engine) and the cluster's (controllers, scheduler, kubelet); then the start's stages as the
-  API server recorded them (the workload, JobSet's Jobs, the pods created, scheduled, initialized,
-  their containers started), and when the client returned;
+  Pulumi engine) and the cluster's (controllers, scheduler, kubelet); then the start stage by stage:
+  the engine's steps as `pulumi up` printed them (its output timed line by line, and printed), the
+  rest polled every 0.25 s (JobSet's Jobs, every pod created, scheduled, Running, the client
+  returned);
 - to the first training step a worker logs, and to Succeeded (the TFJob's condition; the JobSet
   Completed);
 - after Succeeded, seconds until no PS or worker pod is left running (TFJob: its cleanPodPolicy);
 - the controllers' own cost during each run: CPU seconds and peak memory of the training operator
   against JobSet's and Kueue's controllers together;
 - where the tasks sat (TFJob: where the scheduler put them; tfk8s: its plan);
-- a task lost while every worker trains, until training goes on: worker-0's pod deleted (kubectl
-  delete pod), to its replacement logging a step; ps-0's pod deleted, to a worker logging a step after
+- a task lost while every worker trains, until training goes on: worker-0's pod deleted (as kubectl
+  delete pod does), to its replacement logging a step; ps-0's pod deleted, to a worker logging a step after
   the new PS started; worker-0 evicted through the Eviction API (policy/v1), to its replacement
   logging a step. TFJob with the manifest's restartPolicy (OnFailure) and with ExitCode. A run in
   which the experiment failed instead, or training did not go on within 600 s, is reported as such.

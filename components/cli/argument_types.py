@@ -48,3 +48,19 @@ def positive_seconds(text: str) -> float:
 
 
 INF = {"inf", "+inf", "infinity", "+infinity"}
+
+# `top --watch`'s floor: each refresh lists the experiment's pods, their metrics and the chief's log from
+# the API server, and the kubelet renews a pod's figures only every 10-15 s, so a shorter interval shows
+# nothing new; it only loads the API server (a near-zero one without pause).
+MIN_WATCH_SECONDS = 1.0
+
+
+def watch_seconds(text: str) -> float:
+    """--watch SECONDS: a number of seconds, at least MIN_WATCH_SECONDS."""
+    seconds = positive_seconds(text)
+    if seconds < MIN_WATCH_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_WATCH_SECONDS:g} second (got {shown(text)}): every refresh asks the API "
+            "server again, and a pod's CPU and memory change only every 10-15 s"
+        )
+    return seconds

@@ -110,9 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     _cluster_arguments(top)
     top.add_argument(
         "--watch",
-        type=argument_types.positive_seconds,
+        type=argument_types.watch_seconds,
         metavar="SECONDS",
-        help="refresh every SECONDS until the experiment ends, then print its final phase",
+        help="refresh every SECONDS until the experiment ends, then print its final phase (at least "
+        f"{argument_types.MIN_WATCH_SECONDS:g})",
     )
     top.add_argument("--json", action="store_true", help="print one JSON object (one per line under --watch)")
     add_diagnose_parser(commands, stack_help, _cluster_arguments)

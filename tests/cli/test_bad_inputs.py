@@ -739,6 +739,28 @@ def test_a_number_of_seconds_is_finite_and_above_0(seconds, capsys):
     assert f"argument --watch: must be a number of seconds above 0 (got '{seconds}')" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("seconds", ["1e-9", "0.001", "0.999"])
+def test_top_refuses_to_refresh_faster_than_once_a_second(seconds, capsys):
+    """A near-zero interval would ask the API server without pause for figures that change every 10-15 s."""
+    with pytest.raises(SystemExit) as exited:
+        main(["top", "scene1-case1", "--watch", seconds])
+    assert exited.value.code == 2
+    assert f"argument --watch: must be at least 1 second (got '{seconds}')" in capsys.readouterr().err
+
+
+def test_top_takes_a_watch_of_one_second(monkeypatch):
+    import components.live.top as top
+
+    watched = []
+    def cluster_top(experiment, kubeconfig, context, every_s, *rest, **keywords) -> int:
+        watched.append(every_s)
+        return 0
+
+    monkeypatch.setattr(top, "cluster_top", cluster_top)
+    assert main(["top", "scene1-case1", "--watch", "1"]) == 0
+    assert watched == [1.0]
+
+
 def test_help_lists_the_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])

@@ -12,6 +12,7 @@ import pulumi
 from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.trainer_bundle import load_trainer_bundle
+from ..spec.env_order import in_stack_file_order
 from ..spec.loading import is_near_namespace, load_stack_config
 from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 from ..spec.secrets import encrypted_paths, split_secrets
@@ -107,14 +108,15 @@ def refuse_as_plan_does(stack: str, stack_file: Path) -> None:
         load_stack_config(stack, split_secrets(stack, values).values)  # as plan: `secure:` leaves as text
 
 
-def stack_file_secrets(stack_file: Path) -> Optional[set[str]]:
-    """The paths of the stack file's encrypted values, which the engine's config no longer shows;
-    None where the file cannot be read (then every plain env value of a secret key is kept secret)."""
+def stack_file_values(stack_file: Path) -> Optional[dict[str, Any]]:
+    """The stack file's values as written, for what the engine's config no longer shows: the paths of
+    its encrypted values, and env's order. None where the file cannot be read (then every plain env
+    value of a secret key is kept secret, and env is in the engine's order)."""
     try:
         _, values = read_stack_values(str(stack_file))
     except StackConfigError:
         return None
-    return encrypted_paths(values)
+    return values
 
 
 # What the stack program's checks read: the default provider's cluster. A program run under
@@ -128,12 +130,12 @@ def main(stack_file: Optional[Path] = None) -> None:
     stack = pulumi.get_stack()
     try:
         refuse_as_plan_does(stack, stack_file or stack_path(stack))
-        known_encrypted = stack_file_secrets(stack_file or stack_path(stack))
+        written = stack_file_values(stack_file or stack_path(stack))
         build(
             stack,
-            engine_config(),
+            in_stack_file_order(engine_config(), written),
             secret_keys=engine_secret_keys(),
-            known_encrypted=known_encrypted,
+            known_encrypted=None if written is None else encrypted_paths(written),
             cluster=cluster_for_checks,
         )
     except StackConfigError as error:

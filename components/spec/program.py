@@ -37,22 +37,29 @@ OWN_MOUNTS = (PROGRAM_MOUNT, SCRATCH_MOUNT, "/tmp", "/etc/tfk8s", "/opt/tfk8s")
 
 
 def env_reference_problems(env: Any, secret_names: Collection[str] = ()) -> list[tuple[str, str]]:
-    """`$(NAME)` in a plain `env` value that the kubelet can never expand, whatever the order of env
-    (the engine passes a mapping's keys sorted, a stack file keeps its own order): a name neither
-    tfk8s's nor env's, or the value's own. Each problem as (the env name, what is wrong). A value set
-    with --secret reaches the task through a Secret, which the kubelet never expands, so it is
-    neither read nor named."""
+    """`$(NAME)` in a plain `env` value that the kubelet can never expand: a name neither tfk8s's nor
+    env's, the value's own, or one env sets after it (the kubelet expands a value from the variables
+    set before it, and tfk8s sets env in the stack file's order, spec/env_order.py). Each problem as
+    (the env name, what is wrong). A value set with --secret reaches the task through a Secret, which
+    the kubelet never expands, so it is neither read nor named."""
     if not isinstance(env, Mapping):
         return []
     problems = []
-    names = {name for name in env if isinstance(name, str)}
-    for name in sorted(names):
+    order = [name for name in env if isinstance(name, str)]
+    names = set(order)
+    for position, name in enumerate(order):
         value = env[name]
         if not isinstance(value, str) or name in secret_names:
             continue
         for reference in references(value):
             if reference == name:
                 why = f"$({name}) refers to {name} itself, so it would hold '$({name})' as text"
+            elif reference in order[position + 1 :]:
+                why = (
+                    f"$({reference}) refers to {reference}, which env sets after {name}: the kubelet expands "
+                    f"only the variables set before a value, so {name} would hold '$({reference})' as text; put "
+                    f"{reference} above {name} in env"
+                )
             elif reference in names or reference in (*PROGRAM_VARIABLES, TF_CONFIG):
                 continue
             elif reference.startswith(RESERVED_PREFIX):

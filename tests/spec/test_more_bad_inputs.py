@@ -68,6 +68,12 @@ BAD_INPUTS = {
         2,
         r"argument --write: 'next\\n' is not a stack name",
     ),
+    "an env value referring to a name set below it": Case(
+        plan(with_program("env: {B: '$(A)-x', A: x}")),
+        2,
+        r"^- tfk8s:program\.env\.B: \$\(A\) refers to A, which env sets after B: the kubelet expands only the "
+        r"variables set before a value, so B would hold '\$\(A\)' as text; put A above B in env$",
+    ),
     # A message that names the kind of thing the key is, and what to write instead.
     "a namespace that is no DNS label": Case(
         plan(edited(STACK, "placement: colocated", "placement: colocated\n    namespace: Team-A")),
@@ -212,10 +218,11 @@ def test_a_bad_input_is_one_clear_line_and_its_exit_code(case: Case, tmp_path, c
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith("rendered")] == []
 
 
-def test_env_references_to_tfk8s_variables_and_other_env_names_are_taken_in_any_order(tmp_path, capsys):
-    """The engine passes env's keys sorted and a stack file keeps its order: a reference to another name
-    of env, above or below, is the kubelet's to expand and tfk8s's render order to get right."""
-    stack = with_program("env: {B: '$(A)-$(TF_CONFIG)-$(PS_HOSTS)-$(TFK8S_CLUSTER)', A: x, C: '$$(LITERAL)'}")
+def test_env_references_to_tfk8s_variables_and_earlier_env_names_are_taken(tmp_path, capsys):
+    """tfk8s sets env in the stack file's order, under plan, render and the Pulumi program alike
+    (tests/objects/test_env_order.py), after its own variables: the kubelet expands a reference to any
+    of those set before the value."""
+    stack = with_program("env: {Z: x, B: '$(Z)-$(TF_CONFIG)-$(PS_HOSTS)-$(TFK8S_CLUSTER)', C: '$$(LITERAL)'}")
     assert main(["plan", str(_written(tmp_path, stack))]) == 0, capsys.readouterr().err
 
 

@@ -31,7 +31,7 @@ from components.objects.render import render
 from components.plan import labels as L
 from tests.harness import reset_pulumi
 from trainer.log_lines import read_event
-from tools.localcluster import host, lifecycle, netfilter, paths, realnodes, training_operator
+from tools.localcluster import host, host_claim, lifecycle, netfilter, paths, realnodes, training_operator
 from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
 from tools.localcluster.podlogs import timestamped_log
@@ -243,6 +243,7 @@ def host_snapshot() -> dict[str, Any]:
         "cgroups": sorted(str(p) for h in host.cgroup_hierarchies() for p in h.glob("tfk8s-*")),
         "folders": {folder: host._entries(Path(folder)) for folder in host.FIXED_HOST_FOLDERS},
         "processes": sorted(_our_processes()),
+        "claim folder": host_claim.CLAIM.parent.exists(),
     }
 
 

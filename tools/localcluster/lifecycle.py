@@ -7,14 +7,17 @@ failed half-way.
 
 from __future__ import annotations
 
+import time
 from typing import Iterable
 
 from components.objects.loading import load_experiment
 
-from . import addons, control_plane, paths, processes, realnodes, training_operator
+from . import addons, control_plane, host_claim, paths, processes, realnodes, training_operator
 from .client import api_client
 from .experiments import Progress, quiet
 from .nodes import create_fake_nodes, label_real_nodes
+
+KILLED_PROCESSES_GRACE_S = 10.0
 
 
 def up(
@@ -30,6 +33,8 @@ def up(
     real = list(real)
     configs = [load_experiment(stack).config for stack in stacks]
     realnodes.teardown(where, say)  # what a killed earlier run left behind
+    if real:
+        _put_back_what_a_killed_cluster_left(where, say)
     plane = control_plane.up(where, tie_to_parent=tie_to_parent, tfjob=tfjob)
     if tfjob:
         say(f"TFJob: {training_operator.TFJOB_CRD} and Kubeflow's training operator")
@@ -55,3 +60,37 @@ def down(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, say: Progress = quiet)
     if problems:
         raise processes.ClusterError("could not undo: " + "; ".join(problems))
     return stopped
+
+
+def _put_back_what_a_killed_cluster_left(where: paths.ClusterDir, say: Progress) -> None:
+    """Tear down the real nodes of another cluster folder (another checkout's, a benchmark's) whose
+    run was killed outright, from the record it left; refuse while any of its processes runs."""
+    holder = host_claim.claimant()
+    if holder is None or holder == where.root.resolve():
+        return
+    other = paths.ClusterDir(holder)
+    left = realnodes.RealNodes.load(other)
+    if left is None:  # its folder is gone, or it tore down: the claim alone is stale
+        host_claim.release(holder)
+        return
+    running = _still_running(left.processes)
+    if running:
+        raise processes.ClusterError(
+            f"the real nodes of the cluster in {holder} are running ({', '.join(running)}); "
+            "stop that cluster first (make cluster-down, or benchmarks/vs_tfjob.py --down, in its checkout)"
+        )
+    say(f"putting back what the killed cluster in {holder} left on this host")
+    problems = realnodes.teardown(other, say)
+    if problems:
+        raise processes.ClusterError(f"could not undo what the cluster in {holder} left: " + "; ".join(problems))
+
+
+def _still_running(recorded: dict[str, int]) -> list[str]:
+    """The recorded processes that run, given a few seconds to end: those of a run killed a moment
+    ago are still dying (killed with their parent, not yet exited)."""
+    deadline = time.monotonic() + KILLED_PROCESSES_GRACE_S
+    while True:
+        running = sorted(name for name, pid in recorded.items() if processes.runs_a_node_binary(pid))
+        if not running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.2)

@@ -41,6 +41,16 @@ def is_ours(pid: int) -> bool:
     return executable.startswith(str(paths.TOOLS_BIN)) or executable in paths.SYSTEM_BINARIES.values()
 
 
+def runs_a_node_binary(pid: int) -> bool:
+    """The PID runs a real node's binary from any checkout's toolchain (another checkout's
+    cluster is no less alive for running binaries other than ours)."""
+    try:
+        executable = Path(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return False
+    return executable.name in {*paths.REAL_NODE_BINARIES, *(Path(b).name for b in paths.SYSTEM_BINARIES.values())}
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

@@ -42,7 +42,7 @@ from kubernetes import client
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
 from trainer.ports import free_port
 
-from . import host, metrics_server, network_policies, paths
+from . import host, host_claim, metrics_server, network_policies, paths
 from .client import always_set, api_client, name_of
 from .experiments import Progress, quiet
 from .node_files import (
@@ -138,6 +138,7 @@ def start(
     real = RealNodes(host_state=host.record())
     real.nodes = {name: host.node_address(index) for index, name in enumerate(names)}
     real.save(where)  # from here on, teardown knows what to put back
+    host_claim.take(where.root)
     launcher = Launcher(where, tie_to_parent)
     try:
         _start_all(where, server, real, launcher, say)
@@ -335,6 +336,7 @@ def teardown(where: paths.ClusterDir, say: Progress = quiet) -> list[str]:
         say("could not undo: " + "; ".join(problems))
     else:
         RealNodes.path(where).unlink()
+        host_claim.release(where.root)
         for name in real.nodes:
             host.remove_tree(nodes_dir(where) / name)
         host.remove_tree(cni_dir(where))

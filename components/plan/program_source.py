@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..spec.kubernetes_limits import MAX_CONFIG_MAP_BYTES, config_map_key_problem
+from ..spec.program import PROGRAM_MOUNT
 from .source_credentials import credential_by_content, credential_by_name
 from .source_ignore import TFK8SIGNORE, IgnoreRules
 
@@ -105,6 +106,12 @@ def load_program_source(project_root: Path, folder: str) -> ProgramSource:
     base = (root / given).resolve()
     if base != root and root not in base.parents:
         raise ProgramSourceError(f"{FIELD}: '{folder}' is outside the project ({root}); {BAKE_IT_IN}")
+    if base.is_file():
+        raise ProgramSourceError(_a_file(folder, given))
+    if base.exists() and not base.is_dir():
+        raise ProgramSourceError(
+            f"{FIELD}: '{folder}' is not a folder of the project ({base} is neither a folder nor a file)"
+        )
     if not base.is_dir():
         raise ProgramSourceError(f"{FIELD}: '{folder}' is not a folder of the project ({base} does not exist)")
     try:
@@ -117,6 +124,16 @@ def load_program_source(project_root: Path, folder: str) -> ProgramSource:
             f"{FIELD}: '{named}' cannot be read ({error.strerror}); make it readable, "
             f"or leave it out in {folder}/{TFK8SIGNORE}"
         ) from None
+
+
+def _a_file(folder: str, given: Path) -> str:
+    """A file given as source, as one gives a script to run: its folder is what source takes."""
+    run = f"[python, {given.name}]" if given.suffix == ".py" else f"[./{given.name}]"
+    return (
+        f"{FIELD}: '{folder}' is a file, and source takes a folder: the folder is shipped whole and mounted at "
+        f"{PROGRAM_MOUNT}, the working directory; give the folder that holds it (source: '{given.parent.as_posix()}') "
+        f"and run the file by command (command: {run})"
+    )
 
 
 @dataclass

@@ -253,6 +253,14 @@ def test_a_source_that_cannot_be_shipped_is_refused(source, expected):
     assert f"tfk8s:program.source: '{source}'" in message and expected in message
 
 
+def test_a_source_naming_a_file_says_it_is_a_file_and_which_folder_to_give():
+    """A script given as source, as one gives a script to run: not "does not exist", which it does."""
+    message = refusal({"source": f"{TF2_SOURCE}/train.py", "command": ["python", "train.py"]})
+    assert f"tfk8s:program.source: '{TF2_SOURCE}/train.py' is a file, and source takes a folder" in message
+    assert f"(source: '{TF2_SOURCE}')" in message and "(command: [python, train.py])" in message
+    assert "does not exist" not in message
+
+
 def test_a_source_too_large_or_linking_out_is_refused_with_the_way_out(tmp_path):
     from components.plan.program_source import ProgramSourceError, load_program_source
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -20,7 +21,8 @@ from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.trainer_bundle import load_trainer_bundle
 from ..spec.atomic_files import write_text_atomic
-from ..spec.models import StackConfigError
+from ..spec.kubernetes_limits import DNS1123_LABEL_MAX, LABEL_VALUE_RULE, dns1123_label_problem, label_value_problem
+from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 from ..spec.secrets import encrypted_paths
 from ..spec.stack_files import PROJECT_ROOT, STACKS_DIR, stack_path
 from ..spec.strict_yaml import load_yaml, plain_values
@@ -96,6 +98,14 @@ def window_seconds(text: str) -> float:
 
 
 def new_stack_name(text: str) -> str:
+    if "/" in text or text.endswith((".yaml", ".yml")):
+        # A stack file's name or path, as the stack itself may be given: --write takes the name alone.
+        name = re.sub(r"\.ya?ml\Z", "", Path(text).name).removeprefix("Pulumi.")
+        give = f": give {argument_types.shown_value(name)}" if PULUMI_STACK_NAME.match(name) else ""
+        raise argparse.ArgumentTypeError(
+            f"{argument_types.shown_value(text)} is a file's name; --write takes the new stack's name and writes "
+            f"Pulumi.<NEW-STACK>.yaml beside the stack file{give}"
+        )
     if not PULUMI_STACK_NAME.match(text):
         raise argparse.ArgumentTypeError(f"{argument_types.shown_value(text)} is not a stack name: {STACK_NAME_RULE}")
     return text
@@ -180,12 +190,31 @@ def _write_refusal(name: str, old_text: str, target: Path) -> Optional[str]:
     """Why --write NAME cannot be written, or None: an existing file, or a name tfk8s refuses."""
     if target.exists():
         return f"{shown(target)} exists: diagnose never writes over a stack file; give --write another name"
+    problem = _name_problem(name, _values(old_text))
+    if problem is not None:
+        return f"--write {argument_types.shown_value(name)}: {problem}"
     try:
         # The stack plan accepted, under the new name: what it refuses now, the name alone made it (a
         # label value; the namespace tf-<stack>, where the stack names none).
         _check_stack(name, old_text)
     except StackConfigError as error:
         return f"--write {name}: {error}"
+    return None
+
+
+def _name_problem(name: str, values: dict[str, Any]) -> Optional[str]:
+    """Why `name` cannot name the new stack, in --write's words: the name is a label of its objects, and,
+    where the stack sets no namespace, its namespace's (tf-<name>)."""
+    if label_value_problem(name):
+        return f"the new stack's name is a label of its objects: {LABEL_VALUE_RULE}"
+    cluster = values.get(f"{CONFIG_NAMESPACE}:cluster")
+    names_its_namespace = isinstance(cluster, dict) and cluster.get("namespace") is not None
+    if not names_its_namespace and dns1123_label_problem(f"tf-{name}"):
+        return (
+            f"the new stack's namespace would be 'tf-{name}' (the stack sets no {CONFIG_NAMESPACE}:cluster.namespace), "
+            f"which is no DNS label: give a name of at most {DNS1123_LABEL_MAX - len('tf-')} lower-case letters, "
+            "digits and '-', ending in a letter or digit"
+        )
     return None
 
 

@@ -140,13 +140,39 @@ def test_write_never_overwrites_and_refuses_before_sampling(cluster, clock, meas
 
 
 @pytest.mark.parametrize("name, said", [
-    pytest.param("Tf_Next", "--write Tf_Next: stack 'Tf_Next' has an invalid configuration", id="no namespace of it"),
-    pytest.param("n" * 64, "must be usable as a label value", id="too long a label"),
+    pytest.param(
+        "Tf_Next",
+        "diagnose: --write 'Tf_Next': the new stack's namespace would be 'tf-Tf_Next' (the stack sets no "
+        "tfk8s:cluster.namespace), which is no DNS label: give a name of at most 60 lower-case letters, digits "
+        "and '-', ending in a letter or digit; nothing sampled, nothing written",
+        id="no namespace of it",
+    ),
+    pytest.param(
+        "n" * 64,
+        "the new stack's name is a label of its objects: at most 63 letters, digits, '-', '_' and '.'",
+        id="too long a label",
+    ),
 ])
 def test_write_refuses_a_name_plan_would_refuse(name, said, cluster, clock, measured_by, stack_file, capsys):
     assert diagnose(cluster, str(stack_file), "--write", name) == 2
-    assert said in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert said in err
+    assert err.count("\n") == 1, "one line, naming --write and what it takes"
     assert cluster.asked == [] and list(stack_file.parent.iterdir()) == [stack_file]
+
+
+@pytest.mark.parametrize("name, cluster_values, refused", [
+    pytest.param("Tf_Next", {}, True, id="tf-Tf_Next is no namespace"),
+    pytest.param("Tf_Next", {"namespace": "team-a"}, False, id="the stack names its namespace"),
+    pytest.param("Tf_Next", {"namespace": {"name": "team-a", "existing": True}}, False, id="a team's namespace"),
+    pytest.param("n" * 61, {}, True, id="tf- and 61 characters is past a DNS label"),
+    pytest.param("n" * 60, {}, False, id="tf- and 60 characters is a DNS label"),
+    pytest.param("n" * 64, {"namespace": "team-a"}, True, id="past a label value, whatever the namespace"),
+])
+def test_which_names_write_takes_depends_on_whether_the_stack_names_its_namespace(name, cluster_values, refused):
+    from components.cli.diagnose_command import _name_problem
+
+    assert (_name_problem(name, {"tfk8s:cluster": cluster_values}) is not None) == refused
 
 
 @pytest.mark.parametrize("flags, said", [
@@ -157,6 +183,18 @@ def test_write_refuses_a_name_plan_would_refuse(name, said, cluster, clock, meas
     pytest.param(["--seconds", "nan"], "argument --seconds: must be a number of seconds above 0 (got 'nan')", id="nan"),
     pytest.param(["--write", "a b"], "argument --write: 'a b' is not a stack name: letters, digits", id="bad name"),
     pytest.param(["--write", ""], "argument --write: '' is not a stack name", id="empty name"),
+    pytest.param(
+        ["--write", "Pulumi.next.yaml"],
+        "argument --write: 'Pulumi.next.yaml' is a file's name; --write takes the new stack's name and writes "
+        "Pulumi.<NEW-STACK>.yaml beside the stack file: give 'next'",
+        id="a stack file's name",
+    ),
+    pytest.param(
+        ["--write", "stacks/Pulumi.next.yaml"],
+        "argument --write: 'stacks/Pulumi.next.yaml' is a file's name; --write takes the new stack's name",
+        id="a stack file's path",
+    ),
+    pytest.param(["--write", "next.yml"], "'next.yml' is a file's name; --write takes", id="a .yml file"),
 ])
 def test_flags_not_of_their_form_are_refused_with_exit_2(flags, said, capsys):
     with pytest.raises(SystemExit) as exited:

@@ -31,7 +31,7 @@ def load_experiment_values(
     and reuse the plan, task groups and TF cluster the experiment then serves.
     """
     secrets = split_secrets(stack, values, secret_keys, known_encrypted)
-    config = load_stack_config(stack, secrets.values)
+    config = load_stack_config(stack, secrets.values, secrets.env_names)
     name_error = shared_name_error(config)
     if name_error is not None:
         raise StackConfigError.listing(stack, [name_error])

@@ -105,7 +105,8 @@ def refuse_as_plan_does(stack: str, stack_file: Path) -> None:
     (spec/as_written.py). No file (a program of one's own): the values are the program's."""
     if stack_file.is_file():
         _, values = read_stack_values(str(stack_file))
-        load_stack_config(stack, split_secrets(stack, values).values)  # as plan: `secure:` leaves as text
+        secrets = split_secrets(stack, values)
+        load_stack_config(stack, secrets.values, secrets.env_names)  # as plan: `secure:` leaves as text
 
 
 def stack_file_values(stack_file: Path) -> Optional[dict[str, Any]]:

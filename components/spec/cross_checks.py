@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+from typing import Collection
 
 from .combination_rules import combination_checks
 from .kubernetes_limits import dns1123_label_problem, image_reference
@@ -17,10 +18,10 @@ from .sizing import checkpoint_bytes, embedding_shard_bytes
 from .task_counts import task_counts
 
 
-def cross_checks(config: StackConfig) -> list[str]:
+def cross_checks(config: StackConfig, secret_env: Collection[str] = ()) -> list[str]:
     """Rules that relate keys to each other (pools to the cluster, a task's settings to the tasks there
     are, a program's volumes to tfk8s's mounts) and Kubernetes' limits on every value."""
-    return [*_pool_checks(config), *combination_checks(config), *kubernetes_limit_checks(config)]
+    return [*_pool_checks(config), *combination_checks(config), *kubernetes_limit_checks(config, secret_env)]
 
 
 def _pool_checks(config: StackConfig) -> list[str]:

@@ -9,7 +9,7 @@ refuse is sent to either.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Collection, Iterable, Mapping, Optional
 
 from .kubernetes_limits import (
     ARG_MAX,
@@ -37,8 +37,9 @@ Check = Callable[[str], Optional[str]]
 OBJECT_ROOM = 64 * 1024
 
 
-def kubernetes_limit_checks(config: StackConfig) -> list[str]:
-    """Every value of the stack that Kubernetes or exec would refuse, under its key."""
+def kubernetes_limit_checks(config: StackConfig, secret_env: Collection[str] = ()) -> list[str]:
+    """Every value of the stack that Kubernetes or exec would refuse, under its key. `secret_env`: the
+    `program.env` names whose values are secrets (set with --secret)."""
     errors: list[str] = []
     for index, pool in enumerate(config.node_pools):
         where = f"nodePools[{index}]"
@@ -59,7 +60,7 @@ def kubernetes_limit_checks(config: StackConfig) -> list[str]:
             errors += _labels(f"tensorboard.allowFrom[{index}].podLabels", peer.pod_labels)
     if config.program is not None:
         errors += _program_problems(config.program)
-        errors += _workload_size_problems(config)
+        errors += _workload_size_problems(config, secret_env)
     else:
         for key, value in (("checkpointDir", config.trainer.checkpoint_dir), ("data", config.trainer.data)):
             problem = storage_url_problem(value)
@@ -192,12 +193,15 @@ def _program_problems(program: ProgramSpec) -> list[str]:
     return _unique(problems)
 
 
-def _workload_size_problems(config: StackConfig) -> list[str]:
+def _workload_size_problems(config: StackConfig, secret_env: Collection[str]) -> list[str]:
     """A JobSet holds one pod template per role, each with its command, args and env: past what etcd
-    stores in one object, the API server refuses it (a StatefulSet holds one role's template)."""
+    stores in one object, the API server refuses it (a StatefulSet holds one role's template). A value
+    set with --secret is not in it: the template names the experiment's Secret and the key, as a
+    `{secret, key}` value does (both in OBJECT_ROOM's room); the kubelet reads the value at the start.
+    Exec still gets every value, so _program_problems counts them all."""
     program = config.program
     assert program is not None
-    env = {name: value for name, value in program.env.items() if isinstance(value, str)}
+    env = {name: value for name, value in program.env.items() if isinstance(value, str) and name not in secret_env}
     roles = [role for role, count in task_counts(config).items() if count]
     sizes = {
         role: _exec_bytes((*(program.command_of(role)[0] or ()), *(program.command_of(role)[1] or ())), env)

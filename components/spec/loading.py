@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional
 
 from pydantic import ValidationError
 
@@ -32,11 +32,12 @@ from .trainer_contract import SettingsError, TrainerSettings
 # Loading
 
 
-def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
+def load_stack_config(stack: str, values: Mapping[str, Any], secret_env: Collection[str] = ()) -> StackConfig:
     """Validate the `tfk8s:*` config of `stack`.
 
     `values` maps keys with or without the `tfk8s:` prefix to decoded values
-    (mappings and lists as the stack file writes them).
+    (mappings and lists as the stack file writes them); `secret_env`, the `program.env` names
+    whose values are secrets (spec/secrets.py), which reach a pod through a Secret, not its spec.
     """
     errors: list[str] = []
     keys = StackConfig.file_keys()
@@ -81,11 +82,11 @@ def load_stack_config(stack: str, values: Mapping[str, Any]) -> StackConfig:
             "trainer only)"
         )
 
-    judged = _judged(stack, given, required_keys)
+    judged = _judged(stack, given, required_keys, secret_env)
     # The same with every refused value set aside (AsWritten.set_aside): what is found above a refused
     # value, or across keys, may judge what YAML made of it, and is listed with the refusals only if
     # found here too; else after they are fixed, if it still holds.
-    aside = _judged(stack, as_written.set_aside(), required_keys) if as_written.refused else judged
+    aside = _judged(stack, as_written.set_aside(), required_keys, secret_env) if as_written.refused else judged
 
     if judged.trainer_problem is not None:
         loc, message = judged.trainer_problem
@@ -123,7 +124,7 @@ class _Judged:
     cross_key_problems: list[str]
 
 
-def _judged(stack: str, given: Mapping[str, Any], required_keys: list[str]) -> _Judged:
+def _judged(stack: str, given: Mapping[str, Any], required_keys: list[str], secret_env: Collection[str]) -> _Judged:
     trainer: Optional[TrainerSettings] = None
     trainer_problem = None
     try:
@@ -145,7 +146,11 @@ def _judged(stack: str, given: Mapping[str, Any], required_keys: list[str]) -> _
     size_problems = task_count_problems(config) if config is not None else []
     cross_key_problems = []
     if config is not None and trainer is not None and not size_problems:
-        cross_key_problems = [*cross_checks(config), *tensorboard_checks(config), *log_archive_checks(config)]
+        cross_key_problems = [
+            *cross_checks(config, secret_env),
+            *tensorboard_checks(config),
+            *log_archive_checks(config),
+        ]
     return _Judged(trainer_problem, invalid, config, size_problems, cross_key_problems)
 
 

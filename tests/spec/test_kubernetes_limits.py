@@ -315,3 +315,55 @@ def test_values_at_the_limits_plan(tmp_path, capsys):
     )
     code, err = plan(tmp_path, capsys, edit)
     assert code == 0, err
+
+
+# A Secret's worth of values set with --secret: 7 of 120,000 bytes, 840,000 together (MaxSecretSize is 1 MiB),
+# each within MAX_ARG_STRLEN and all within ARG_MAX; three pod templates' worth of them would be 2,520,000.
+SECRET_VALUES = {f"KEY_{index}": str(index) * 120_000 for index in range(7)}
+
+
+def _experiment_with_env(secret: bool):
+    """scene1-case1 running a program with SECRET_VALUES in env, as the Pulumi program is handed them:
+    decrypted, the engine holding tfk8s:program as a secret and the stack file saying which values are."""
+    import copy
+
+    from components.objects.loading import load_experiment_values
+    from components.plan.trainer_bundle import load_trainer_bundle
+    from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+
+    stack, values = read_stack_values("scene1-case1")
+    values = copy.deepcopy(values)
+    values.pop("tfk8s:trainer")
+    values["tfk8s:cluster"]["ps"]["memory"] = "1Gi"
+    values["tfk8s:program"] = {"command": ["python", "train.py"], "env": {**SECRET_VALUES, "LEVEL": "debug"}}
+    encrypted = {f"tfk8s:program.env.{name}" for name in SECRET_VALUES} if secret else set()
+    return load_experiment_values(
+        stack,
+        values,
+        load_trainer_bundle(PROJECT_ROOT),
+        secret_keys={"tfk8s:program"} if secret else (),
+        known_encrypted=encrypted,
+    )
+
+
+def test_values_set_with_secret_are_not_counted_in_a_pod_templates_size():
+    """The pod template names the Secret and its key; the value is read by the kubelet, never written in the
+    JobSet, which stays far below what etcd stores."""
+    import json
+
+    from components.objects.experiment_objects import experiment_objects
+
+    experiment = _experiment_with_env(secret=True)
+    assert experiment.secret_env == set(SECRET_VALUES)
+    (jobset,) = [obj.manifest for obj in experiment_objects(experiment) if obj.manifest["kind"] == "JobSet"]
+    assert len(jobset["spec"]["replicatedJobs"]) == 3
+    text = json.dumps(jobset)
+    assert all(value not in text for value in SECRET_VALUES.values())
+    assert len(text) < K.MAX_OBJECT_BYTES // 10
+
+
+def test_the_same_values_in_plain_text_are_written_in_every_template_and_refused():
+    from components.spec.models import StackConfigError
+
+    with pytest.raises(StackConfigError, match=r"etcd stores at most 1,572,864 bytes in one object"):
+        _experiment_with_env(secret=False)

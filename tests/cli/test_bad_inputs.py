@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, Iterator
@@ -17,76 +16,27 @@ from typing import Callable, Iterator
 import pytest
 import yaml
 
-import components.cli.import_tfjob as importer
 from components.cli.exit_codes import EXIT_CODES
 from components.cli.main import main
 from components.objects.api_errors import api_error_text
+from tests.bad_inputs import (
+    PROGRAM_STACK,
+    STACK,
+    Case,
+    assert_one_clear_line,
+    edited,
+    plan,
+    stack_file,
+    stacks_folder,
+    tfjob,
+    tfjob_file,
+)
 from tests.harness import PROJECT_ROOT
-
-STACK = """\
-config:
-  tfk8s:nodePools:
-    - name: servers
-      nodes: [srv-00, srv-01]
-  tfk8s:cluster:
-    placement: colocated
-    ps: {replicas: 1, pool: servers}
-    workers: {replicas: 3, pool: servers}
-  tfk8s:trainer: {}
-"""
-
-PROGRAM_STACK = """\
-config:
-  tfk8s:nodePools:
-    - name: servers
-      nodes: [srv-00]
-  tfk8s:cluster:
-    placement: colocated
-    ps: {replicas: 1, pool: servers, memory: 1Gi}
-    workers: {replicas: 2, pool: servers}
-  tfk8s:program:
-    command: [python, train.py]
-"""
-
-
-def edited(text: str, old: str, new: str) -> str:
-    assert old in text, old
-    return text.replace(old, new)
-
-
-def stack_file(tmp_path: Path, content: str | bytes, name: str = "Pulumi.bad.yaml") -> str:
-    path = tmp_path / name
-    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-    return str(path)
 
 
 def kubeconfig_file(tmp_path: Path, content: str | bytes) -> str:
     path = tmp_path / "kubeconfig"
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-    return str(path)
-
-
-def tfjob(**replica_types: dict) -> dict:
-    def container(**fields) -> dict:
-        return {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0", "command": ["python", "train.py"],
-                "resources": {"requests": {"memory": "2Gi"}}, **fields}
-
-    types = {"PS": {"replicas": 1}, "Worker": {"replicas": 2}}
-    types.update(replica_types)
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "ctr"},
-        "spec": {"tfReplicaSpecs": {
-            name: {"replicas": spec["replicas"], "template": {"spec": {"containers": [container(**spec.get("container", {}))]}}}
-            for name, spec in types.items() if spec is not None
-        }},
-    }
-
-
-def tfjob_file(tmp_path: Path, job: dict | str | bytes) -> str:
-    path = tmp_path / "tfjob.yaml"
-    if isinstance(job, dict):
-        job = yaml.safe_dump(job, sort_keys=False)
-    path.write_bytes(job if isinstance(job, bytes) else job.encode("utf-8"))
     return str(path)
 
 
@@ -120,17 +70,6 @@ def kubeconfig_yaml(current_context: str = "a", user: str = "{token: t}") -> str
 MISSING_EXEC_PLUGIN = kubeconfig_yaml(
     user="{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: /nonexistent-helper}}"
 )
-
-
-@dataclass(frozen=True)
-class Case:
-    argv: Callable[[Path], list[str]]
-    code: int
-    message: str  # a regular expression the one line on stderr must match
-
-
-def plan(content: str | bytes) -> Callable[[Path], list[str]]:
-    return lambda tmp_path: ["plan", stack_file(tmp_path, content)]
 
 
 def status_with(kubeconfig: str | bytes, command: str = "status", *flags: str) -> Callable[[Path], list[str]]:
@@ -475,24 +414,12 @@ BAD_INPUTS = {
 
 @pytest.fixture
 def stacks_dir(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "stacks"
-    monkeypatch.setattr(importer, "STACKS_DIR", folder)
-    return folder
+    return stacks_folder(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=name) for name, case in BAD_INPUTS.items()])
-def test_a_bad_input_is_one_clear_line_and_its_exit_code(case: Case, tmp_path, capsys, stacks_dir):
-    try:
-        code = main(case.argv(tmp_path))
-    except SystemExit as exit:  # argparse's usage errors
-        code = exit.code
-    said = capsys.readouterr()
-    assert code == case.code, said.err
-    lines = [line.strip(" -") for line in said.err.splitlines() if line.strip()]
-    assert any(re.search(case.message, line) for line in lines), said.err
-    assert "Traceback" not in said.err
-    assert said.out == ""
-    assert not stacks_dir.exists() or list(stacks_dir.iterdir()) == [], "nothing is written for a bad input"
+def test_a_bad_input_is_one_clear_line_and_its_exit_code(case: Case, tmp_path, capsys, monkeypatch):
+    assert_one_clear_line(case, tmp_path, capsys, monkeypatch)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file whatever its mode")

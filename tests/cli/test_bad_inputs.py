@@ -32,6 +32,7 @@ from tests.bad_inputs import (
     tfjob_file,
 )
 from tests.harness import PROJECT_ROOT
+from tests.terminal import ctrl_c_as_in_a_terminal
 
 
 def kubeconfig_file(tmp_path: Path, content: str | bytes) -> str:
@@ -577,7 +578,14 @@ def test_ctrl_c_of_the_command_line_is_exit_130_without_a_traceback():
         "sys.argv = ['components', 'plan', 'scene1-case1']\n"
         "runpy.run_module('components', run_name='__main__')\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=ctrl_c_as_in_a_terminal,
+    )
     assert result.returncode == 130, result.stderr
     assert "Traceback" not in result.stderr and "never" not in result.stdout
 

@@ -17,6 +17,7 @@ from typing import Callable
 
 import pytest
 
+from tests.terminal import ctrl_c_as_in_a_terminal
 from tests.trainer.conftest import PROJECT_ROOT
 
 SMALL = ["--embedding-rows", "20000", "--batch-size", "128", "--progress-every", "10"]
@@ -126,12 +127,6 @@ def test_restart_resumes_from_checkpoint_into_more_ps(tmp_path):
 LAUNCHER_STDERR = "launcher-stderr.log"
 
 
-def _ctrl_c_as_in_a_terminal() -> None:
-    """A shell starts background commands with SIGINT ignored, and a process keeps an ignored
-    signal ignored: run from such a job, the launcher would never see the test's Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def start_launcher(workdir: Path, *args: str) -> subprocess.Popen:
     """A launcher that trains until it is stopped (Ctrl-C) or asked to finish (`finish`)."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +137,7 @@ def start_launcher(workdir: Path, *args: str) -> subprocess.Popen:
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
-            preexec_fn=_ctrl_c_as_in_a_terminal,
+            preexec_fn=ctrl_c_as_in_a_terminal,
         )
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.terminal import ctrl_c_as_in_a_terminal
 from tests.trainer.conftest import PROJECT_ROOT
 from trainer.lifeline import LAUNCHER_PID_ENV
 
@@ -139,6 +140,7 @@ def test_ctrl_c_stops_every_task_of_a_program(tmp_path):
     launcher = subprocess.Popen(
         [sys.executable, "-m", "trainer.local", "--workdir", str(tmp_path / "run"), "--stack", stack],
         cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         deadline = time.monotonic() + 60

@@ -53,13 +53,14 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT))
 
 from kubernetes import client  # noqa: E402
-from vs_tfjob_measure import DISRUPTIONS, disruption_outcome, run_outcome  # noqa: E402
+from vs_tfjob_measure import disruption_outcome, run_outcome  # noqa: E402
 from vs_tfjob_programs import NAMESPACE, PROGRAMS, load_team_image  # noqa: E402
 from vs_tfjob_report import LOSS_SIDES, RUN_SIDES, Outcome, Run, print_program, program_figures  # noqa: E402
 from vs_tfjob_sides import SERVERS, sides_of  # noqa: E402
 
 from tools.localcluster import lifecycle, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
+from tools.localcluster.task_loss_timing import DISRUPTIONS  # noqa: E402
 
 CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "bench-tfjob")
 
@@ -96,7 +97,7 @@ def measure(names: list[str], runs: int) -> dict[str, Any]:
             for name in names:
                 done: dict[str, list[Run]] = results[name]["runs"]
                 for side in RUN_SIDES:
-                    run = run_outcome(sides[name][side], CLUSTER)
+                    run = run_outcome(sides[name][side], PROGRAMS[name].steps, CLUSTER)
                     for seconds, line in run.pop("client_log", []) if isinstance(run, dict) else []:
                         say(f"  pulumi up +{seconds:5.1f} s: {line}")
                     done[side].append(run)

@@ -1,6 +1,7 @@
 """What bench-vs-tfjob measures on one side: a run to Succeeded (its start split into the client's
 part and the cluster's), and a task lost while training (a worker deleted, a PS deleted, a worker
-evicted) until training goes on again."""
+evicted) until training goes on again (timed by tools/localcluster/task_loss_timing.py, which the
+migration's real-pod test shares)."""
 
 from __future__ import annotations
 
@@ -8,54 +9,23 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
-
-from kubernetes import client
-from vs_tfjob_programs import STEP_LINE
-from vs_tfjob_sides import ExperimentFailed, Side, stamp
+from typing import Any, Callable
 
 from tools.localcluster import control_plane, paths
-from tools.localcluster.podlogs import timestamped_log
+from tools.localcluster.task_loss_timing import (
+    DISRUPTIONS,
+    UNTIL_STOPPED,
+    NotWithin,
+    lose_task,
+    steps_logged,
+    teardown,
+    wait_for,
+)
+from tools.localcluster.tfjob_sides import ExperimentFailed, Side
 
-UNTIL_STOPPED = 1_000_000  # the disruption runs train until deleted
-POLL_S = 0.25
-WAIT_S = 600.0
-SETTLE_S = 3.0  # a task is lost once every worker has trained this long
 ENDED = ("Succeeded", "Failed")
-CONTAINER = "tensorflow"  # the program's container, in the TFJob and in tfk8s's pods alike
 # The controllers each side brings; the control plane's own (API server, Job controller) serves both.
 CONTROLLERS = {"tfjob": ("training-operator",), "tfk8s": ("jobset-controller", "kueue-controller")}
-
-
-@dataclass(frozen=True)
-class Disruption:
-    role: str  # the task lost: <role>-0
-    evicted: bool  # through the Eviction API (policy/v1), else a plain delete
-    label: str
-
-
-DISRUPTIONS = {
-    "worker_deleted": Disruption("worker", False, "a worker pod deleted, to its replacement logging a step"),
-    "ps_deleted": Disruption("ps", False, "a PS pod deleted, to a worker's step after the new PS started"),
-    "worker_evicted": Disruption("worker", True, "a worker evicted (Eviction API), to its replacement's step"),
-}
-
-
-class NotWithin(RuntimeError):
-    """A wait ran out."""
-
-
-def wait_for(
-    condition: Callable[[], Any], what: str, timeout_s: float = WAIT_S, each: Callable[[], None] = lambda: None
-) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        each()
-        found = condition()
-        if found:
-            return found
-        time.sleep(POLL_S)
-    raise NotWithin(f"{what}: not within {timeout_s:.0f} s")
 
 
 # -- the controllers' own cost ---------------------------------------------------------------------
@@ -102,31 +72,9 @@ def controller_cost(cluster: paths.ClusterDir, side: str) -> ControllerCost:
 # -- reading the pods -------------------------------------------------------------------------------
 
 
-def steps_logged(side: Side, pod: Any, after: float = 0.0) -> bool:
-    """The pod's program has logged a training step (after `after`, seconds since the epoch)."""
-    try:
-        lines = timestamped_log(side.core, side.namespace(), pod.metadata.name)
-    except client.ApiException:
-        return False  # its container is starting, or the pod is gone
-    return any(STEP_LINE in line and when > after for when, line in lines)
-
-
-def all_running(side: Side) -> bool:
-    pods = side.all_pods()
-    return len(pods) == side.program.tasks and all(pod.status.phase == "Running" for pod in pods)
-
-
 def still_running(side: Side) -> list[Any]:
     """PS and worker pods not ended (Succeeded, Failed): each holds its server's resources."""
     return [pod for pod in side.pods("ps", "worker") if pod.status.phase not in ENDED]
-
-
-def container_started(pod: Optional[Any]) -> Optional[float]:
-    """When the pod's program container started running (seconds since the epoch, whole seconds)."""
-    for status in (pod and pod.status.container_statuses) or []:
-        if status.name == CONTAINER and status.state.running is not None:
-            return stamp(status.state.running.started_at)
-    return None
 
 
 class StartWatch:
@@ -158,21 +106,16 @@ class StartWatch:
         return "pods running" in self.seen
 
 
-def teardown(side: Side) -> None:
-    side.delete()
-    wait_for(lambda: not side.all_pods(), f"the {side.name} experiment's pods gone")
-
-
 # -- a run to Succeeded -----------------------------------------------------------------------------
 
 
-def one_run(side: Side, cluster: paths.ClusterDir) -> dict[str, Any]:
+def one_run(side: Side, steps: int, cluster: paths.ClusterDir) -> dict[str, Any]:
     """Apply, the start, Succeeded and the cleanup, with the controllers' cost; then delete. The start
     splits at the moment the workload (the TFJob; the JobSet) is first seen: before it, the client's
     part (kubectl; the Pulumi engine), after it, the cluster's (controllers, scheduler, kubelet)."""
     cost = controller_cost(cluster, side.name)
     start = StartWatch(side)
-    side.apply(side.program.steps)
+    side.apply(steps)
 
     def each() -> None:
         cost.sample()
@@ -207,10 +150,10 @@ def one_run(side: Side, cluster: paths.ClusterDir) -> dict[str, Any]:
         teardown(side)
 
 
-def run_outcome(side: Side, cluster: paths.ClusterDir) -> dict[str, Any] | str:
+def run_outcome(side: Side, steps: int, cluster: paths.ClusterDir) -> dict[str, Any] | str:
     """A run's figures, or why the experiment failed instead."""
     try:
-        return one_run(side, cluster)
+        return one_run(side, steps, cluster)
     except ExperimentFailed as failed:
         return f"failed: {failed}"
 
@@ -218,59 +161,18 @@ def run_outcome(side: Side, cluster: paths.ClusterDir) -> dict[str, Any] | str:
 # -- a task lost while training ---------------------------------------------------------------------
 
 
-def _lose(side: Side, pod: Any, evicted: bool) -> None:
-    name, namespace = pod.metadata.name, side.namespace()
-    if evicted:
-        eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
-        side.core.create_namespaced_pod_eviction(name, namespace, eviction)
-    else:
-        side.core.delete_namespaced_pod(name, namespace)
-
-
 def disruption(side: Side, kind: str) -> float:
-    """Task <role>-0 lost while every worker trains: seconds until training goes on (the
-    replacement worker logs a step; for a PS, a worker logs a step after the new PS started).
-    ExperimentFailed when the loss failed the experiment instead; NotWithin when it never went on."""
-    lost = DISRUPTIONS[kind]
+    """Task <role>-0 lost while every worker trains, in a run of its own: seconds until training
+    goes on. ExperimentFailed when the loss failed the experiment instead; NotWithin when it never
+    went on."""
     side.apply(UNTIL_STOPPED)
     try:
-        wait_for(lambda: all_running(side), "every task Running")
-        wait_for(lambda: all(steps_logged(side, pod) for pod in side.pods("worker")), "every worker training")
-        time.sleep(SETTLE_S)
-        old = side.task_pod(lost.role, 0)
-        assert old is not None, f"no {lost.role}-0 pod while every worker trains"
-        lost_at = time.monotonic()
-        _lose(side, old, lost.evicted)
-
-        def going_on(condition: Callable[[], Any]) -> Callable[[], Any]:
-            def check() -> Any:
-                if (why := side.failed()) is not None:
-                    raise ExperimentFailed(why)
-                return condition()
-
-            return check
-
-        def replacement() -> Any:
-            pod = side.task_pod(lost.role, 0)
-            return pod is not None and pod.metadata.uid != old.metadata.uid and pod
-
-        new = wait_for(going_on(replacement), f"a replacement {lost.role}-0")
-        if lost.role == "worker":
-            back = going_on(lambda: steps_logged(side, side.task_pod("worker", 0) or new))
-            wait_for(back, "the replacement's first step")
-        else:
-            started = wait_for(going_on(lambda: container_started(side.task_pod("ps", 0))), "the new PS started")
-            workers = going_on(
-                lambda: any(
-                    steps_logged(side, pod, after=started)
-                    for pod in side.pods("worker")
-                    if pod.metadata.deletion_timestamp is None
-                )
-            )
-            wait_for(workers, "a worker's step after the new PS started")
-        return time.monotonic() - lost_at
+        after = lose_task(side, DISRUPTIONS[kind])
     finally:
         teardown(side)
+    if after.failed is not None:
+        raise ExperimentFailed(after.failed)
+    return after.seconds
 
 
 def disruption_outcome(side: Side, kind: str) -> float | str:

@@ -14,11 +14,9 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
-
-import yaml
 
 from tools.localcluster import paths, realnodes
+from tools.localcluster.tfjob_sides import TeamTFJob
 from tools.nodeimage.archive import ImageConfig, write_image_archive
 from tools.nodeimage.images import tensorflow_image
 
@@ -26,74 +24,37 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TEAM_PROGRAMS = PROJECT_ROOT / "tests" / "team_programs"
 NAMESPACE = "bench-tfjob"
 PROGRAM_DIR = "opt/ctr"
-# What a worker prints for each step it runs, with --log-steps (both programs).
-STEP_LINE = "worker: step"
 
 
 @dataclass(frozen=True)
-class Program:
-    name: str
-    tfjob_file: Path
+class Program(TeamTFJob):
+    """A team's TFJob (run in the benchmark's namespace) with the files of its image and the steps
+    of a timed run."""
+
     files: tuple[Path, ...]  # baked into the image at /opt/ctr
-    stack: str  # its import-tfjob stack's name
     steps: int  # a timed run's steps
-
-    def manifest(self, steps: int, restart_policy: Optional[str] = None) -> dict[str, Any]:
-        """The team's TFJob with `steps`, each worker logging its steps, in the benchmark's namespace;
-        every replica's restartPolicy replaced by `restart_policy` where one is given. The steps and
-        --log-steps replace the containers' args: both programs take the rest from their command."""
-        manifest = yaml.safe_load(self.tfjob_file.read_text())
-        manifest["metadata"]["namespace"] = NAMESPACE
-        for replica in self.replicas(manifest).values():
-            if restart_policy:
-                replica["restartPolicy"] = restart_policy
-            for container in replica["template"]["spec"]["containers"]:
-                container["args"] = ["--steps", str(steps), "--log-steps"]
-        return manifest
-
-    @staticmethod
-    def replicas(manifest: dict[str, Any]) -> dict[str, Any]:
-        replicas: dict[str, Any] = manifest["spec"]["tfReplicaSpecs"]
-        return replicas
-
-    @property
-    def tfjob_name(self) -> str:
-        return str(self.manifest(self.steps)["metadata"]["name"])
-
-    @property
-    def tasks(self) -> int:
-        """Every PS, worker and chief the TFJob runs."""
-        return sum(int(replica["replicas"]) for replica in self.replicas(self.manifest(self.steps)).values())
-
-    @property
-    def image(self) -> str:
-        """The team's image, as every replica of its TFJob names it."""
-        [image] = {
-            container["image"]
-            for replica in self.replicas(self.manifest(self.steps)).values()
-            for container in replica["template"]["spec"]["containers"]
-        }
-        return str(image)
 
 
 PROGRAMS = {
     program.name: program
     for program in (
         Program(
-            "tf2-ps",
-            TEAM_PROGRAMS / "ctr-tfjob" / "tfjob.yaml",
-            (TEAM_PROGRAMS / "tf2-ps" / "train.py",),
-            "bench-vs-tfjob",
-            300,
+            name="tf2-ps",
+            tfjob_file=TEAM_PROGRAMS / "ctr-tfjob" / "tfjob.yaml",
+            stack="bench-vs-tfjob",
+            namespace=NAMESPACE,
+            files=(TEAM_PROGRAMS / "tf2-ps" / "train.py",),
+            steps=300,
         ),
         # 600 global steps: worker 1 joins after the chief made the variables (TF1's session
         # manager polls every 30 s), and both workers then train for a while.
         Program(
-            "tf1-between-graph",
-            TEAM_PROGRAMS / "tf1-between-graph" / "tfjob.yaml",
-            (TEAM_PROGRAMS / "tf1-between-graph" / "train.py", TEAM_PROGRAMS / "tf1-between-graph" / "run.sh"),
-            "bench-vs-tfjob-tf1",
-            600,
+            name="tf1-between-graph",
+            tfjob_file=TEAM_PROGRAMS / "tf1-between-graph" / "tfjob.yaml",
+            stack="bench-vs-tfjob-tf1",
+            namespace=NAMESPACE,
+            files=(TEAM_PROGRAMS / "tf1-between-graph" / "train.py", TEAM_PROGRAMS / "tf1-between-graph" / "run.sh"),
+            steps=600,
         ),
     )
 }

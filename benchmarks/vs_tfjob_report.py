@@ -6,8 +6,9 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Optional
 
-from vs_tfjob_measure import DISRUPTIONS
 from vs_tfjob_sides import ENGINE_MARKS
+
+from tools.localcluster.task_loss_timing import DISRUPTIONS
 
 Run = dict[str, Any] | str  # a run's figures, or why it failed
 Outcome = float | str  # seconds until training went on, or why it did not

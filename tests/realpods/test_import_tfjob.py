@@ -183,10 +183,11 @@ def test_a_kubeflow_tfjob_and_its_import_train_the_same_program_to_succeeded(
             while real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker"):
                 assert time.monotonic() - completed < ENDS_WITHIN_S, "PS and workers still there after the chief"
                 time.sleep(0.5)
-        print(
-            f"the same TFJob: Kubeflow's operator {kubeflow_steps} steps, loss {kubeflow_loss:.4f}; "
-            f"tfk8s {steps} steps, loss {loss:.4f}"
-        )
+        with capsys.disabled():  # in make test's output, passing or not
+            print(
+                f"\nthe same TFJob: Kubeflow's operator {kubeflow_steps} steps, loss {kubeflow_loss:.4f}; "
+                f"tfk8s {steps} steps, loss {loss:.4f}"
+            )
         assert steps == kubeflow_steps == 200
         # One program, one dataset, one learning rate: both learn the labels (ln 2 = 0.693 at the start)
         # alike; the PS's asynchronous updates and the random start leave the last digits apart.
@@ -196,10 +197,11 @@ def test_a_kubeflow_tfjob_and_its_import_train_the_same_program_to_succeeded(
         kubeflow_after = lost_under_kubeflow(real_cluster, until_stopped, tmp_path)
         until_stopped_stack = str(real_cluster.stacks_dir / f"Pulumi.{until_stopped.stack}.yaml")
         tfk8s_after = lost_under_tfk8s(real_cluster, until_stopped, until_stopped_stack, tmp_path / "out-lost-worker")
-    print(
-        f"worker-0 lost while training: Kubeflow's operator: {after_loss(kubeflow_after, 'the TFJob')}; "
-        f"tfk8s: {after_loss(tfk8s_after, 'the experiment')}"
-    )
+    with capsys.disabled():
+        print(
+            f"\nworker-0 lost while training: Kubeflow's operator: {after_loss(kubeflow_after, 'the TFJob')}; "
+            f"tfk8s: {after_loss(tfk8s_after, 'the experiment')}"
+        )
     # Kubeflow's operator may fail the TFJob (v1.8.1 does) or replace the worker: printed, not held.
     # tfk8s replaces it and training goes on: within BACK_WITHIN_S, or lost_under_tfk8s failed the test.
     assert tfk8s_after.failed is None, f"tfk8s: losing worker-0 failed the experiment: {tfk8s_after.failed}"

@@ -39,6 +39,7 @@ def test_a_start_that_fails_after_containerd_leaves_nothing_behind(monkeypatch):
     monkeypatch.setattr(realnodes, "_start_kubelet", kubelet_fails)
     # Only the small sandbox image: the failure comes after the images are loaded anyway.
     monkeypatch.setattr(realnodes, "tensorflow_image", pause_image)
+    monkeypatch.setattr(realnodes, "program_image_archives", lambda: [])
     with pytest.raises(ClusterError, match="made to fail by the test"):
         lifecycle.up(FAILED_START, real=["srv-00"], tie_to_parent=True)
     assert host_snapshot() == before

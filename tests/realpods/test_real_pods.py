@@ -36,6 +36,11 @@ CHIEF_SEES_SERVING_WITHIN_S = 5.0  # its poll is 0.25 s; the rest is the machine
 # chief waited for the replacement to serve before it asked TensorFlow to reconnect, chief.py).
 JOB_BACKOFF_S = 10.0
 RESUMES_WITHIN_S = 4.0
+# The replacement pod's start until TensorFlow's server listens: 8.6 to 9.1 s measured here on
+# 2026-11-29 (`import tensorflow` sharing the two cores with the training), twice that allowed.
+STARTS_WITHIN_S = 20.0
+# The whole, from the deletion to the replacement's first steps: each stage at its bound.
+BACK_WITHIN_S = DELETE_WITHIN_S + JOB_BACKOFF_S + 2 + STARTS_WITHIN_S + RESUMES_WITHIN_S
 
 
 def _colocated(cluster: RealCluster, name: str, **trainer) -> str:
@@ -227,8 +232,9 @@ def test_lost_workers_are_back_within_seconds_each_time(real_cluster, tmp_path):
             # The Job's own back-off, once: the second loss does not wait twice as long (whole seconds).
             assert back.back_off_s <= JOB_BACKOFF_S + 2, f"{back.task}: {stages}"
             # Then only the pod's and TensorFlow's start, and the chief reaching the new worker.
+            assert back.start_s <= STARTS_WITHIN_S, f"{back.task}: {stages}"
             assert back.resume_s <= RESUMES_WITHIN_S, f"{back.task}: {stages}"
-            assert back.first_steps_s <= back.trainer_stopped_s + back.back_off_s + back.start_s + RESUMES_WITHIN_S
+            assert back.first_steps_s <= BACK_WITHIN_S, f"{back.task}: {stages}"
         assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0, "a lost worker restarts nothing else"
 
 

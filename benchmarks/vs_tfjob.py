@@ -132,7 +132,10 @@ def main() -> int:
     names = list(PROGRAMS) if options.program == "both" else [options.program]
     before = machine()
     say(f"machine before: {json.dumps(before)}")
-    lifecycle.up(CLUSTER, real=SERVERS, tfjob=True, say=say)
+    # Its cluster lives only as long as the run, as the other benchmarks' do: a run killed before
+    # the control plane's state was written (SIGTERM, a session's end) left etcd and the API server
+    # running, unrecorded, where `--down` could not find them.
+    lifecycle.up(CLUSTER, real=SERVERS, tfjob=True, say=say, tie_to_parent=True)
     try:
         results = measure(names, options.runs)
     finally:

@@ -98,26 +98,25 @@ def pause_garbage_collector() -> None:
     gc.disable()
 
 
-def refuse_as_plan_does(stack: str, stack_file: Path) -> None:
+def stack_file_values(stack_file: Path) -> Optional[dict[str, Any]]:
+    """The stack file's values as written, read once for what the engine's config no longer shows:
+    values as plan checks them, the paths of its encrypted values, and env's order. None where there is
+    no file (a program of one's own: its values are the program's, every plain env value of a secret
+    key is kept secret, and env is in the engine's order)."""
+    if not stack_file.is_file():
+        return None
+    _, values = read_stack_values(str(stack_file))
+    return values
+
+
+def refuse_as_plan_does(stack: str, written: Optional[Mapping[str, Any]]) -> None:
     """The stack file's values as written, checked as `plan` checks them: the engine passes them
     already parsed, a key left empty as null (which would read as its default at any depth) and
     `1:30` as the text YAML 1.2 makes of it, so preview and up alone would take what plan refuses
-    (spec/as_written.py). No file (a program of one's own): the values are the program's."""
-    if stack_file.is_file():
-        _, values = read_stack_values(str(stack_file))
-        secrets = split_secrets(stack, values)
+    (spec/as_written.py)."""
+    if written is not None:
+        secrets = split_secrets(stack, written)
         load_stack_config(stack, secrets.values, secrets.env_names)  # as plan: `secure:` leaves as text
-
-
-def stack_file_values(stack_file: Path) -> Optional[dict[str, Any]]:
-    """The stack file's values as written, for what the engine's config no longer shows: the paths of
-    its encrypted values, and env's order. None where the file cannot be read (then every plain env
-    value of a secret key is kept secret, and env is in the engine's order)."""
-    try:
-        _, values = read_stack_values(str(stack_file))
-    except StackConfigError:
-        return None
-    return values
 
 
 # What the stack program's checks read: the default provider's cluster. A program run under
@@ -130,8 +129,8 @@ def main(stack_file: Optional[Path] = None) -> None:
     pause_garbage_collector()
     stack = pulumi.get_stack()
     try:
-        refuse_as_plan_does(stack, stack_file or stack_path(stack))
         written = stack_file_values(stack_file or stack_path(stack))
+        refuse_as_plan_does(stack, written)
         build(
             stack,
             in_stack_file_order(engine_config(), written),

@@ -32,11 +32,18 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _executable(pid: int) -> Optional[str]:
+    """The binary the PID runs, or None where no such process is (or it is a zombie)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
 def is_ours(pid: int) -> bool:
     """The PID still runs one of our binaries (not a reused PID)."""
-    try:
-        executable = os.readlink(f"/proc/{pid}/exe")
-    except OSError:
+    executable = _executable(pid)
+    if executable is None:
         return False
     return executable.startswith(str(paths.TOOLS_BIN)) or executable in paths.SYSTEM_BINARIES.values()
 
@@ -44,11 +51,9 @@ def is_ours(pid: int) -> bool:
 def runs_a_node_binary(pid: int) -> bool:
     """The PID runs a real node's binary from any checkout's toolchain (another checkout's
     cluster is no less alive for running binaries other than ours)."""
-    try:
-        executable = Path(os.readlink(f"/proc/{pid}/exe"))
-    except OSError:
-        return False
-    return executable.name in {*paths.REAL_NODE_BINARIES, *(Path(b).name for b in paths.SYSTEM_BINARIES.values())}
+    executable = _executable(pid)
+    node_binaries = {*paths.REAL_NODE_BINARIES, *(Path(b).name for b in paths.SYSTEM_BINARIES.values())}
+    return executable is not None and Path(executable).name in node_binaries
 
 
 def group_alive(pgid: int) -> bool:

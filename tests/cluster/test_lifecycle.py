@@ -90,3 +90,47 @@ def test_a_killed_parent_takes_its_cluster_with_it(tmp_path):
     finally:
         parent.kill()
         control_plane.down(paths.ClusterDir(paths.CLUSTER_ROOT / "tests-orphan"))
+
+
+def processes_naming(folder, but: int) -> list[int]:
+    """PIDs but `but`'s whose command line names `folder` (every process of a local cluster does)."""
+    marker = str(folder).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (os.getpid(), but):
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    if marker in cmdline.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_start_killed_outright_leaves_every_started_process_to_down():
+    """`make cluster-up` outlives its command, so nothing ties its processes to it: a start killed
+    outright (SIGKILL, a session's end) between two processes must already have recorded the first."""
+    where = paths.ClusterDir(paths.CLUSTER_ROOT / "tests-killed-start")
+    script = (
+        "from pathlib import Path\n"
+        "from tools.localcluster import control_plane, paths\n"
+        f"control_plane.up(paths.ClusterDir(Path({str(where.root)!r})))\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=paths.PROJECT_ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while not (first := processes_naming(where.root, but=parent.pid)):
+            assert parent.poll() is None and time.monotonic() < deadline, "no process of the cluster started"
+            time.sleep(0.05)
+        # Recorded as it starts: well before the next process, and the whole start, follows.
+        deadline = time.monotonic() + 2
+        while (state := ControlPlane.load(where)) is None or not set(first) <= set(state.processes.values()):
+            assert time.monotonic() < deadline, f"{first} running, not in the cluster's state"
+            time.sleep(0.05)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        control_plane.down(where)
+        assert wait_dead(processes_naming(where.root, but=parent.pid)) == []
+    finally:
+        parent.kill()
+        control_plane.down(where)

@@ -23,6 +23,7 @@ from typing import Optional
 
 import yaml
 
+from components.spec.atomic_files import write_text_atomic
 from trainer.ports import free_port
 
 from . import addons, paths, training_operator
@@ -58,7 +59,7 @@ class ControlPlane:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
 
     def save(self, where: paths.ClusterDir) -> None:
-        where.state_file.write_text(json.dumps({"processes": self.processes, "ports": self.ports}, indent=2))
+        write_text_atomic(where.state_file, json.dumps({"processes": self.processes, "ports": self.ports}, indent=2))
 
     @classmethod
     def load(cls, where: paths.ClusterDir) -> Optional["ControlPlane"]:
@@ -141,7 +142,7 @@ def up(
         )
     }
     plane = ControlPlane(ports=ports)
-    launcher = Launcher(where, tie_to_parent)
+    launcher = Launcher(where, tie_to_parent, record=lambda started: ControlPlane(started, ports).save(where))
     try:
         _start_all(launcher, plane, pki, front, node_grace)
         if tfjob:

@@ -123,9 +123,17 @@ def _exited(pid: int) -> bool:
 class Launcher:
     """Starts processes of the control plane and remembers them for cleanup."""
 
-    def __init__(self, where: paths.ClusterDir, tie_to_parent: bool) -> None:
+    def __init__(
+        self,
+        where: paths.ClusterDir,
+        tie_to_parent: bool,
+        record: Callable[[dict[str, int]], None] = lambda started: None,
+    ) -> None:
+        """`record` is handed every process started so far, after each start: a start killed
+        outright (SIGKILL, a session's end) leaves on disk every process that `down` must stop."""
         self.where = where
         self.tie_to_parent = tie_to_parent
+        self.record = record
         self.processes: dict[str, int] = {}
 
     def start(
@@ -147,4 +155,5 @@ class Launcher:
         finally:
             log.close()
         self.processes[name] = process.pid
+        self.record(dict(self.processes))
         return process.pid

@@ -39,6 +39,7 @@ from typing import Optional
 import yaml
 from kubernetes import client
 
+from components.spec.atomic_files import write_text_atomic
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
 from trainer.ports import free_port
 
@@ -84,7 +85,7 @@ class RealNodes:
             "processes": self.processes,
             "host_state": self.host_state.to_json() if self.host_state else None,
         }
-        self.path(where).write_text(json.dumps(state, indent=2))
+        write_text_atomic(self.path(where), json.dumps(state, indent=2))
 
     @classmethod
     def load(cls, where: paths.ClusterDir) -> Optional["RealNodes"]:
@@ -139,16 +140,17 @@ def start(
     real.nodes = {name: host.node_address(index) for index, name in enumerate(names)}
     real.save(where)  # from here on, teardown knows what to put back
     host_claim.take(where.root)
-    launcher = Launcher(where, tie_to_parent)
+
+    def record(started: dict[str, int]) -> None:
+        real.processes.update(started)
+        real.save(where)
+
+    launcher = Launcher(where, tie_to_parent, record)
     try:
         _start_all(where, server, real, launcher, say)
     except BaseException:
-        real.processes.update(launcher.processes)
-        real.save(where)
         teardown(where, say)
         raise
-    real.processes.update(launcher.processes)
-    real.save(where)
     return real
 
 

@@ -34,6 +34,11 @@ class NodeDir:
         return self.root / "containerd.sock"
 
     @property
+    def containerd_root(self) -> Path:
+        """Its images and snapshots: kept between runs (image_store.py)."""
+        return self.root / "containerd" / "root"
+
+    @property
     def kubelet_config(self) -> Path:
         return self.root / "kubelet.yaml"
 
@@ -65,7 +70,7 @@ def cgroup_name(node: str) -> str:
 def containerd_config(node: NodeDir, where: paths.ClusterDir) -> str:
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""version = 2
-root = "{node.root / "containerd" / "root"}"
+root = "{node.containerd_root}"
 state = "{node.root / "containerd" / "state"}"
 
 [grpc]

@@ -43,7 +43,7 @@ from components.spec.atomic_files import write_text_atomic
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
 from trainer.ports import free_port
 
-from . import host, host_claim, metrics_server, network_policies, paths
+from . import host, host_claim, image_store, metrics_server, network_policies, paths
 from .client import always_set, api_client, name_of
 from .experiments import Progress, quiet
 from .node_files import (
@@ -167,23 +167,27 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
 
     images = [pause_image().archive, tensorflow_image().archive, *program_image_archives()]
     node_dirs = {name: NodeDir(nodes_dir(where) / name) for name in real.nodes}
+    to_import = {}
     for name, node in node_dirs.items():
         node.root.mkdir(parents=True, exist_ok=True)
+        to_import[name] = image_store.take(name, node.containerd_root, images)
         host.create_cgroup(host_state, cgroup_name(name))
         real.save(where)
         _start_containerd(node, where, name, launcher)
     started = time.monotonic()
 
-    def import_images(node: NodeDir) -> None:
+    def import_images(name: str) -> None:
         # Each node's containerd unpacks its own copy of the images (gigabytes): all nodes at once.
-        for archive in images:
-            _import_archive(node, archive)
+        for archive in to_import[name]:
+            _import_archive(node_dirs[name], archive)
+            image_store.imported(node_dirs[name].containerd_root, [archive])
 
     with ThreadPoolExecutor(len(node_dirs)) as pool:
-        list(pool.map(import_images, node_dirs.values()))  # raises the first node's error
+        list(pool.map(import_images, node_dirs))  # raises the first node's error
+    kept = sorted({archive.stem for archive in images} - {a.stem for archives in to_import.values() for a in archives})
     say(
         f"{', '.join(node_dirs)}: containerd with {', '.join(archive.stem for archive in images)} in "
-        f"{time.monotonic() - started:.0f} s"
+        f"{time.monotonic() - started:.0f} s" + (f" (kept from the last run: {', '.join(kept)})" if kept else "")
     )
     for name, address in real.nodes.items():
         _start_kubelet(node_dirs[name], name, address, server, pki, where, launcher)
@@ -337,6 +341,8 @@ def teardown(where: paths.ClusterDir, say: Progress = quiet) -> list[str]:
         real.save(where)
         say("could not undo: " + "; ".join(problems))
     else:
+        for name in real.nodes:  # before the claim goes: the next start finds them kept
+            image_store.give_back(name, NodeDir(nodes_dir(where) / name).containerd_root)
         RealNodes.path(where).unlink()
         host_claim.release(where.root)
         for name in real.nodes:

@@ -1,0 +1,74 @@
+"""A real node's unpacked images are kept between runs: a start imports only what its store lacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tools.localcluster import image_store
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("TFK8S_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def archives(*names: str) -> list[Path]:
+    return [Path("/cache/images") / f"{name}.tar" for name in names]
+
+
+def run(node_folder: Path, wanted: list[Path], node: str = "srv-00") -> list[Path]:
+    """A start that imports what it is told to and a teardown: what the start had to import."""
+    store = node_folder / "containerd" / "root"
+    to_import = image_store.take(node, store, wanted)
+    store.mkdir(parents=True, exist_ok=True)
+    (store / "unpacked").mkdir(exist_ok=True)
+    for archive in to_import:
+        (store / "unpacked" / archive.name).write_text("layers")
+        image_store.imported(store, [archive])
+    image_store.give_back(node, store)
+    assert not store.exists(), "the store stayed in the node's folder"
+    return to_import
+
+
+def test_a_second_start_imports_nothing_and_finds_the_images_unpacked(cache, tmp_path):
+    wanted = archives("pause-1", "tensorflow-2")
+    assert run(tmp_path / "a", wanted) == wanted
+    assert run(tmp_path / "b", wanted) == []  # another cluster folder (another clone) alike
+    store = tmp_path / "c" / "containerd" / "root"
+    image_store.take("srv-00", store, wanted)
+    assert sorted(p.name for p in (store / "unpacked").iterdir()) == ["pause-1.tar", "tensorflow-2.tar"]
+
+
+def test_each_node_keeps_its_own_store(cache, tmp_path):
+    wanted = archives("pause-1")
+    assert run(tmp_path / "a", wanted, node="srv-00") == wanted
+    assert run(tmp_path / "b", wanted, node="srv-01") == wanted
+    assert run(tmp_path / "c", wanted, node="srv-01") == []
+
+
+def test_a_start_wanting_fewer_images_leaves_the_rest_and_one_wanting_more_imports_only_those(cache, tmp_path):
+    assert run(tmp_path / "a", archives("pause-1", "tensorflow-2")) == archives("pause-1", "tensorflow-2")
+    assert run(tmp_path / "b", archives("pause-1")) == []
+    assert run(tmp_path / "c", archives("pause-1", "tensorflow-2", "program-3")) == archives("program-3")
+    assert run(tmp_path / "d", archives("pause-1", "tensorflow-2", "program-3")) == []
+
+
+def test_a_rebuilt_image_starts_the_store_over_instead_of_keeping_both(cache, tmp_path):
+    run(tmp_path / "a", archives("pause-1", "tensorflow-2"))
+    rebuilt = archives("pause-1", "tensorflow-2b")
+    assert run(tmp_path / "b", rebuilt) == rebuilt
+    store = tmp_path / "c" / "containerd" / "root"
+    assert image_store.take("srv-00", store, rebuilt) == []
+    assert sorted(p.name for p in (store / "unpacked").iterdir()) == ["pause-1.tar", "tensorflow-2b.tar"]
+
+
+def test_a_start_killed_before_any_import_completed_keeps_nothing(cache, tmp_path):
+    store = tmp_path / "a" / "containerd" / "root"
+    image_store.take("srv-00", store, archives("pause-1"))
+    (store / "half-written").mkdir(parents=True)
+    image_store.give_back("srv-00", store)
+    assert store.exists(), "a store without a record was kept as if it held images"
+    assert run(tmp_path / "b", archives("pause-1")) == archives("pause-1")

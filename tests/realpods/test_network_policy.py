@@ -274,8 +274,8 @@ def test_the_agents_may_read_pods_namespaces_and_policies_and_nothing_else(real_
 
 
 def test_a_running_experiments_every_task_is_shut_to_other_pods_by_ip_and_by_name(real_cluster: RealCluster, tmp_path):
-    """scene2-case1 on the real nodes (PS on one, workers on the other) trains with its NetworkPolicy
-    enforced; meanwhile a pod of its namespace that is not a task, and a pod of another namespace,
+    """scene2-case1 on the real nodes (PS on one, workers on the other: every call crosses nodes)
+    trains with its NetworkPolicy enforced; meanwhile a pod of its namespace that is not a task, and a pod of another namespace,
     are refused by every chief, PS and worker on TensorFlow's port, by pod IP and by DNS name (the
     name in TF_CONFIG); with the policy deleted, the same attempts open. Then it trains to the end."""
     stack = write_variant(
@@ -301,6 +301,8 @@ def test_a_running_experiments_every_task_is_shut_to_other_pods_by_ip_and_by_nam
     core.create_namespace(restricted_namespace(OTHER_NAMESPACE))
     try:
         with real_cluster.running(stack, tmp_path):
+            assert {p.spec.node_name for p in real_cluster.pods(stack, "ps")} == {REAL_SERVERS[0]}
+            assert {p.spec.node_name for p in real_cluster.pods(stack, "worker")} == {REAL_SERVERS[1]}
             for manifest in outsiders:
                 core.create_namespaced_pod(manifest["metadata"]["namespace"], manifest)
             wait_for(

@@ -299,21 +299,6 @@ def test_a_destroyed_experiment_keeps_its_checkpoints_and_resumes_when_brought_u
             time.sleep(1.0)
 
 
-def test_scene2_isolated_ps_and_workers_on_two_real_nodes(real_cluster, tmp_path):
-    """scene2-case1's shape: the PS on srv-00, the workers on srv-01; every call crosses nodes."""
-    stack = write_variant(
-        real_cluster.stacks_dir,
-        "scene2-case1",
-        "real-scene2",
-        scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": 300, "checkpointEvery": 100}),
-    )
-    with real_cluster.running(stack, tmp_path):
-        assert {p.spec.node_name for p in real_cluster.pods(stack, "ps")} == {REAL_SERVERS[0]}
-        assert {p.spec.node_name for p in real_cluster.pods(stack, "worker")} == {REAL_SERVERS[1]}
-        summary, _ = real_cluster.chief_summary(stack)
-        assert summary["steps"] == 300 and summary["loss_last"] < summary["loss_first"]
-
-
 def test_an_experiment_whose_restarts_are_used_up_fails_naming_the_task(real_cluster, tmp_path, capsys):
     def no_restarts(values):
         scaled_to_real_nodes("servers", "servers", {"steps": 100000, "checkpointEvery": 0})(values)

@@ -22,7 +22,14 @@ from components.plan import labels as L
 from tests.cluster.conftest import POD_WAIT_S
 from tests.stack_variants import write_variant
 from tools.localcluster import paths
-from tools.localcluster.experiments import ApplyError, apply_manifest, task_pods
+from tools.localcluster.experiments import (
+    ApplyError,
+    apply_manifest,
+    apply_manifests,
+    delete_manifests,
+    task_pods,
+    wait_for_pods,
+)
 from tools.localcluster.nodes import create_fake_nodes
 
 NODE_GONE_WAIT_S = 150.0
@@ -257,6 +264,21 @@ def test_applying_twice_changes_nothing(local_cluster, tmp_path):
             timeout=120,
         )
         assert (diff.returncode, diff.stdout) == (0, ""), diff.stderr
+    finally:
+        local_cluster.delete("scene2-case2", tmp_path)
+
+
+def test_an_apply_right_after_a_delete_that_left_its_namespace_terminating_waits_and_lands(local_cluster, tmp_path):
+    """A delete that does not wait for the namespace's sweep (the real-pod tests' cleanup) leaves it
+    Terminating: an apply into it then waits for its end instead of being refused."""
+    experiment = load_experiment("scene2-case2")
+    manifests = local_cluster.apply("scene2-case2", tmp_path)
+    delete_manifests(local_cluster.api, experiment.stack, manifests, wait_for_namespace=False)
+    said: list[str] = []
+    try:
+        apply_manifests(local_cluster.api, experiment.stack, manifests, said.append)
+        assert said[0] == f"waiting for namespace {experiment.namespace} to finish terminating", said
+        wait_for_pods(local_cluster.api, experiment, POD_WAIT_S)
     finally:
         local_cluster.delete("scene2-case2", tmp_path)
 

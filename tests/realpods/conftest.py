@@ -132,12 +132,15 @@ class RealCluster:
         try:
             yield load_experiment(stack).namespace
         finally:
-            self.delete(stack, out)
+            # Its pods gone, the next test need not wait for the namespace's sweep (3 to 5 s).
+            self.delete(stack, out, wait_for_namespace=False)
 
-    def delete(self, stack: str, out: Path) -> None:
+    def delete(self, stack: str, out: Path, wait_for_namespace: bool = True) -> None:
         experiment = load_experiment(stack)
         render(experiment, out, force=True)  # the test's folder may hold its other files
-        delete_manifests(self.api, experiment.stack, rendered_objects(experiment, out))
+        delete_manifests(
+            self.api, experiment.stack, rendered_objects(experiment, out), wait_for_namespace=wait_for_namespace
+        )
 
     def pods(self, stack: str, role: str) -> list[Any]:
         experiment = load_experiment(stack)

@@ -29,7 +29,7 @@ from components.objects.render import read_rendered
 from components.plan import labels as L
 from components.plan.experiment import Experiment
 
-from .client import PARALLEL_REQUESTS, is_not_found, name_of, server_message
+from .client import PARALLEL_REQUESTS, always_set, is_not_found, name_of, server_message
 
 Progress = Callable[[str], None]
 WAIT_POLL_S = 0.5
@@ -180,11 +180,17 @@ def apply_manifests(api: client.ApiClient, stack: str, manifests: list[Manifest]
     """
     dynamic = DynamicClient(api)
     field_manager = L.field_manager(stack)
+    core = client.CoreV1Api(api)
     nodes = [m for m in manifests if m["kind"] == "Node"]
-    absent = missing_nodes(client.CoreV1Api(api), [m["metadata"]["name"] for m in nodes])
+    absent = missing_nodes(core, [m["metadata"]["name"] for m in nodes])
     if absent:
         raise ApplyError(f"stack '{stack}' names servers the cluster does not have: {', '.join(absent)}")
     namespaces = [m for m in manifests if m["kind"] == "Namespace"]  # none in a team's namespace
+    for namespace in namespaces:
+        # An earlier delete that did not wait: nothing can be created in it until it is gone.
+        if _terminating(core, namespace["metadata"]["name"]):
+            progress(f"waiting for namespace {namespace['metadata']['name']} to finish terminating")
+            _wait_namespace_gone(core, namespace["metadata"]["name"])
     shared = [m for m in manifests if m["kind"] in SHARED_KINDS]
     tasks = [m for m in manifests if not is_node(m) and m not in namespaces and m not in shared]
     done = 0
@@ -288,8 +294,17 @@ def wait_for_pods(
         time.sleep(pod_poll_interval(expected))
 
 
-def delete_manifests(api: client.ApiClient, stack: str, manifests: list[Manifest], progress: Progress = quiet) -> None:
-    """Delete a rendered experiment's objects, newest first, and release exactly its node labels."""
+def delete_manifests(
+    api: client.ApiClient,
+    stack: str,
+    manifests: list[Manifest],
+    progress: Progress = quiet,
+    wait_for_namespace: bool = True,
+) -> None:
+    """Delete a rendered experiment's objects, newest first, and release exactly its node labels.
+
+    The experiment's pods are gone when it returns; its namespace too unless `wait_for_namespace`
+    is off (the namespace controller's sweep then goes on: an apply into it waits for its end)."""
     dynamic = DynamicClient(api)
     core = client.CoreV1Api(api)
     namespaced = [m for m in manifests if m["kind"] not in ("Node", "Namespace")]
@@ -316,12 +331,9 @@ def delete_manifests(api: client.ApiClient, stack: str, manifests: list[Manifest
     for namespace in (m for m in manifests if m["kind"] == "Namespace"):
         namespace_name = namespace["metadata"]["name"]
         delete(namespace)
-        _wait_gone(
-            functools.partial(core.read_namespace, namespace_name),
-            f"namespace {namespace_name} still terminating",
-            NAMESPACE_GONE_TIMEOUT_S,
-        )
-        progress(f"deleted namespace {namespace_name}")
+        if wait_for_namespace:
+            _wait_namespace_gone(core, namespace_name)
+            progress(f"deleted namespace {namespace_name}")
 
     field_manager = L.field_manager(stack)
     node_names = [m["metadata"]["name"] for m in manifests if m["kind"] == "Node"]
@@ -339,6 +351,20 @@ def delete_manifests(api: client.ApiClient, stack: str, manifests: list[Manifest
 
 
 NAMESPACE_GONE_TIMEOUT_S = 120.0
+
+
+def _wait_namespace_gone(core: client.CoreV1Api, name: str) -> None:
+    still_there = f"namespace {name} still terminating"
+    _wait_gone(functools.partial(core.read_namespace, name), still_there, NAMESPACE_GONE_TIMEOUT_S)
+
+
+def _terminating(core: client.CoreV1Api, name: str) -> bool:
+    try:
+        return always_set(core.read_namespace(name).metadata).deletion_timestamp is not None
+    except ApiException as error:
+        if is_not_found(error):
+            return False
+        raise
 
 
 def _wait_gone(read: Callable[[], Any], still_there: str, timeout_s: float) -> None:

@@ -271,8 +271,8 @@ def test_applying_twice_changes_nothing(local_cluster, tmp_path):
 def test_an_apply_right_after_a_delete_that_left_its_namespace_terminating_waits_and_lands(local_cluster, tmp_path):
     """A delete that does not wait for the namespace's sweep (the real-pod tests' cleanup) leaves it
     Terminating: an apply into it then waits for its end instead of being refused."""
-    experiment = load_experiment("scene2-case2")
-    manifests = local_cluster.apply("scene2-case2", tmp_path)
+    experiment = load_experiment("gpu-p40")
+    manifests = local_cluster.apply("gpu-p40", tmp_path)
     delete_manifests(local_cluster.api, experiment.stack, manifests, wait_for_namespace=False)
     said: list[str] = []
     try:
@@ -280,7 +280,7 @@ def test_an_apply_right_after_a_delete_that_left_its_namespace_terminating_waits
         assert said[0] == f"waiting for namespace {experiment.namespace} to finish terminating", said
         wait_for_pods(local_cluster.api, experiment, POD_WAIT_S)
     finally:
-        local_cluster.delete("scene2-case2", tmp_path)
+        local_cluster.delete("gpu-p40", tmp_path)
 
 
 def test_two_experiments_keep_to_their_own_namespace_and_labels(local_cluster, tmp_path):

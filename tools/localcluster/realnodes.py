@@ -5,7 +5,8 @@ What a real node needs on this machine, and why:
   `restrict_oom_score_adj` (root here lacks CAP_SYS_RESOURCE, so runc could not
   lower a container's OOM score and every sandbox failed);
 - the sandbox ("pause") and TensorFlow images imported into it, since no
-  registry is reachable (tools/nodeimage builds them);
+  registry is reachable (tools/nodeimage builds them), and kept unpacked in
+  the cache between runs (image_store.py);
 - a kubelet with its own root dir, node IP on the pod bridge, cgroup root,
   client certificate (`system:node:<name>`) and pod log folder;
 - pod networking: one CNI bridge for every node (so pod IPs never collide),

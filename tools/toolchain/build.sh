@@ -20,6 +20,10 @@ tools="$root/.tools"
 bin="$tools/bin"
 src="$tools/src"
 mkdir -p "$bin" "$src"
+# Targets run at once (make -j, two terminals) may each need the toolchain: one build at a time
+# in a checkout, the second finding what the first built.
+exec 9>"$tools/.build.lock"
+flock 9
 # Built binaries are kept outside the clone too, each keyed by its name, version and
 # the source that builds it, so a fresh clone (CI) links them instead of building
 # again, and changing one component rebuilds that component only.

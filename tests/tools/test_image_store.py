@@ -72,3 +72,12 @@ def test_a_start_killed_before_any_import_completed_keeps_nothing(cache, tmp_pat
     image_store.give_back("srv-00", store)
     assert store.exists(), "a store without a record was kept as if it held images"
     assert run(tmp_path / "b", archives("pause-1")) == archives("pause-1")
+
+
+def test_a_store_left_in_the_node_folder_is_used_and_the_kept_one_left_alone(cache, tmp_path):
+    run(tmp_path / "a", archives("pause-1"))
+    left = tmp_path / "b" / "containerd" / "root"  # a teardown that could not finish left it
+    left.mkdir(parents=True)
+    image_store.imported(left, archives("pause-1", "tensorflow-2"))
+    assert image_store.take("srv-00", left, archives("pause-1", "tensorflow-2")) == []
+    assert run(tmp_path / "c", archives("pause-1")) == []  # the kept one, untouched

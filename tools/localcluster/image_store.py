@@ -47,7 +47,8 @@ def take(node: str, store: Path, wanted: list[Path]) -> list[Path]:
     """Move the node's kept store to `store` (its containerd root, not yet there) when it serves;
     the archives still to import into it."""
     cached = _cached(node)
-    if cached.is_dir():
+    # A store already in the node's folder (its teardown could not finish) is used as it is.
+    if cached.is_dir() and not store.exists():
         holds = held(cached)
         names = {archive.name for archive in wanted}
         if holds - names and names - holds:

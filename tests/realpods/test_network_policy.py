@@ -275,9 +275,10 @@ def test_the_agents_may_read_pods_namespaces_and_policies_and_nothing_else(real_
 
 def test_a_running_experiments_every_task_is_shut_to_other_pods_by_ip_and_by_name(real_cluster: RealCluster, tmp_path):
     """scene2-case1 on the real nodes (PS on one, workers on the other: every call crosses nodes)
-    trains with its NetworkPolicy enforced; meanwhile a pod of its namespace that is not a task, and a pod of another namespace,
-    are refused by every chief, PS and worker on TensorFlow's port, by pod IP and by DNS name (the
-    name in TF_CONFIG); with the policy deleted, the same attempts open. Then it trains to the end."""
+    trains with its NetworkPolicy enforced; meanwhile a pod of its namespace that is not a task, and
+    a pod of another namespace, are refused by every chief, PS and worker on TensorFlow's port, by
+    pod IP and by DNS name (the name in TF_CONFIG); with the policy deleted, the same attempts open.
+    Then it trains to the end."""
     stack = write_variant(
         real_cluster.stacks_dir,
         "scene2-case1",

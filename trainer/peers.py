@@ -17,7 +17,10 @@ import threading
 import time
 from typing import Callable, Mapping, MutableMapping, Sequence
 
-# TensorFlow reads default gRPC channel arguments from this variable ("name=value,...").
+# TensorFlow reads default gRPC channel arguments from this variable ("name=value,..."). The
+# trainer sets them for itself (set_grpc_options); components/ gives a team's program the same
+# value in its tasks' environment (components/objects/program_container.py), where the team's own
+# `program.env` entry replaces it.
 GRPC_OPTIONS_ENV = "TF_GRPC_DEFAULT_OPTIONS"
 GRPC_OPTIONS = {
     # A task that was down is retried within half a second of coming back, not after 2 minutes:
@@ -25,6 +28,9 @@ GRPC_OPTIONS = {
     # that wait was 2.3 s of the 16 s from a worker pod's deletion to its replacement's first
     # steps on real pods). An attempt is a TCP connect, cheap even to a peer that stays down.
     "grpc.initial_reconnect_backoff_ms": 500,
+    # Also each connection attempt's deadline (gRPC's default: 20 s). A lost worker's channel
+    # tries its old pod's address again, where nothing answers once the pod is gone: a team's TF2
+    # chief waited those 20 s before its coordinator saw the worker lost (real pods, GRPC_TRACE).
     "grpc.min_reconnect_backoff_ms": 500,
     "grpc.max_reconnect_backoff_ms": 500,
     # A replaced pod keeps its DNS name and gets a new IP: look the name up again
@@ -40,7 +46,12 @@ PS_WATCH_GRACE_S = 10.0
 
 def set_grpc_options(environ: MutableMapping[str, str] = os.environ) -> None:
     """Set the trainer's gRPC options unless the operator set their own; before TensorFlow connects."""
-    environ.setdefault(GRPC_OPTIONS_ENV, ",".join(f"{name}={value}" for name, value in GRPC_OPTIONS.items()))
+    environ.setdefault(GRPC_OPTIONS_ENV, grpc_options_value())
+
+
+def grpc_options_value() -> str:
+    """GRPC_OPTIONS as TensorFlow reads them from GRPC_OPTIONS_ENV."""
+    return ",".join(f"{name}={value}" for name, value in GRPC_OPTIONS.items())
 
 
 def serving(address: str, timeout_s: float = 1.0) -> bool:

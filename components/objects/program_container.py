@@ -24,7 +24,7 @@ from ..plan.experiment import Experiment
 from ..plan.task_roles import role_of
 from ..plan.workloads import TaskGroup
 from ..spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
-from ..spec.trainer_contract import CLUSTER_ENV
+from ..spec.trainer_contract import CLUSTER_ENV, GRPC_OPTIONS_ENV, grpc_options_value
 from .task_shell import shell_started
 
 Manifest = dict[str, Any]
@@ -46,6 +46,12 @@ def shared_program_env(experiment: Experiment, scratch_dir: str) -> dict[str, st
         # The root filesystem is read-only: home and temporary files go to the task's scratch.
         "HOME": scratch_dir,
         "PYTHONUNBUFFERED": "1",  # a task's log lines reach `kubectl logs` and `status` as printed
+        # TensorFlow's gRPC channels retry a lost task within half a second and look its name up
+        # again, as tfk8s's trainer's do: a lost worker's replacement is then reached as it serves,
+        # where TensorFlow's defaults left a team's TF2 chief trying the old pod's address for 20 s
+        # and its DNS name unread for up to 30 s (trainer/peers.py). The pod's own `env` comes
+        # before this shared ConfigMap: a team's `program.env` entry of the same name replaces it.
+        GRPC_OPTIONS_ENV: grpc_options_value(),
     }
 
 

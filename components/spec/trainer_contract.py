@@ -1,7 +1,8 @@
 """What components/ reads from the trainer: the bottleneck rules `diagnose` and the reports share
 (bottleneck), the names a task's pod and its objects agree on
 (shared_names, cluster), the trainer's settings (settings), the kubelet's $(VAR) rules
-(kubelet_expansion), the chief's log lines (log_lines) and the JSON `export` prints (stack_export).
+(kubelet_expansion), the chief's log lines (log_lines), the JSON `export` prints (stack_export) and
+the gRPC channel options TensorFlow reads (peers), which a team's program is given too.
 
 The trainer is a package beside components/: in a checkout both are top-level (`python -m
 components`, `from components.tf_experiment import ...`); in the wheel (`make dist`,
@@ -15,9 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__ == "components.spec":
-    from trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
+    from trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
 else:
-    from ...trainer import cluster, kubelet_expansion, log_lines, settings, shared_names, stack_export
+    from ...trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
 
 # The bottleneck rules, re-exported whole: `diagnose` and the reports apply the same ones.
 if TYPE_CHECKING or __package__ == "components.spec":
@@ -55,6 +56,9 @@ SETTINGS_ENV = settings.SETTINGS_ENV
 SettingsError = settings.SettingsError
 TrainerSettings = settings.TrainerSettings
 to_camel = settings.to_camel
+
+GRPC_OPTIONS_ENV = peers.GRPC_OPTIONS_ENV
+grpc_options_value = peers.grpc_options_value
 
 PROGRAM_ROLES = stack_export.PROGRAM_ROLES
 ProgramExport = stack_export.ProgramExport

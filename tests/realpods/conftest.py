@@ -101,8 +101,9 @@ class TaskLog:
                 found.append((stamp, event))
         return found
 
-    def first(self, text: str) -> Optional[float]:
-        return next((stamp for stamp, line in self.lines if text in line), None)
+    def first(self, text: str, after: float = 0.0) -> Optional[float]:
+        """When the first line holding `text` was logged (after `after`, seconds since the epoch)."""
+        return next((stamp for stamp, line in self.lines if text in line and stamp > after), None)
 
 
 @dataclass

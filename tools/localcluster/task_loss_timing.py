@@ -46,6 +46,8 @@ class AfterLoss:
 
     seconds: float  # after the loss: until training went on, or until the experiment was seen failed
     failed: Optional[str]  # why the experiment failed; None where training went on
+    lost_at: float  # when the task was deleted or evicted, seconds since the epoch (as logs stamp lines)
+    replacement: Optional[str]  # the lost task's new pod, where one was seen
 
 
 class NotWithin(RuntimeError):
@@ -111,7 +113,7 @@ def lose_task(side: Side, lost: Disruption, back_within_s: float = WAIT_S) -> Af
     time.sleep(SETTLE_S)  # not a wait on an event: every worker trains, and the loss comes this much later
     old = side.task_pod(lost.role, 0)
     assert old is not None, f"no {lost.role}-0 pod while every worker trains"
-    lost_at = time.monotonic()
+    lost_at, lost_at_epoch = time.monotonic(), time.time()
     _lose(side, old, lost.evicted)
 
     def until_back(condition: Callable[[], Any], what: str) -> Any:
@@ -131,6 +133,7 @@ def lose_task(side: Side, lost: Disruption, back_within_s: float = WAIT_S) -> Af
         pod = side.task_pod(lost.role, 0)
         return pod is not None and pod.metadata.uid != old.metadata.uid and pod
 
+    new = None
     try:
         new = until_back(replacement, f"a replacement {lost.role}-0")
         if lost.role == "worker":
@@ -146,5 +149,5 @@ def lose_task(side: Side, lost: Disruption, back_within_s: float = WAIT_S) -> Af
                 "a worker's step after the new PS started",
             )
     except ExperimentFailed as failed:
-        return AfterLoss(time.monotonic() - lost_at, str(failed))
-    return AfterLoss(time.monotonic() - lost_at, None)
+        return AfterLoss(time.monotonic() - lost_at, str(failed), lost_at_epoch, new and new.metadata.name)
+    return AfterLoss(time.monotonic() - lost_at, None, lost_at_epoch, new and new.metadata.name)

@@ -49,8 +49,8 @@ def shared_program_env(experiment: Experiment, scratch_dir: str) -> dict[str, st
         # TensorFlow's gRPC channels retry a lost task within half a second and look its name up
         # again, as tfk8s's trainer's do: a lost worker's replacement is then reached as it serves,
         # where TensorFlow's defaults left a team's TF2 chief trying the old pod's address for 20 s
-        # and its DNS name unread for up to 30 s (trainer/peers.py). The pod's own `env` comes
-        # before this shared ConfigMap: a team's `program.env` entry of the same name replaces it.
+        # and its DNS name unread for up to 30 s (trainer/peers.py). A pod's own `env` wins over
+        # this shared ConfigMap (its `envFrom`): a team's `program.env` entry of the name replaces it.
         GRPC_OPTIONS_ENV: grpc_options_value(),
     }
 

@@ -133,7 +133,7 @@ def lose_task(side: Side, lost: Disruption, back_within_s: float = WAIT_S) -> Af
         pod = side.task_pod(lost.role, 0)
         return pod is not None and pod.metadata.uid != old.metadata.uid and pod
 
-    new = None
+    new, failed = None, None
     try:
         new = until_back(replacement, f"a replacement {lost.role}-0")
         if lost.role == "worker":
@@ -148,6 +148,6 @@ def lose_task(side: Side, lost: Disruption, back_within_s: float = WAIT_S) -> Af
                 ),
                 "a worker's step after the new PS started",
             )
-    except ExperimentFailed as failed:
-        return AfterLoss(time.monotonic() - lost_at, str(failed), lost_at_epoch, new and new.metadata.name)
-    return AfterLoss(time.monotonic() - lost_at, None, lost_at_epoch, new and new.metadata.name)
+    except ExperimentFailed as error:
+        failed = str(error)
+    return AfterLoss(time.monotonic() - lost_at, failed, lost_at_epoch, new and new.metadata.name)

@@ -198,7 +198,8 @@ class RealCluster:
             command=list(FINISH_COMMAND), stderr=True, stdout=True, stdin=False, tty=False,
         )
 
-    def _running_logs(self, stack: str, role: str, other_than: Optional[str] = None):
+    def running_logs(self, stack: str, role: str, other_than: Optional[str] = None):
+        """The logs of `role`'s running pods (not pod `other_than`); a pod still creating its container has none."""
         namespace = load_experiment(stack).namespace
         for pod in self.pods(stack, role):
             if pod.status.phase == "Running" and pod.metadata.name != other_than:
@@ -218,7 +219,7 @@ class RealCluster:
 
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            for log in self._running_logs(stack, "chief", other_than):
+            for log in self.running_logs(stack, "chief", other_than):
                 for _, found in log.events(event):
                     if matches(found):
                         return found
@@ -229,7 +230,7 @@ class RealCluster:
         """Wait until a running pod of `role` has logged `text`."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if any(log.first(text) is not None for log in self._running_logs(stack, role)):
+            if any(log.first(text) is not None for log in self.running_logs(stack, role)):
                 return
             time.sleep(0.5)
         pytest.fail(f"no {role} pod logged '{text}' within {timeout_s:.0f} s")

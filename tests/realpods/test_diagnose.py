@@ -47,14 +47,15 @@ def bottleneck_stack(cluster: RealCluster, load: str) -> str:
     return write_variant(cluster.stacks_dir, "scene2-case1", f"real-diagnose-{load}", to_program)
 
 
-def wait_for_training(cluster: RealCluster, namespace: str, stack: str) -> str:
+def wait_for_training(cluster: RealCluster, stack: str) -> str:
     """The chief's line naming the PS that holds the unpartitioned matrix, once training runs."""
     deadline = time.monotonic() + TRAIN_WAIT_S
     while time.monotonic() < deadline:
-        (chief,) = cluster.pods(stack, "chief")
-        said = [text for _, text in cluster.log(namespace, chief.metadata.name).lines]
-        if any(text.startswith("chief: training under") for text in said):
-            return next(text for text in said if text.startswith("matrix on "))
+        # The chief is not among the pods wait_for_pods waits for: its container may still be creating.
+        for log in cluster.running_logs(stack, "chief"):
+            said = [text for _, text in log.lines]
+            if any(text.startswith("chief: training under") for text in said):
+                return next(text for text in said if text.startswith("matrix on "))
         time.sleep(1)
     raise AssertionError(f"{stack}: the chief did not start training within {TRAIN_WAIT_S:.0f} s")
 
@@ -76,8 +77,8 @@ def changed(finding: dict) -> dict:
 @pytest.mark.parametrize("load", ["hot-ps", "ps-bound", "worker-bound", "idle"])
 def test_diagnose_names_the_bottleneck_a_teams_program_has(real_cluster, tmp_path, capsys, load):
     stack = bottleneck_stack(real_cluster, load)
-    with real_cluster.running(stack, tmp_path) as namespace:
-        placed = wait_for_training(real_cluster, namespace, stack)
+    with real_cluster.running(stack, tmp_path):
+        placed = wait_for_training(real_cluster, stack)
         written = f"real-diagnose-{load}-next"
         finding = diagnosed(stack, real_cluster, capsys, *(["--write", written] if load == "ps-bound" else []))
     # What diagnose said, for the log of the run (pytest -s shows it; docs/observing.md quotes it).

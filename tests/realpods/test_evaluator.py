@@ -3,7 +3,8 @@ checkpoints on its volume, is replaced alone when lost, and ends with the experi
 
 What a user checks: the evaluator reports evaluations (tfk8s's trainer's, and a team's TF2
 program's), `top` shows the latest, a deleted evaluator is replaced while the experiment's
-restart count stays 0, and the experiment succeeds with no evaluator left running.
+restart count stays 0, and the experiment succeeds with no evaluator left running. The trainer's
+evaluator is checked on the TensorBoard test's experiment (check_the_trainers_evaluator).
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from kubernetes import client
 
 from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
-from tests.realpods.conftest import UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.realpods.conftest import UNTIL_STOPPED, RealCluster
 from tests.realpods.test_programs import FAIL_WITHIN_S, program_stack, status_of, wait_for_phase
-from tests.stack_variants import write_variant
 from trainer.log_lines import EVALUATION
 
 EVALUATOR_TEAM_SOURCE = "tests/team_programs/tf2-ps-evaluator"
@@ -77,7 +77,35 @@ def _run_in(cluster: RealCluster, pod: client.V1Pod, script: str) -> str:
     )
 
 
-def _wait_until_no_evaluator_runs(cluster: RealCluster, stack: str) -> None:
+def check_the_trainers_evaluator(cluster: RealCluster, stack: str, namespace: str, capsys, every: int) -> None:
+    """The trainer's evaluator of a running experiment (checkpoints every `every` steps) evaluates
+    each checkpoint, `top` shows its latest, and lost, it is replaced alone while the chief trains on.
+
+    The TensorBoard test runs it on its experiment (tests/realpods/test_tensorboard.py), which has
+    the evaluator and the checkpoint volume already: one experiment brought up for both."""
+    first = _wait_for_evaluations(cluster, stack, namespace)
+    assert first[0]["step"] >= every and first[0]["step"] % every == 0, first[0]
+    assert all(0.0 < e["eval_loss"] < 10.0 for e in first), first
+    (pod,) = _evaluator_pods(cluster, stack)
+    (chief,) = [p for p in cluster.pods(stack, "chief") if p.status.phase == "Running"]
+    assert pod.spec.node_name == chief.spec.node_name, "the chief's ReadWriteOnce volume is on its server"
+
+    components_main(["top", stack, "--kubeconfig", str(cluster.kubeconfig)])
+    shown = capsys.readouterr().out
+    assert "evaluation: step " in shown and "eval_loss" in shown, shown
+    assert any(line.split()[:1] == ["evaluator-0"] for line in shown.splitlines()), shown
+
+    # Lost, it is replaced alone: the experiment is not restarted, and training goes on.
+    client.CoreV1Api(cluster.api).delete_namespaced_pod(pod.metadata.name, namespace)
+    again = _wait_for_evaluations(cluster, stack, namespace, other_than=pod.metadata.name)
+    assert again, "the replacement evaluated"
+    assert (cluster.jobset(stack).get("status") or {}).get("restarts", 0) == 0
+    assert [p.metadata.name for p in cluster.pods(stack, "chief") if p.status.phase == "Running"] == [
+        chief.metadata.name
+    ], "the chief trained on"
+
+
+def wait_until_no_evaluator_runs(cluster: RealCluster, stack: str) -> None:
     """JobSet deletes the evaluator's Job when the experiment ends while it still runs; an evaluator
     that exited 0 on its own (after the last step's checkpoint) stays as a finished pod with its
     log, as the chief's does, and holds nothing."""
@@ -87,44 +115,6 @@ def _wait_until_no_evaluator_runs(cluster: RealCluster, stack: str) -> None:
     ]:
         assert time.monotonic() < deadline, f"the evaluator outlived the experiment: {running}"
         time.sleep(0.5)
-
-
-def test_the_trainers_evaluator_follows_the_checkpoints_and_is_replaced_alone(
-    real_cluster, local_volume, tmp_path, capsys
-):
-    def edit(values):
-        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 100})(values)
-        values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
-        values["tfk8s:cluster"]["evaluator"] = dict(EVALUATOR)
-
-    stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-evaluator", edit)
-    with real_cluster.running(stack, tmp_path) as namespace:
-        first = _wait_for_evaluations(real_cluster, stack, namespace)
-        assert first[0]["step"] >= 100 and first[0]["step"] % 100 == 0, first[0]
-        assert all(0.0 < e["eval_loss"] < 10.0 for e in first), first
-        (pod,) = _evaluator_pods(real_cluster, stack)
-        (chief,) = [p for p in real_cluster.pods(stack, "chief") if p.status.phase == "Running"]
-        assert pod.spec.node_name == chief.spec.node_name, "the chief's ReadWriteOnce volume is on its server"
-
-        components_main(["top", stack, "--kubeconfig", str(real_cluster.kubeconfig)])
-        shown = capsys.readouterr().out
-        assert "evaluation: step " in shown and "eval_loss" in shown, shown
-        assert any(line.split()[:1] == ["evaluator-0"] for line in shown.splitlines()), shown
-
-        # Lost, it is replaced alone: the experiment is not restarted, and training goes on.
-        client.CoreV1Api(real_cluster.api).delete_namespaced_pod(pod.metadata.name, namespace)
-        again = _wait_for_evaluations(real_cluster, stack, namespace, other_than=pod.metadata.name)
-        assert again, "the replacement evaluated"
-        assert (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) == 0
-        assert [p.metadata.name for p in real_cluster.pods(stack, "chief") if p.status.phase == "Running"] == [
-            chief.metadata.name
-        ], "the chief trained on"
-
-        real_cluster.finish(stack)
-        summary, _ = real_cluster.chief_summary(stack)
-        assert summary["steps"] >= 100
-        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
-        _wait_until_no_evaluator_runs(real_cluster, stack)
 
 
 def test_a_teams_tf2_program_with_an_evaluator_succeeds_and_the_evaluator_evaluated(
@@ -158,7 +148,7 @@ def test_a_teams_tf2_program_with_an_evaluator_succeeds_and_the_evaluator_evalua
 
         _run_in(real_cluster, real_cluster.running_chief(stack), f"touch {TEAM_FINISH_FILE}")
         wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
-        _wait_until_no_evaluator_runs(real_cluster, stack)
+        wait_until_no_evaluator_runs(real_cluster, stack)
 
 
 def _evaluated_lines(cluster: RealCluster, stack: str, namespace: str) -> list[str]:

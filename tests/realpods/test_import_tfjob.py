@@ -97,12 +97,23 @@ def _kubectl(cluster, *args: str) -> str:
 
 @contextlib.contextmanager
 def tfjob_namespace(cluster, namespace: str) -> Iterator[None]:
-    """The team's namespace for its TFJob; deleted afterwards, with the TFJob and its pods."""
+    """The team's namespace for its TFJob; deleted afterwards, with the TFJob and its pods. Only the
+    pods are waited for (the next run on the nodes needs their CPU back); the namespace's sweep
+    goes on, and is waited for where the namespace is made again."""
+    _wait_until_none(cluster, "namespace", namespace, "namespace", namespace)
     _kubectl(cluster, "create", "namespace", namespace)
     try:
         yield
     finally:
-        _kubectl(cluster, "delete", "namespace", namespace, "--wait=true", "--timeout=120s")
+        _kubectl(cluster, "delete", "namespace", namespace, "--wait=false")
+        _wait_until_none(cluster, f"the pods of namespace {namespace}", "pods", "-n", namespace)
+
+
+def _wait_until_none(cluster, what: str, *get: str) -> None:
+    deadline = time.monotonic() + TFJOB_WITHIN_S
+    while _kubectl(cluster, "get", *get, "--ignore-not-found", "-o", "name").strip():
+        assert time.monotonic() < deadline, f"{what} still there after {TFJOB_WITHIN_S:.0f} s"
+        time.sleep(0.5)
 
 
 def run_under_kubeflow(cluster, tfjob_file: Path) -> tuple[int, float]:

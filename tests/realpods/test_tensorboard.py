@@ -4,7 +4,8 @@ scalars from the checkpoint volume, and `python -m components tensorboard` serve
 
 What a user checks: TensorBoard's scalars API returns the trainer's loss at the steps the chief
 reported and the evaluator's eval_loss at the checkpoints' steps, and the chief, sharing the volume,
-trains and finishes as without it.
+trains and finishes as without it. The same experiment's evaluator is then lost and replaced alone
+(tests/realpods/test_evaluator.py's checks): one experiment brought up for both.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from components.spec.tensorboard import TENSORBOARD_PORT
 from components.plan.labels import TENSORBOARD
 from tests.harness import PROJECT_ROOT
 from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS, UNTIL_STOPPED, scaled_to_real_nodes
-from tests.realpods.test_evaluator import EVALUATOR
+from tests.realpods.test_evaluator import EVALUATOR, check_the_trainers_evaluator, wait_until_no_evaluator_runs
 from tests.realpods.test_network_policy import connect, refused_in_time, side_pod
 from tests.realpods.test_programs import FAIL_WITHIN_S, wait_for_phase
 from tests.stack_variants import write_variant
@@ -37,12 +38,18 @@ def _get(url: str) -> object:
         return json.loads(answer.read())
 
 
-def test_tensorboard_serves_the_trainers_loss_through_the_port_forward(real_cluster, local_volume, tmp_path, capsys):
+CHECKPOINT_EVERY = 200
+
+
+def test_tensorboard_serves_the_trainers_loss_and_its_evaluator_is_replaced_alone(
+    real_cluster, local_volume, tmp_path, capsys
+):
     image = build_program_image("tensorboard", TENSORBOARD_REQUIREMENTS)
     assert realnodes.import_archive(REAL_CLUSTER, image.archive) == list(REAL_SERVERS)
 
     def edit(values):
-        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 200})(values)
+        trains = {"steps": UNTIL_STOPPED, "checkpointEvery": CHECKPOINT_EVERY}
+        scaled_to_real_nodes("servers", "servers", trains)(values)
         values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
         values["tfk8s:tensorboard"] = {"image": image.reference, "cpu": "100m", "memory": "768Mi"}
         values["tfk8s:cluster"]["evaluator"] = dict(EVALUATOR)
@@ -90,11 +97,16 @@ def test_tensorboard_serves_the_trainers_loss_through_the_port_forward(real_clus
                        _get(f"{url}data/runs") else []):
                 assert time.monotonic() < deadline, f"no eval_loss in TensorBoard within {SCALARS_WITHIN_S:.0f} s"
                 time.sleep(2.0)
-            assert all(step % 200 == 0 and 0.0 < value < 10.0 for _, step, value in evaluated), evaluated
+            assert all(step % CHECKPOINT_EVERY == 0 and 0.0 < value < 10.0 for _, step, value in evaluated), evaluated
         finally:
             stop.set()
             serving.join(timeout=30)
         said = capsys.readouterr().out  # the command's lines; `status --json` comes next
         assert f"TensorBoard of stack '{experiment.stack}'" in said and url in said, said
+        # The same experiment's evaluator: `top` shows it, and lost, it is replaced alone.
+        check_the_trainers_evaluator(real_cluster, stack, experiment.namespace, capsys, CHECKPOINT_EVERY)
         real_cluster.finish(stack)
+        summary, _ = real_cluster.chief_summary(stack)
+        assert summary["steps"] >= CHECKPOINT_EVERY
         wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
+        wait_until_no_evaluator_runs(real_cluster, stack)

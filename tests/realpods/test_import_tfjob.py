@@ -100,7 +100,7 @@ def tfjob_namespace(cluster, namespace: str) -> Iterator[None]:
     """The team's namespace for its TFJob; deleted afterwards, with the TFJob and its pods. Only the
     pods are waited for (the next run on the nodes needs their CPU back); the namespace's sweep
     goes on, and is waited for where the namespace is made again."""
-    _wait_until_none(cluster, "namespace", namespace, "namespace", namespace)
+    _wait_until_none(cluster, f"namespace {namespace}", "namespace", namespace)
     _kubectl(cluster, "create", "namespace", namespace)
     try:
         yield

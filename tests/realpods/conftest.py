@@ -138,12 +138,18 @@ class RealCluster:
             self.delete(stack, out)
 
     def delete(self, stack: str, out: Path) -> None:
-        """Delete `stack`'s objects; it returns once its pods are gone. The namespace controller's
-        sweep goes on meanwhile (a whole delete took 6.4 to 7.9 s): an apply into a namespace still
-        terminating waits for its end, and the next test's pods need only the CPU back."""
+        """Delete `stack`'s objects; it returns once every pod of the experiment is gone (the JobSet's,
+        a StatefulSet's, the side pods'), so that the next test has the CPU back. The namespace
+        controller's sweep goes on meanwhile (a whole delete took 6.4 to 7.9 s): an apply into a
+        namespace still terminating waits for its end."""
         experiment = load_experiment(stack)
         render(experiment, out, force=True)  # the test's folder may hold its other files
         delete_manifests(self.api, experiment.stack, rendered_objects(experiment, out), wait_for_namespace=False)
+        selector = L.selector_text(experiment.stack)
+        deadline = time.monotonic() + POD_WAIT_S
+        while left := self.core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
+            assert time.monotonic() < deadline, f"{[p.metadata.name for p in left]} still there {POD_WAIT_S:.0f} s after the delete"
+            time.sleep(0.5)
 
     def pods(self, stack: str, role: str) -> list[Any]:
         experiment = load_experiment(stack)
@@ -272,7 +278,7 @@ def _our_processes() -> list[str]:
     found = []
     markers = (str(paths.CLUSTER_ROOT).encode(), str(paths.TOOLS_BIN).encode())
     # NUL-separated NAME=VALUE pairs: the mark with any value but this session's.
-    another_session = re.compile(b"(?:^|\0)%s=(?!%d\0)" % (TEST_SESSION_MARK.encode(), os.getpid()))
+    another_session = re.compile(b"(?:^|\0)%s=(?!%d(?:\0|$))" % (TEST_SESSION_MARK.encode(), os.getpid()))
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue

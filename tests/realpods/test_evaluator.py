@@ -25,7 +25,6 @@ TEAM_FINISH_FILE = "/scratch/finish"
 # An evaluator's pod is small: the real servers also hold the chief, 2 PS and 2 workers.
 EVALUATOR = {"replicas": 1, "cpu": "100m", "memory": "1Gi"}
 EVALUATES_WITHIN_S = 240.0
-REPLACED_WITHIN_S = 60.0
 ENDS_WITHIN_S = 30.0
 
 

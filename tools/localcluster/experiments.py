@@ -326,7 +326,10 @@ def delete_manifests(
         _delete_dependents_first(dynamic, jobset)
     with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
         list(pool.map(delete, reversed([m for m in namespaced if m["kind"] != "JobSet"])))
-    progress(f"deleted {len(namespaced)} objects in namespace {namespaced[0]['metadata']['namespace']}")
+    # The JobSet's pods went with it; a StatefulSet's and the side pods' go after their owners.
+    objects_namespace = namespaced[0]["metadata"]["namespace"]
+    _wait_pods_gone(core, objects_namespace, L.selector_text(stack))
+    progress(f"deleted {len(namespaced)} objects in namespace {objects_namespace}")
     # A team's namespace is not the experiment's: there is no Namespace to delete.
     for namespace in (m for m in manifests if m["kind"] == "Namespace"):
         namespace_name = namespace["metadata"]["name"]
@@ -356,6 +359,15 @@ NAMESPACE_GONE_TIMEOUT_S = 120.0
 def _wait_namespace_gone(core: client.CoreV1Api, name: str) -> None:
     still_there = f"namespace {name} still terminating"
     _wait_gone(functools.partial(core.read_namespace, name), still_there, NAMESPACE_GONE_TIMEOUT_S)
+
+
+def _wait_pods_gone(core: client.CoreV1Api, namespace: str, selector: str) -> None:
+    deadline = time.monotonic() + NAMESPACE_GONE_TIMEOUT_S
+    while left := core.list_namespaced_pod(namespace, label_selector=selector).items:
+        if time.monotonic() >= deadline:
+            names = ", ".join(name_of(pod) for pod in left)
+            raise ApplyError(f"pods {names} still there {NAMESPACE_GONE_TIMEOUT_S:.0f} s after their owners' delete")
+        time.sleep(WAIT_POLL_S)
 
 
 def _terminating(core: client.CoreV1Api, name: str) -> bool:

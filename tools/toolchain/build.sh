@@ -53,8 +53,7 @@ if [ "${#need_debs[@]}" -gt 0 ]; then
     exit 1
   fi
   echo "toolchain: installing ${need_debs[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_debs[@]}" >/dev/null
+  bash "$here/apt_install.sh" "${need_debs[@]}"
   built+=("${need_debs[@]}")
 else
   kept+=("${debian_packages[@]}")

@@ -15,5 +15,4 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   exit 0
 fi
 echo "test-shells: installing busybox=$BUSYBOX_DEB"
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "busybox=$BUSYBOX_DEB" >/dev/null
+bash "$here/apt_install.sh" "busybox=$BUSYBOX_DEB"

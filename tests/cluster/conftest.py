@@ -32,6 +32,11 @@ POD_WAIT_S = 120.0
 # The tests that leave their experiment for the session's end to take away (LocalCluster.abandon):
 # deleting 2,200 kwok pods took longer than placing them.
 LAST_TESTS = "test_ten_times_"
+# `make test` runs this stage beside the real pods at the lowest priority: starved, kwok may renew its
+# nodes' heartbeats late, and at Kubernetes' default grace (50 s) the node controller would taint
+# live servers unreachable mid-test. No test here waits for a heartbeat to lapse: a server is lost
+# by deleting its node.
+NODE_GRACE = "30m"
 
 
 def pytest_collection_modifyitems(items):
@@ -95,7 +100,7 @@ def local_cluster(tmp_path_factory) -> LocalCluster:
         pytest.fail(f"the local control plane needs {', '.join(missing)}: run `make toolchain`")
     stacks_dir = tmp_path_factory.mktemp("stacks")
     loose = write_variant(stacks_dir, "scene1-case2", "scene1-loose", _loose)
-    control_plane.up(TEST_CLUSTER, tie_to_parent=True)
+    control_plane.up(TEST_CLUSTER, tie_to_parent=True, node_grace=NODE_GRACE)
     try:
         configs = [load_experiment(stack).config for stack in (*SEED_STACKS, loose)]
         create_fake_nodes(api_client(TEST_CLUSTER.kubeconfig), configs)

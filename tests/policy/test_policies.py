@@ -643,7 +643,7 @@ def test_setup_creates_the_virtualenv_the_policy_pack_names():
     created = re.search(r"^POLICY_VENV := (\S+)$", makefile, re.M).group(1)
     assert created == f"policy/{named}", "make setup must create the virtualenv PulumiPolicy.yaml names"
     assert re.search(r"^setup: .*\$\(POLICY_STAMP\)", makefile, re.M), "setup builds the policy environment"
-    assert "-r policy/requirements.txt" in makefile
+    assert "venv.sh $(POLICY_VENV) policy/requirements.txt" in makefile, "it installs the pack's requirements"
     # And setup did create it: the pack's own interpreter imports the pack's SDK.
     python = PROJECT_ROOT / "policy" / named / "bin" / "python"
     assert python.exists(), "run `make setup`: it creates policy/venv"

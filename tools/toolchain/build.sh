@@ -20,10 +20,6 @@ tools="$root/.tools"
 bin="$tools/bin"
 src="$tools/src"
 mkdir -p "$bin" "$src"
-# Targets run at once (make -j, two terminals) may each need the toolchain: one build at a time
-# in a checkout, the second finding what the first built.
-exec 9>"$tools/.build.lock"
-flock 9
 # Built binaries are kept outside the clone too, each keyed by its name, version and
 # the source that builds it, so a fresh clone (CI) links them instead of building
 # again, and changing one component rebuilds that component only.
@@ -58,6 +54,15 @@ if [ "${#need_debs[@]}" -gt 0 ]; then
 else
   kept+=("${debian_packages[@]}")
 fi
+
+# --debian-packages: those only (the nodes' image needs debootstrap, not the Go binaries: `make
+# node-image` builds beside the Go build on a fresh machine).
+[ "${1:-}" != --debian-packages ] || exit 0
+
+# Targets run at once (make -j, two terminals) may each need the toolchain: one build at a time
+# in a checkout, the second finding what the first built.
+exec 9>"$tools/.build.lock"
+flock 9
 
 # up_to_date NAME KEY: the binary was built at KEY (its version and recipe), here or
 # in the cache, from which it is linked.

@@ -24,7 +24,7 @@ PARTITIONS ?= none auto
 # default model the PS work is mostly fixed per-call overhead and no PS stands out.
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
-.PHONY: setup demo plan local test test-cluster-beside-real-pods lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-cluster \
+.PHONY: setup demo plan local test test-local lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-cluster \
 	test-real bench-real bench-program bench-engine bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 # Each environment is kept outside the clone, keyed by its pins, and linked (tools/toolchain/venv.sh).
@@ -56,21 +56,19 @@ local: $(STAMP) $(TRAINER_STAMP)
 	$(call require,STACK STEPS,STACK=<stack> STEPS=<steps>)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(call quote,$(STACK)) --steps $(call quote,$(STEPS))
 
-# Two steps; each stage's output is printed whole as it ends. First lint, the program and trainer
-# stages (CPU work, no cluster, no fixed ports; the trainer's tests time their tasks' stops, so they
-# run at the usual priority) and what the real nodes need (the toolchain and images: a no-op once
-# cached, a long build on a fresh machine) side by side. Then the real-pod stage, which measures CPU
-# use and step times and leaves about a third of the machine idle, with the control-plane stage
-# beside it at the lowest priority (nice): that one mostly waits on its kwok controllers and takes
-# the CPU the real pods leave; its nodes may miss heartbeats for minutes without being lost
-# (tests/cluster/conftest.py).
-BESIDE_REAL_PODS_NICE ?= 19
-test: setup
-	$(MAKE) --no-print-directory -j5 --output-sync=target lint test-program test-trainer toolchain node-image
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-real test-cluster-beside-real-pods
+# Each stage's output is printed whole as it ends. The control-plane stage mostly waits on
+# controllers, so the program and trainer stages (CPU work, no cluster, no fixed ports) run beside
+# it, and the real nodes' images (a no-op once cached, minutes on a fresh machine, beside the Go
+# build) too; the real-pod stage then runs alone, since it measures CPU use and step times. Run
+# beside the real pods at nice 19 instead, the control-plane stage took the CPU they left and the
+# whole took longer (docs/local-cluster.md).
+test: setup lint
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-cluster test-local node-image
+	$(MAKE) --no-print-directory test-real
 
-test-cluster-beside-real-pods:
-	nice -n $(BESIDE_REAL_PODS_NICE) $(MAKE) --no-print-directory test-cluster
+test-local:
+	$(MAKE) --no-print-directory test-program
+	$(MAKE) --no-print-directory test-trainer
 
 # ruff (lint, then formatting) and mypy over the code tfk8s ships; settings in pyproject.toml.
 lint: $(STAMP)
@@ -88,16 +86,13 @@ SLOWEST := --durations=15
 test-program: $(STAMP) $(POLICY_STAMP) test-shells
 	$(VENV)/bin/python -m pytest tests --ignore=tests/trainer --ignore=tests/cluster --ignore=tests/realpods $(SLOWEST)
 
-# One cluster with real nodes per machine (its bridge and host changes): runs that bring one up wait
-# for each other on this lock instead of colliding. The control-plane stage's cluster (kwok nodes,
-# free ports, its own folder, nothing changed on the host) takes a lock of its own: it runs beside
-# the real nodes.
+# One local cluster per machine (its ports, bridge and host changes): runs of the suites that bring
+# one up wait for each other on this lock instead of colliding.
 CLUSTER_LOCK ?= /tmp/tfk8s-cluster.lock
-CONTROL_PLANE_LOCK ?= /tmp/tfk8s-control-plane.lock
 
 # Real admission and scheduling: the objects against a local control plane.
 test-cluster: $(STAMP) toolchain
-	flock $(CONTROL_PLANE_LOCK) $(VENV)/bin/python -m pytest tests/cluster $(SLOWEST)
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/cluster $(SLOWEST)
 
 # Experiments in real pods on two real kubelet nodes (root; builds the images first).
 test-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from pathlib import Path
 
@@ -12,12 +11,6 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
-
-# Every process a test session starts (a control plane, the Pulumi engine, real nodes) inherits this
-# mark: `make test` runs the control-plane stage beside the real-pod stage, whose check that it left
-# no process behind passes over the other session's (tests/realpods/conftest.py).
-TEST_SESSION_MARK = "TFK8S_TEST_SESSION"
-os.environ[TEST_SESSION_MARK] = str(os.getpid())
 
 from tests.harness import ProgramRun, RecordingMonitor, reset_pulumi  # noqa: E402
 from tests.runs import ALL_STACKS, program_run  # noqa: E402

@@ -32,10 +32,10 @@ POD_WAIT_S = 120.0
 # The tests that leave their experiment for the session's end to take away (LocalCluster.abandon):
 # deleting 2,200 kwok pods took longer than placing them.
 LAST_TESTS = "test_ten_times_"
-# `make test` runs this stage beside the real pods at the lowest priority: starved, kwok may renew its
-# nodes' heartbeats late, and at Kubernetes' default grace (50 s) the node controller would taint
-# live servers unreachable mid-test. No test here waits for a heartbeat to lapse: a server is lost
-# by deleting its node.
+# `make test` runs this stage beside other CPU work: starved, kwok may renew its nodes' heartbeats
+# late (seen beside the real pods), and at Kubernetes' default grace (50 s) the node controller would
+# taint live servers unreachable mid-test. No test here waits for a heartbeat to lapse: a server is
+# lost by deleting its node.
 NODE_GRACE = "30m"
 
 

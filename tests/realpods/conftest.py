@@ -14,7 +14,6 @@ import contextlib
 import copy
 import gc
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -30,7 +29,6 @@ from components.live.status import read_jobset
 from components.objects.loading import load_experiment
 from components.objects.render import render
 from components.plan import labels as L
-from tests.conftest import TEST_SESSION_MARK
 from tests.harness import reset_pulumi
 from trainer.log_lines import read_event
 from tools.localcluster import host, host_claim, lifecycle, netfilter, paths, realnodes, training_operator
@@ -267,25 +265,19 @@ def _nftables_tables() -> list[str]:
 
 def _our_processes() -> list[str]:
     """Processes that name the cluster folder or the toolchain: control plane, kubelets,
-    containerd and its shims (a pod's processes keep its node's cgroup, checked apart). Not those
-    another test session started (the control-plane stage's, beside this one): they carry its mark."""
+    containerd and its shims (a pod's processes keep its node's cgroup, checked apart)."""
     found = []
     markers = (str(paths.CLUSTER_ROOT).encode(), str(paths.TOOLS_BIN).encode())
-    # NUL-separated NAME=VALUE pairs: the mark with any value but this session's.
-    another_session = re.compile(b"(?:^|\0)%s=(?!%d(?:\0|$))" % (TEST_SESSION_MARK.encode(), os.getpid()))
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             command = (entry / "cmdline").read_bytes()
-            if not any(marker in command for marker in markers):
-                continue
-            if another_session.search((entry / "environ").read_bytes()):
-                continue
         except OSError:
-            continue  # it ended between the listing and the read
-        words = command.replace(b"\0", b" ").decode(errors="replace")
-        found.append(f"{entry.name} {words[:120]}")
+            continue
+        if any(marker in command for marker in markers):
+            words = command.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{entry.name} {words[:120]}")
     return found
 
 

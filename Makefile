@@ -60,8 +60,8 @@ local: $(STAMP) $(TRAINER_STAMP)
 # controllers, so the program and trainer stages (CPU work, no cluster, no fixed ports) run beside
 # it, and the real nodes' images (a no-op once cached, minutes on a fresh machine, beside the Go
 # build) too; the real-pod stage then runs alone, since it measures CPU use and step times. Run
-# beside the real pods at nice 19 instead, the control-plane stage took the CPU they left and the
-# whole took longer (docs/local-cluster.md).
+# beside the real pods at nice 19 instead, the control-plane stage found the two cores already 93%
+# busy, and both stages took longer (docs/local-cluster.md).
 test: setup lint
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-cluster test-local node-image
 	$(MAKE) --no-print-directory test-real

@@ -104,11 +104,6 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
         assert last.startswith("the experiment ended: Succeeded ("), output[-2000:]
 
 
-# How long both experiments train side by side before their chiefs are asked to finish: several of
-# the kubelet's 10 s CPU refreshes, so that the rate it still reports from TensorFlow's start, when
-# training begins, is a small part of what is integrated, however fast this machine trains.
-TRAIN_FOR_S = 60.0
-
 
 def _on_server(server: str):
     """A scene1-case1-hot-* stack (3 PS of 100m, the seed's sparse-heavy 1M x 64 model, memory as
@@ -126,8 +121,10 @@ def _on_server(server: str):
     return edit
 
 
-def child_running(parent: int, word: str) -> bool:
-    """Whether a child process of `parent` has `word` in its command line."""
+def children_running(parent: int, word: str) -> set[int]:
+    """The child processes of `parent` with `word` in their command line (an ended child, not yet
+    waited for, has none)."""
+    found = set()
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -137,14 +134,20 @@ def child_running(parent: int, word: str) -> bool:
         except (OSError, IndexError, ValueError):
             continue  # it ended between the listing and the read
         if parent_of == parent and word in command:
-            return True
-    return False
+            found.add(int(proc.name))
+    return found
 
 
-def wait_for_children_gone(parent: int, word: str, timeout_s: float) -> None:
+def wait_for_children_done(parent: int, word: str, count: int, timeout_s: float) -> None:
+    """Wait until `count` such children have started and none still runs."""
     deadline = time.monotonic() + timeout_s
-    while child_running(parent, word):
-        assert time.monotonic() < deadline, f"a {word} of the report still runs after {timeout_s:.0f} s"
+    seen: set[int] = set()
+    while True:
+        running = children_running(parent, word)
+        seen |= running
+        if len(seen) >= count and not running:
+            return
+        assert time.monotonic() < deadline, f"{len(seen)} of {count} {word} started, {len(running)} still run, after {timeout_s:.0f} s"
         time.sleep(1)
 
 
@@ -163,9 +166,10 @@ def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluste
             real_cluster.apply(stack, tmp_path / Path(stack).stem)
         for stack in stacks:
             real_cluster.wait_for_event(stack, "start")
-        time.sleep(TRAIN_FOR_S)
-        # Each experiment's diagnose (the report starts one at its first step) samples a whole window.
-        wait_for_children_gone(report.pid, "diagnose", DIAGNOSED_WITHIN_S)
+        # Both train until each experiment's diagnose (the report starts one at its first step) has
+        # sampled its whole window (45 s): several of the kubelet's 10 s CPU refreshes, so that the
+        # rate it still reports from TensorFlow's start is a small part of what is integrated.
+        wait_for_children_done(report.pid, "diagnose", len(stacks), DIAGNOSED_WITHIN_S)
         for stack in stacks:
             real_cluster.finish(stack)
         output, _ = report.communicate(timeout=REPORT_WITHIN_S)

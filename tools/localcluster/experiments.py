@@ -214,8 +214,8 @@ class PodRow:
     terminating: bool
 
 
-def pod_rows(dynamic: DynamicClient, experiment: Experiment) -> list[PodRow]:
-    """The PS and worker pods as `kubectl get pods -o wide` rows.
+def pod_rows(dynamic: DynamicClient, experiment: Experiment, roles: tuple[str, ...] = TASK_ROLES) -> list[PodRow]:
+    """The pods of `roles` (the PS and workers by default) as `kubectl get pods -o wide` rows.
 
     Thousands of whole pods would cost the client most of a core to decode on
     every poll; the server-side table format sends only the columns.
@@ -223,7 +223,7 @@ def pod_rows(dynamic: DynamicClient, experiment: Experiment) -> list[PodRow]:
     response = dynamic.request(
         "get",
         f"/api/v1/namespaces/{experiment.namespace}/pods",
-        label_selector=L.selector_text(experiment.stack, TASK_ROLES),
+        label_selector=L.selector_text(experiment.stack, roles),
         header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
         serialize=False,
     )

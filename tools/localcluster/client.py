@@ -54,3 +54,16 @@ def always_set(value: Optional[T]) -> T:
 def name_of(obj: ApiObject) -> str:
     """The name of an object the API server returned."""
     return always_set(always_set(obj.metadata).name)
+
+
+def crds_established(kubeconfig: Path, names: list[str]) -> bool:
+    """The API server serves each of these CRDs (their Established condition). Polled rather than
+    `kubectl wait`: right after an apply a CRD may have no conditions yet, which kubectl takes for
+    an error (`.status.conditions accessor error`), and a cluster's start failed on it."""
+    listed = client.ApiextensionsV1Api(api_client(kubeconfig)).list_custom_resource_definition().items
+    established = {
+        name_of(crd)
+        for crd in listed
+        if any(c.type == "Established" and c.status == "True" for c in always_set(crd.status).conditions or [])
+    }
+    return set(names) <= established

@@ -27,6 +27,7 @@ from components.spec.atomic_files import write_text_atomic
 from trainer.ports import free_port
 
 from . import addons, paths, training_operator
+from .client import crds_established
 from .pki import FRONT_PROXY_CLIENT, FrontProxy, Pki, create_front_proxy, create_pki, issue_client_certificate
 from .processes import ClusterError, Launcher, group_alive, is_ours, stop_processes, wait_until
 
@@ -303,7 +304,8 @@ def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
         where,
         [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(crd_file)],
     )
-    _run(where, [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"])
+    crd_names = [crd["metadata"]["name"] for crd in yaml.safe_load_all(crd_file.read_text())]
+    wait_until(functools.partial(crds_established, where.kubeconfig, crd_names), "the addons' CRDs", launcher)
     for addon, binary in addons.CONTROLLERS.items():
         config_file = where.addons_dir / f"{addon}.yaml"
         config_file.write_text(yaml.safe_dump(addons.controller_config(addon, plane.ports, cert_dir)))
@@ -336,9 +338,10 @@ def _start_training_operator(launcher: Launcher, plane: ControlPlane, pki: Pki) 
     crd_file = where.addons_dir / "tfjob-crd.yaml"
     crd_file.write_text(yaml.safe_dump(training_operator.tfjob_crd()))
     _run(where, [*apply, str(crd_file)])
-    # Not `kubectl wait`: right after the apply the CRD may have no conditions yet, which it takes for an error.
     wait_until(
-        functools.partial(training_operator.crd_established, where.kubeconfig), training_operator.TFJOB_CRD, launcher
+        functools.partial(crds_established, where.kubeconfig, [training_operator.TFJOB_CRD]),
+        training_operator.TFJOB_CRD,
+        launcher,
     )
     cert_dir = where.addons_dir / "certs"  # the webhooks' certificate, written with JobSet's and Kueue's
     launcher.start(training_operator.NAME, training_operator.operator_args(where.kubeconfig, plane.ports, cert_dir))

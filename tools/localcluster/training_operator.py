@@ -19,10 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client
 
 from . import paths
-from .client import always_set, api_client
 
 NAME = "training-operator"
 MANIFESTS_DIR = paths.PROJECT_ROOT / ".tools" / "addons" / NAME
@@ -61,12 +59,6 @@ def operator_args(kubeconfig: Path, ports: dict[str, int], cert_dir: Path) -> li
         f"--cert-dir={cert_dir}",
         f"--metrics-bind-address=127.0.0.1:{ports[f'{NAME}-metrics']}",
     ]
-
-
-def crd_established(kubeconfig: Path) -> bool:
-    """The API server serves TFJobs (the CRD's Established condition)."""
-    crd = client.ApiextensionsV1Api(api_client(kubeconfig)).read_custom_resource_definition(TFJOB_CRD)
-    return any(c.type == "Established" and c.status == "True" for c in always_set(crd.status).conditions or [])
 
 
 def serving(port: int) -> bool:

@@ -104,7 +104,6 @@ def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_
         assert last.startswith("the experiment ended: Succeeded ("), output[-2000:]
 
 
-
 def _on_server(server: str):
     """A scene1-case1-hot-* stack (3 PS of 100m, the seed's sparse-heavy 1M x 64 model, memory as
     tfk8s sizes it) on one real server, training until its chief is asked to finish."""

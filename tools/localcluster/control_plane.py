@@ -299,12 +299,13 @@ def _start_addons(launcher: Launcher, plane: ControlPlane, pki: Pki) -> None:
     cert_dir = where.addons_dir / "certs"
     addons.write_certificate(pki, cert_dir)
     crd_file = where.addons_dir / "crds.yaml"
-    crd_file.write_text(yaml.safe_dump_all(addons.crds(plane.ports, ca_bundle)))
+    crds = addons.crds(plane.ports, ca_bundle)
+    crd_file.write_text(yaml.safe_dump_all(crds))
     _run(
         where,
         [*kubectl, "apply", "--server-side", f"--field-manager={addons.LOCAL_FIELD_MANAGER}", "-f", str(crd_file)],
     )
-    crd_names = [crd["metadata"]["name"] for crd in yaml.safe_load_all(crd_file.read_text())]
+    crd_names = [crd["metadata"]["name"] for crd in crds]
     wait_until(functools.partial(crds_established, where.kubeconfig, crd_names), "the addons' CRDs", launcher)
     for addon, binary in addons.CONTROLLERS.items():
         config_file = where.addons_dir / f"{addon}.yaml"

@@ -24,7 +24,7 @@ PARTITIONS ?= none auto
 # default model the PS work is mostly fixed per-call overhead and no PS stands out.
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
-.PHONY: setup demo plan local test test-local lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-cluster \
+.PHONY: setup demo plan local test test-local lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-start bench-cluster \
 	test-real bench-real bench-program bench-engine bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 # Each environment is kept outside the clone, keyed by its pins, and linked (tools/toolchain/venv.sh).
@@ -125,6 +125,10 @@ bench-vs-tfjob: $(STAMP) $(POLICY_STAMP) toolchain node-image
 
 bench-trainer: $(TRAINER_STAMP)
 	$(TRAINER_VENV)/bin/python benchmarks/trainer_partitioning.py
+
+# A trainer task's start (importing TensorFlow) against a plain import, side by side.
+bench-start: $(TRAINER_STAMP)
+	$(TRAINER_VENV)/bin/python benchmarks/task_start.py
 
 # -- the objects on a real control plane (local, 127.0.0.1 only) ----------------
 # Kubernetes, etcd and kwok built from the Go module proxy into .tools/bin

@@ -47,7 +47,8 @@ FINISH_COMMAND = ("sh", "-c", "kill -USR1 1")
 # A run the test ends itself once it saw what it waits for: never a step count raced against it.
 UNTIL_STOPPED = 10**7
 
-# Sized for two real nodes of this machine (2 CPUs each): a chief, 2 PS and 2 workers.
+# Sized for two real nodes of this machine (2 CPUs each): a chief, up to 2 PS and 2 workers. Each
+# task's TensorFlow start is 6 to 9 CPU-seconds: a test runs as few tasks as what it shows needs.
 SMALL_CLUSTER = {
     "image": tensorflow_image().reference,
     "chief": {"cpu": "300m", "memory": "1Gi"},
@@ -71,8 +72,10 @@ def _reset_pulumi_runtime():
     gc.enable()
 
 
-def scaled_to_real_nodes(ps_pool: str, worker_pool: str, trainer: dict[str, Any]) -> Callable[[dict], None]:
-    """A seed stack's shape on the real servers: 2 PS, 2 workers, the local image, a small model."""
+def scaled_to_real_nodes(
+    ps_pool: str, worker_pool: str, trainer: dict[str, Any], *, ps: int = 2, workers: int = 2
+) -> Callable[[dict], None]:
+    """A seed stack's shape on the real servers: `ps` PS, `workers` workers, the local image, a small model."""
 
     def edit(values: dict[str, Any]) -> None:
         pools = {pool["name"]: pool for pool in values["tfk8s:nodePools"]}
@@ -80,8 +83,8 @@ def scaled_to_real_nodes(ps_pool: str, worker_pool: str, trainer: dict[str, Any]
         pools[worker_pool]["nodes"] = [REAL_SERVERS[1] if worker_pool != ps_pool else REAL_SERVERS[0]]
         cluster = values["tfk8s:cluster"]
         cluster.update(copy.deepcopy(SMALL_CLUSTER))
-        cluster["ps"] = {"replicas": 2, "pool": ps_pool, "cpu": "300m"}
-        cluster["workers"] = {"replicas": 2, "pool": worker_pool, "cpu": "400m", "memory": "1Gi"}
+        cluster["ps"] = {"replicas": ps, "pool": ps_pool, "cpu": "300m"}
+        cluster["workers"] = {"replicas": workers, "pool": worker_pool, "cpu": "400m", "memory": "1Gi"}
         values["tfk8s:trainer"] = {**SMALL_TRAINER, **trainer}
 
     return edit

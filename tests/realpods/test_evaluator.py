@@ -132,7 +132,7 @@ def test_a_teams_tf2_program_with_an_evaluator_succeeds_and_the_evaluator_evalua
         cluster["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
         cluster["evaluator"] = dict(EVALUATOR)
 
-    stack = program_stack(real_cluster, "real-tf2-evaluator", program, edit)
+    stack = program_stack(real_cluster, "real-tf2-evaluator", program, edit, ps=1, workers=1)
     namespace = load_experiment(stack).namespace
     with real_cluster.running(stack, tmp_path):
         deadline = time.monotonic() + EVALUATES_WITHIN_S

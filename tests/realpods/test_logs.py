@@ -26,7 +26,7 @@ OPEN_DOOR = "open-door"
 
 def test_a_ps_log_outlives_its_pod_and_logs_prints_it_after_the_experiment_succeeded(real_cluster, tmp_path, capsys):
     def edit(values):
-        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED})(values)
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED}, ps=1, workers=1)(values)
         values["tfk8s:logs"] = {"size": "64Mi"}
 
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-logs", edit)

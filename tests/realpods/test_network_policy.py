@@ -274,8 +274,8 @@ def test_the_agents_may_read_pods_namespaces_and_policies_and_nothing_else(real_
 
 
 def test_a_running_experiments_every_task_is_shut_to_other_pods_by_ip_and_by_name(real_cluster: RealCluster, tmp_path):
-    """scene2-case1 on the real nodes (PS on one, workers on the other: every call crosses nodes)
-    trains with its NetworkPolicy enforced; meanwhile a pod of its namespace that is not a task, and
+    """scene2-case1 on the real nodes (its PS on one, its worker on the other: every call crosses
+    nodes) trains with its NetworkPolicy enforced; meanwhile a pod of its namespace that is not a task, and
     a pod of another namespace, are refused by every chief, PS and worker on TensorFlow's port, by
     pod IP and by DNS name (the name in TF_CONFIG); with the policy deleted, the same attempts open.
     Then it trains to the end."""
@@ -283,7 +283,9 @@ def test_a_running_experiments_every_task_is_shut_to_other_pods_by_ip_and_by_nam
         real_cluster.stacks_dir,
         "scene2-case1",
         "grpc-shut",
-        scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 0}),
+        scaled_to_real_nodes(
+            "ps-servers", "worker-servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 0}, ps=1, workers=1
+        ),
     )
     experiment = load_experiment(stack)
     core, networking = real_cluster.core, client.NetworkingV1Api(real_cluster.api)
@@ -316,14 +318,14 @@ def test_a_running_experiments_every_task_is_shut_to_other_pods_by_ip_and_by_nam
                 POD_WAIT_S,
             )
             tasks = [p for role in ("chief", "ps", "worker") for p in real_cluster.pods(stack, role)]
-            assert len(tasks) == 5 and len(names) == 5, (names, [p.metadata.name for p in tasks])
+            assert len(tasks) == 3 and len(names) == 3, (names, [p.metadata.name for p in tasks])
             addresses = [p.status.pod_ip for p in tasks]
             wait_for(
                 lambda: all(policed(task.spec.node_name, task.status.pod_ip) for task in tasks),
                 "each task's node's agent policing it",
                 POLICY_WAIT_S,
             )
-            # Peers reach each other: the chief trains with both PS and both workers.
+            # Peers reach each other: the chief trains with the PS and the worker.
             real_cluster.wait_for_log(stack, "chief", "examples/s", TRAIN_WAIT_S)
 
             for namespace, name in ((home, "stranger"), (OTHER_NAMESPACE, "foreign")):

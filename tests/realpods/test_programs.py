@@ -31,11 +31,19 @@ DELETE_WITHIN_S = 5.0
 FAIL_WITHIN_S = 180.0
 
 
-def program_stack(cluster: RealCluster, name: str, program: dict[str, Any], edit: Callable[[dict], None] = lambda c: None) -> str:
-    """scene1-case1's shape on srv-00 (2 PS, 2 workers), running `program`."""
+def program_stack(
+    cluster: RealCluster,
+    name: str,
+    program: dict[str, Any],
+    edit: Callable[[dict], None] = lambda c: None,
+    *,
+    ps: int = 2,
+    workers: int = 2,
+) -> str:
+    """scene1-case1's shape on srv-00 (`ps` PS, `workers` workers), running `program`."""
 
     def to_program(values: dict[str, Any]) -> None:
-        scaled_to_real_nodes("servers", "servers", {})(values)
+        scaled_to_real_nodes("servers", "servers", {}, ps=ps, workers=workers)(values)
         del values["tfk8s:trainer"]
         values["tfk8s:program"] = program
         values["tfk8s:cluster"]["ps"]["memory"] = "1Gi"
@@ -61,8 +69,8 @@ def wait_for_phase(stack: str, cluster: RealCluster, capsys, phase: str, timeout
 
 
 def test_a_teams_tf2_parameter_server_program_runs_to_succeeded(real_cluster, tmp_path, capsys):
-    stack = program_stack(real_cluster, "real-tf2-program",
-                          {"source": TF2_SOURCE, "command": ["python", "train.py"], "args": ["--steps", "300"]})
+    program = {"source": TF2_SOURCE, "command": ["python", "train.py"], "args": ["--steps", "300"]}
+    stack = program_stack(real_cluster, "real-tf2-program", program, ps=1, workers=1)
     with real_cluster.running(stack, tmp_path) as namespace:
         wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
         completed = time.monotonic()
@@ -132,7 +140,8 @@ def tf1_program(*extra: str) -> dict[str, Any]:
 def test_a_tf1_between_graph_program_started_through_run_sh_succeeds_when_every_worker_is_done(
     real_cluster, tmp_path, capsys
 ):
-    stack = program_stack(real_cluster, "real-tf1-program", tf1_program("--steps", "600"))
+    # Two workers: the run succeeds when each of them is done.
+    stack = program_stack(real_cluster, "real-tf1-program", tf1_program("--steps", "600"), ps=1)
     with real_cluster.running(stack, tmp_path) as namespace:
         assert real_cluster.pods(stack, "chief") == [], "done: workers runs no chief task"
         wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
@@ -213,7 +222,7 @@ KERAS_PROGRAM = PROJECT_ROOT / "tests" / "team_programs" / "tf-keras"
 def test_a_program_in_an_image_from_make_image_runs_with_its_extra_package(real_cluster, tmp_path, capsys):
     """tf-keras is not in the nodes' TensorFlow image: the program runs only in the image built with it."""
     image = build_program_image("tfk8s-keras", KERAS_PROGRAM / "requirements.txt")
-    assert realnodes.import_archive(REAL_CLUSTER, image.archive) == list(REAL_SERVERS)
+    assert realnodes.import_archive(REAL_CLUSTER, image.archive, keyed=True) == list(REAL_SERVERS)
     capsys.readouterr()  # what the build said; `status --json` comes next
     stack = program_stack(
         real_cluster, "real-keras-program",

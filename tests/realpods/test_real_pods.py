@@ -43,9 +43,10 @@ STARTS_WITHIN_S = 20.0
 BACK_WITHIN_S = DELETE_WITHIN_S + JOB_BACKOFF_S + 2 + STARTS_WITHIN_S + RESUMES_WITHIN_S
 
 
-def _colocated(cluster: RealCluster, name: str, **trainer) -> str:
+def _colocated(cluster: RealCluster, name: str, ps: int, workers: int, **trainer) -> str:
     """scene1-case1's shape (PS and workers share one server), on srv-00."""
-    return write_variant(cluster.stacks_dir, "scene1-case1", name, scaled_to_real_nodes("servers", "servers", trainer))
+    shape = scaled_to_real_nodes("servers", "servers", trainer, ps=ps, workers=workers)
+    return write_variant(cluster.stacks_dir, "scene1-case1", name, shape)
 
 
 def _delete_pod(cluster: RealCluster, namespace: str, name: str) -> float:
@@ -100,7 +101,8 @@ def _status(stack: str, cluster: RealCluster, capsys) -> dict:
 
 
 def test_a_seed_experiment_trains_to_completion_and_ends_in_real_pods(real_cluster, tmp_path, capsys):
-    stack = _colocated(real_cluster, "real-scene1", steps=400, checkpointEvery=100)
+    # Two PS: the embedding's rows are sharded across them.
+    stack = _colocated(real_cluster, "real-scene1", 2, 1, steps=400, checkpointEvery=100)
     with real_cluster.running(stack, tmp_path):
         summary, chief = real_cluster.chief_summary(stack)
         completed = time.monotonic()
@@ -144,7 +146,7 @@ def test_the_chief_connects_within_seconds_of_ps_that_come_up_late(real_cluster,
     counting them lost; it connects within seconds of the last one serving, without reconnect backoff."""
     # The StatefulSet model: its PS are objects of their own, created after the rest here.
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-late-ps", _as_statefulsets(
-        scaled_to_real_nodes("servers", "servers", {"steps": 200, "checkpointEvery": 100})
+        scaled_to_real_nodes("servers", "servers", {"steps": 200, "checkpointEvery": 100}, workers=1)
     ))
     experiment = load_experiment(stack)
     render(experiment, tmp_path)
@@ -175,7 +177,9 @@ def _durable(local_volume: str):
     """Checkpoints every 200 steps on a volume that outlives the chief's pod; trains until stopped."""
 
     def edit(values):
-        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 200})(values)
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 200}, ps=1, workers=1)(
+            values
+        )
         values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
 
     return edit
@@ -194,7 +198,7 @@ def test_lost_workers_are_back_within_seconds_each_time(real_cluster, tmp_path):
     the Job's back-off, its own start and the chief reaching it, the second as soon as the first (the
     Job backs off per task: with one back-off per Job the second waited twice as long), and nothing
     else restarts. Training runs until both are seen back, whatever this machine's speed."""
-    stack = _colocated(real_cluster, "real-lost-worker", steps=UNTIL_STOPPED, checkpointEvery=0)
+    stack = _colocated(real_cluster, "real-lost-worker", 1, 2, steps=UNTIL_STOPPED, checkpointEvery=0)
     with real_cluster.running(stack, tmp_path) as namespace:
         # The restricted pod settings, as real runc enforces them.
         ps_pod = real_cluster.pods(stack, "ps")[0].metadata.name
@@ -227,7 +231,7 @@ def test_a_lost_ps_restarts_every_task_and_a_replaced_chief_resumes_alone_from_t
     with real_cluster.running(stack, tmp_path) as namespace:
         checkpoint = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
         first_chief = real_cluster.pods(stack, "chief")[0].metadata.name
-        ps_pod = real_cluster.pods(stack, "ps")[1].metadata.name
+        ps_pod = real_cluster.pods(stack, "ps")[0].metadata.name
         assert _delete_pod(real_cluster, namespace, ps_pod) < DELETE_WITHIN_S
         deadline = time.monotonic() + 60
         while (real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) < 1:
@@ -302,18 +306,18 @@ def test_a_destroyed_experiment_keeps_its_checkpoints_and_resumes_when_brought_u
 
 def test_an_experiment_whose_restarts_are_used_up_fails_naming_the_task(real_cluster, tmp_path, capsys):
     def no_restarts(values):
-        scaled_to_real_nodes("servers", "servers", {"steps": 100000, "checkpointEvery": 0})(values)
+        scaled_to_real_nodes("servers", "servers", {"steps": 100000, "checkpointEvery": 0}, ps=1, workers=1)(values)
         values["tfk8s:cluster"]["restarts"] = 0
 
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-fails", no_restarts)
     with real_cluster.running(stack, tmp_path) as namespace:
         real_cluster.wait_for_event(stack, "start")
-        assert _delete_pod(real_cluster, namespace, real_cluster.task_pod(stack, "ps", 1).metadata.name) < DELETE_WITHIN_S
+        assert _delete_pod(real_cluster, namespace, real_cluster.task_pod(stack, "ps", 0).metadata.name) < DELETE_WITHIN_S
         deadline = time.monotonic() + 60
         while (status := _status(stack, real_cluster, capsys))["phase"] != "Failed":
             assert time.monotonic() < deadline, f"not Failed: {status['phase']} {status['phaseDetail']}"
             time.sleep(1)
-        assert "ps-1 failed" in status["phaseDetail"], status["phaseDetail"]
+        assert "ps-0 failed" in status["phaseDetail"], status["phaseDetail"]
         while real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker"):
             assert time.monotonic() < deadline + ENDS_WITHIN_S, "a failed experiment still holds its servers"
             time.sleep(0.5)

@@ -90,7 +90,9 @@ def test_evicted_workers_and_ps_never_use_up_the_restarts(real_cluster, tmp_path
     restarts the experiment uncounted; it then trains to the end."""
 
     def edit(values: dict[str, Any]) -> None:
-        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 0})(values)
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 0}, ps=1, workers=1)(
+            values
+        )
         values["tfk8s:cluster"]["restarts"] = 0
 
     stack = write_variant(real_cluster.stacks_dir, "scene1-case1", "real-evicted", edit)
@@ -104,7 +106,7 @@ def test_evicted_workers_and_ps_never_use_up_the_restarts(real_cluster, tmp_path
         assert annotations.get(IGNORED_FAILURES) == "1" and annotations.get(COUNTED_FAILURES, "0") == "0", annotations
 
         first_chief = real_cluster.running_chief(stack).metadata.name
-        evict(core, real_cluster.task_pod(stack, "ps", 1))
+        evict(core, real_cluster.task_pod(stack, "ps", 0))
         deadline = time.monotonic() + POD_WAIT_S
         while (jobset_status := real_cluster.jobset(stack).get("status") or {}).get("restarts", 0) < 1:
             assert jobset_status.get("terminalState") is None, f"the eviction ended the experiment: {jobset_status}"
@@ -148,7 +150,7 @@ def test_a_run_that_cannot_start_ends_failed_past_its_start_deadline_naming_the_
     the scheduler's reason."""
 
     def edit(values: dict[str, Any]) -> None:
-        scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": UNTIL_STOPPED})(values)
+        scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": UNTIL_STOPPED}, ps=1)(values)
         values["tfk8s:cluster"]["startDeadline"] = "20s"
         values["tfk8s:cluster"]["workers"]["cpu"] = "3"
 

@@ -45,11 +45,11 @@ def test_tensorboard_serves_the_trainers_loss_and_its_evaluator_is_replaced_alon
     real_cluster, local_volume, tmp_path, capsys
 ):
     image = build_program_image("tensorboard", TENSORBOARD_REQUIREMENTS)
-    assert realnodes.import_archive(REAL_CLUSTER, image.archive) == list(REAL_SERVERS)
+    assert realnodes.import_archive(REAL_CLUSTER, image.archive, keyed=True) == list(REAL_SERVERS)
 
     def edit(values):
         trains = {"steps": UNTIL_STOPPED, "checkpointEvery": CHECKPOINT_EVERY}
-        scaled_to_real_nodes("servers", "servers", trains)(values)
+        scaled_to_real_nodes("servers", "servers", trains, ps=1, workers=1)(values)
         values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
         values["tfk8s:tensorboard"] = {"image": image.reference, "cpu": "100m", "memory": "768Mi"}
         values["tfk8s:cluster"]["evaluator"] = dict(EVALUATOR)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.localcluster import image_store
+from tools.localcluster import image_store, paths, realnodes
+from tools.localcluster.node_files import NodeDir, nodes_dir
 
 
 @pytest.fixture
@@ -81,3 +82,39 @@ def test_a_store_left_in_the_node_folder_is_used_and_the_kept_one_left_alone(cac
     image_store.imported(left, archives("pause-1", "tensorflow-2"))
     assert image_store.take("srv-00", left, archives("pause-1", "tensorflow-2")) == []
     assert run(tmp_path / "c", archives("pause-1")) == []  # the kept one, untouched
+
+
+@pytest.fixture
+def running_nodes(tmp_path, monkeypatch) -> tuple[paths.ClusterDir, list[tuple[str, str]]]:
+    """A cluster folder whose two real nodes' containerd sockets exist; `ctr images import` recorded."""
+    where = paths.ClusterDir(tmp_path / "cluster")
+    where.root.mkdir(parents=True)
+    realnodes.RealNodes(nodes={"srv-00": "10.0.0.2", "srv-01": "10.0.0.3"}).save(where)
+    for name in ("srv-00", "srv-01"):
+        node = NodeDir(nodes_dir(where) / name)
+        node.containerd_socket.parent.mkdir(parents=True, exist_ok=True)
+        node.containerd_socket.touch()
+        node.containerd_root.mkdir(parents=True, exist_ok=True)
+    imports: list[tuple[str, str]] = []
+    monkeypatch.setattr(realnodes, "_import_archive", lambda node, archive: imports.append((node.root.name, archive.name)))
+    return where, imports
+
+
+def test_make_image_imports_a_build_once_into_each_running_node(running_nodes):
+    where, imports = running_nodes
+    built = Path("/cache/images/programs/tensorboard-2.21.0-0123abcd.tar")
+    assert realnodes.import_archive(where, built, keyed=True) == ["srv-00", "srv-01"]
+    assert realnodes.import_archive(where, built, keyed=True) == ["srv-00", "srv-01"]
+    assert imports == [("srv-00", built.name), ("srv-01", built.name)], "the second found it in both nodes"
+    rebuilt = built.with_name("tensorboard-2.21.0-4567ef01.tar")
+    assert realnodes.import_archive(where, rebuilt, keyed=True) == ["srv-00", "srv-01"]
+    assert imports[2:] == [("srv-00", rebuilt.name), ("srv-01", rebuilt.name)]
+
+
+def test_an_archive_built_elsewhere_is_imported_each_time_its_name_may_hold_new_content(running_nodes):
+    where, imports = running_nodes
+    loaded = Path("/cache/images/programs/loaded-ctr-model.tar")
+    for _ in range(2):
+        assert realnodes.import_archive(where, loaded) == ["srv-00", "srv-01"]
+    assert imports == [("srv-00", loaded.name), ("srv-01", loaded.name)] * 2
+    assert all(loaded.name not in image_store.held(NodeDir(nodes_dir(where) / n).containerd_root) for n in ("srv-00", "srv-01"))

@@ -142,9 +142,11 @@ def main(argv: list[str] | None = None) -> int:
                 archive = build_program_image(args.name, args.requirements, _say).archive
             else:
                 archive = keep_archive(args.archive)
-            imported = realnodes.import_archive(paths.DEFAULT_CLUSTER, archive)
+            # An archive built elsewhere may reuse its file name for new content: always imported.
+            keyed = args.command == "image"
+            imported = realnodes.import_archive(paths.DEFAULT_CLUSTER, archive, keyed=keyed)
             _say(
-                f"imported into {', '.join(imported)}"
+                f"in {', '.join(imported)}"
                 if imported
                 else f"kept in {archive.parent}: no local cluster with real nodes runs; "
                 "`make cluster-up REAL=...` imports it"

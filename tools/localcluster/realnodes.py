@@ -246,18 +246,26 @@ def node_images(where: paths.ClusterDir, name: str) -> list[str]:
     return _ctr(NodeDir(nodes_dir(where) / name), "images", "ls", "-q").stdout.split()
 
 
-def import_archive(where: paths.ClusterDir, archive: Path) -> list[str]:
+def import_archive(where: paths.ClusterDir, archive: Path, *, keyed: bool = False) -> list[str]:
     """Import an image archive into every real node of the cluster running in `where`; their names
-    (none when no such cluster runs)."""
+    (none when no such cluster runs).
+
+    A keyed archive's file name carries a key of everything that went into it (`make image`'s): a
+    node whose kept images came from it already is skipped, as at a start (image_store.py), since
+    an import reads the whole archive, gigabytes of TensorFlow, to find nothing new."""
     real = RealNodes.load(where)
     if real is None:
         return []
     names = []
     for name in real.nodes:
         node = NodeDir(nodes_dir(where) / name)
-        if node.containerd_socket.exists():
+        if not node.containerd_socket.exists():
+            continue
+        if not (keyed and archive.name in image_store.held(node.containerd_root)):
             _import_archive(node, archive)
-            names.append(name)
+            if keyed:
+                image_store.imported(node.containerd_root, [archive])
+        names.append(name)
     return names
 
 

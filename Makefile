@@ -61,9 +61,10 @@ local: $(STAMP) $(TRAINER_STAMP)
 # it, and the real nodes' images (a no-op once cached, minutes on a fresh machine, beside the Go
 # build) too; the real-pod stage then runs alone, since it measures CPU use and step times. Run
 # beside the real pods at nice 19 instead, the control-plane stage found the two cores already 93%
-# busy, and both stages took longer (docs/local-cluster.md).
-test: setup lint
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-cluster test-local node-image
+# busy, and both stages took longer (docs/local-cluster.md). Lint (mypy on one core) runs beside
+# them too: before them, it left a core idle at the start of the control-plane stage, the longest.
+test: setup
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-cluster test-local node-image lint
 	$(MAKE) --no-print-directory test-real
 
 test-local:

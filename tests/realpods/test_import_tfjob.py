@@ -29,7 +29,6 @@ from tools.localcluster.task_loss_timing import DISRUPTIONS, UNTIL_STOPPED, Afte
 from tools.localcluster.tfjob_sides import STEP_LINE, KubeflowTFJob, TeamTFJob, Tfk8sExperiment
 from tools.nodeimage.archive import ImageConfig, write_image_archive
 from tools.nodeimage.images import tensorflow_image
-from tools.nodeimage.program_images import keep_archive
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEAM_TFJOB = PROJECT_ROOT / "tests" / "team_programs" / "ctr-tfjob" / "tfjob.yaml"
@@ -43,18 +42,18 @@ WORKERS_ONLY_IMAGE = "registry.example.com/ml/mwms:2.21.0"
 @contextlib.contextmanager
 def team_image(tmp_path: Path, program: Path, folder: str, reference: str) -> Iterator[None]:
     """The team's image on every real node: the nodes' TensorFlow with the program at /opt/<folder>,
-    as their CI would bake it."""
+    as their CI would bake it. Imported from where it was written (no 1.7 GB copy into the cache,
+    which `make load-image` makes to import it at every later start: a test's image is not kept)."""
     rootfs = tmp_path / "rootfs"
     (rootfs / "opt" / folder).mkdir(parents=True)
     shutil.copy(program, rootfs / "opt" / folder / program.name)
     archive = tmp_path / f"{folder}.tar"
     write_image_archive(rootfs, reference, ImageConfig(), archive, base=tensorflow_image().archive)
-    kept = keep_archive(archive)
     try:
-        assert realnodes.import_archive(REAL_CLUSTER, kept) == list(REAL_SERVERS)
+        assert realnodes.import_archive(REAL_CLUSTER, archive) == list(REAL_SERVERS)
         yield
     finally:
-        kept.unlink()
+        archive.unlink()
 
 
 CHIEF_SUMMARY = re.compile(r"^chief: (\d+) steps in [\d.]+ s, \d+ examples/s, loss ([\d.]+)$")

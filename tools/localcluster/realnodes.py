@@ -180,8 +180,7 @@ def _start_all(where: paths.ClusterDir, server: str, real: RealNodes, launcher: 
     def import_images(name: str) -> None:
         # Each node's containerd unpacks its own copy of the images (gigabytes): all nodes at once.
         for archive in to_import[name]:
-            _import_archive(node_dirs[name], archive)
-            image_store.imported(node_dirs[name].containerd_root, [archive])
+            _import_recorded(node_dirs[name], archive)
 
     with ThreadPoolExecutor(len(node_dirs)) as pool:
         list(pool.map(import_images, node_dirs))  # raises the first node's error
@@ -241,6 +240,12 @@ def _import_archive(node: NodeDir, archive: Path) -> None:
         raise ClusterError(f"could not load {archive} into {node.root.name}: {error.stderr.strip()}") from None
 
 
+def _import_recorded(node: NodeDir, archive: Path) -> None:
+    """Import `archive` and record it in the node's kept store (image_store.py)."""
+    _import_archive(node, archive)
+    image_store.imported(node.containerd_root, [archive])
+
+
 def node_images(where: paths.ClusterDir, name: str) -> list[str]:
     """The image references a real node's containerd holds."""
     return _ctr(NodeDir(nodes_dir(where) / name), "images", "ls", "-q").stdout.split()
@@ -261,10 +266,10 @@ def import_archive(where: paths.ClusterDir, archive: Path, *, keyed: bool = Fals
         node = NodeDir(nodes_dir(where) / name)
         if not node.containerd_socket.exists():
             continue
-        if not (keyed and archive.name in image_store.held(node.containerd_root)):
+        if not keyed:
             _import_archive(node, archive)
-            if keyed:
-                image_store.imported(node.containerd_root, [archive])
+        elif archive.name not in image_store.held(node.containerd_root):
+            _import_recorded(node, archive)
         names.append(name)
     return names
 

@@ -1,4 +1,5 @@
-"""A running experiment seen from the cluster: `components top` and `trainer.report --cluster` on real pods.
+"""Running experiments seen from the cluster: `components top` and `trainer.report --cluster` on the
+same real pods.
 
 CPU and memory come from the metrics API (the local cluster's metrics-server, which reads the real
 kubelets), the progress from the chief's log; the report's per-PS CPU chart is drawn from those pods.
@@ -13,7 +14,7 @@ import time
 from pathlib import Path
 
 from components.cli.main import main as components_main
-from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster
 from tests.stack_variants import write_variant
 from tools.localcluster import paths
 
@@ -35,73 +36,59 @@ def _all_known(view: dict) -> bool:
     )
 
 
-def test_top_shows_each_task_working_and_the_step_advancing_and_watch_ends_with_success(
-    real_cluster, tmp_path, capsys
-):
-    stack = write_variant(
-        real_cluster.stacks_dir, "scene1-case1", "real-top",
-        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 1000}, ps=1, workers=1),
+def _top_follows(cluster: RealCluster, stack: str, capsys) -> None:
+    """`top` on a running experiment: every task's CPU and memory from the metrics API, as `kubectl
+    top` lists them, and the chief's progress advancing."""
+    deadline = time.monotonic() + FIGURES_WITHIN_S
+    first = _top(cluster, stack, capsys)
+    while not _all_known(first):
+        assert time.monotonic() < deadline, f"top had no figures within {FIGURES_WITHIN_S:.0f} s: {first}"
+        time.sleep(2)
+        first = _top(cluster, stack, capsys)
+
+    assert first["phase"] == "Running"
+    assert first["metrics_source"] == "metrics.k8s.io", first
+    assert sorted(t["task"] for t in first["tasks"]) == ["chief-0", "ps-0", "ps-1", "ps-2", "worker-0", "worker-1"]
+    for task in first["tasks"]:
+        assert task["node"] == REAL_SERVERS[0]
+        assert task["cpu_cores"] > 0, f"{task['task']} shows no CPU: {task}"
+        assert 50 * 2**20 < task["memory_bytes"] < 4 * 2**30, task  # a TensorFlow process's working set
+    assert first["ps_imbalance"] >= 1.0
+    assert first["progress"]["steps"] == UNTIL_STOPPED and first["progress"]["loss"] > 0
+    assert first["progress"]["examples_per_sec"] > 0
+
+    # The same API serves kubectl: `kubectl top pods` lists every task's pod with its CPU and memory.
+    namespace = cluster.pods(stack, "ps")[0].metadata.namespace
+    kubectl_top = subprocess.run(
+        [str(paths.binary("kubectl")), "--kubeconfig", str(cluster.kubeconfig), "top", "pods", "-n", namespace,
+         "--no-headers"], capture_output=True, text=True, timeout=60,
     )
-    with real_cluster.running(stack, tmp_path):
-        deadline = time.monotonic() + FIGURES_WITHIN_S
-        first = _top(real_cluster, stack, capsys)
-        while not _all_known(first):
-            assert time.monotonic() < deadline, f"top had no figures within {FIGURES_WITHIN_S:.0f} s: {first}"
-            time.sleep(2)
-            first = _top(real_cluster, stack, capsys)
+    assert kubectl_top.returncode == 0, kubectl_top.stderr
+    listed = {line.split()[0]: line.split()[1:] for line in kubectl_top.stdout.splitlines()}
+    for role in ("chief", "ps", "worker"):
+        for pod in cluster.pods(stack, role):
+            cpu, memory = listed[pod.metadata.name]
+            assert cpu.endswith("m") and memory.endswith("Mi"), kubectl_top.stdout
+            # Each task logged what it trains on (a GPU worker would list its GPU here).
+            (_, devices), = cluster.log(namespace, pod.metadata.name).events("devices")
+            assert devices["devices"] == ["CPU:0"] and devices["gpus"] == 0 and "warning" not in devices
 
-        assert first["phase"] == "Running"
-        assert first["metrics_source"] == "metrics.k8s.io", first
-        assert sorted(t["task"] for t in first["tasks"]) == ["chief-0", "ps-0", "worker-0"]
-        for task in first["tasks"]:
-            assert task["node"] == REAL_SERVERS[0]
-            assert task["cpu_cores"] > 0, f"{task['task']} shows no CPU: {task}"
-            assert 50 * 2**20 < task["memory_bytes"] < 4 * 2**30, task  # a TensorFlow process's working set
-        assert first["ps_imbalance"] >= 1.0
-        assert first["progress"]["steps"] == UNTIL_STOPPED and first["progress"]["loss"] > 0
-        assert first["progress"]["examples_per_sec"] > 0
+    second = _top(cluster, stack, capsys)
+    while second["progress"]["step"] == first["progress"]["step"]:
+        assert time.monotonic() < deadline + FIGURES_WITHIN_S, f"the step stays at {first['progress']['step']}"
+        time.sleep(1)
+        second = _top(cluster, stack, capsys)
+    assert second["progress"]["step"] > first["progress"]["step"]
 
-        # Each task logged what it trains on (a GPU worker would list its GPU here).
-        namespace = real_cluster.pods(stack, "ps")[0].metadata.namespace
-        # The same API serves kubectl: `kubectl top pods` lists every task's pod with its CPU and memory.
-        kubectl_top = subprocess.run(
-            [str(paths.binary("kubectl")), "--kubeconfig", str(real_cluster.kubeconfig), "top", "pods", "-n", namespace,
-             "--no-headers"], capture_output=True, text=True, timeout=60,
-        )
-        assert kubectl_top.returncode == 0, kubectl_top.stderr
-        listed = {line.split()[0]: line.split()[1:] for line in kubectl_top.stdout.splitlines()}
-        for role in ("chief", "ps", "worker"):
-            for pod in real_cluster.pods(stack, role):
-                cpu, memory = listed[pod.metadata.name]
-                assert cpu.endswith("m") and memory.endswith("Mi"), kubectl_top.stdout
-        for role in ("chief", "ps", "worker"):
-            for pod in real_cluster.pods(stack, role):
-                (_, devices), = real_cluster.log(namespace, pod.metadata.name).events("devices")
-                assert devices["devices"] == ["CPU:0"] and devices["gpus"] == 0 and "warning" not in devices
 
-        second = _top(real_cluster, stack, capsys)
-        while second["progress"]["step"] == first["progress"]["step"]:
-            assert time.monotonic() < deadline + FIGURES_WITHIN_S, f"the step stays at {first['progress']['step']}"
-            time.sleep(1)
-            second = _top(real_cluster, stack, capsys)
-        assert second["progress"]["step"] > first["progress"]["step"]
-
-        # Watching until the experiment ends: the chief is asked to finish once the watch runs.
-        watch = subprocess.Popen(
-            [sys.executable, "-m", "components", "top", stack, "--kubeconfig", str(real_cluster.kubeconfig),
-             "--watch", "2"],
-            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        try:
-            assert watch.stdout.readline().strip(), "top --watch shows its first view"
-            real_cluster.finish(stack)
-            output, errors = watch.communicate(timeout=300)
-        finally:
-            if watch.poll() is None:
-                watch.kill()
-        assert watch.returncode == 0, errors
-        last = output.strip().splitlines()[-1]
-        assert last.startswith("the experiment ended: Succeeded ("), output[-2000:]
+def _watch(cluster: RealCluster, stack: str) -> subprocess.Popen:
+    """`top --watch` on `stack`, once it has shown its first view."""
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "components", "top", stack, "--kubeconfig", str(cluster.kubeconfig), "--watch", "2"],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert watch.stdout is not None and watch.stdout.readline().strip(), "top --watch shows its first view"
+    return watch
 
 
 def _on_server(server: str):
@@ -150,7 +137,9 @@ def wait_for_children_done(parent: int, word: str, count: int, timeout_s: float)
         time.sleep(1)
 
 
-def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluster, tmp_path):
+def test_top_and_the_report_follow_real_pods_and_show_one_hot_ps_without_partitioning(real_cluster, tmp_path, capsys):
+    """One pair of running experiments for both: `top` (and `top --watch` to their end) follows the
+    one without partitioning while the report samples both."""
     stacks = [
         write_variant(real_cluster.stacks_dir, f"scene1-case1-hot-{partition}", f"real-hot-{partition}", _on_server(server))
         for server, partition in zip(REAL_SERVERS, ("none", "auto"))
@@ -160,17 +149,22 @@ def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluste
          "--out", str(tmp_path), "--name", "real", "--interval", "2"],
         cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
+    watch = None
     try:
         for stack in stacks:  # both at once, each on its own server: sampled side by side
             real_cluster.apply(stack, tmp_path / Path(stack).stem)
         for stack in stacks:
             real_cluster.wait_for_event(stack, "start")
+        _top_follows(real_cluster, stacks[0], capsys)
         # Both train until each experiment's diagnose (the report starts one at its first step) has
         # sampled its whole window (45 s): several of the kubelet's 10 s CPU refreshes, so that the
         # rate it still reports from TensorFlow's start is a small part of what is integrated.
         wait_for_children_done(report.pid, "diagnose", len(stacks), DIAGNOSED_WITHIN_S)
+        # Watching until the experiment ends: the chiefs are asked to finish once the watch runs.
+        watch = _watch(real_cluster, stacks[0])
         for stack in stacks:
             real_cluster.finish(stack)
+        watched, watch_errors = watch.communicate(timeout=REPORT_WITHIN_S)
         output, _ = report.communicate(timeout=REPORT_WITHIN_S)
         # The chief of a 1M x 64 table was OOM-killed at its sized memory while TensorFlow made the
         # whole table on it; now each PS makes its own shard.
@@ -178,10 +172,13 @@ def test_report_from_real_pods_shows_one_hot_ps_without_partitioning(real_cluste
             (chief,) = real_cluster.pods(stack, "chief")
             assert chief.status.container_statuses[0].restart_count == 0, chief.status.container_statuses[0]
     finally:
-        if report.poll() is None:
-            report.kill()
+        for child in (report, watch):
+            if child is not None and child.poll() is None:
+                child.kill()
         for stack in stacks:
             real_cluster.delete(stack, tmp_path / Path(stack).stem)
+    assert watch.returncode == 0, watch_errors
+    assert watched.strip().splitlines()[-1].startswith("the experiment ended: Succeeded ("), watched[-2000:]
     assert report.returncode == 0, output[-3000:]
 
     out = tmp_path / "real"

@@ -97,7 +97,7 @@ CLUSTER_LOCK ?= /tmp/tfk8s-cluster.lock
 
 # Real admission and scheduling: the objects against a local control plane.
 test-cluster: $(STAMP) toolchain
-	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/cluster $(SLOWEST)
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python -m pytest tests/cluster -n 2 --dist loadfile $(SLOWEST)
 
 # Experiments in real pods on two real kubelet nodes (root; builds the images first).
 test-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image

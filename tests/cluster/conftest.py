@@ -9,6 +9,7 @@ when it is killed, and are stopped by process group at the end.
 from __future__ import annotations
 
 import gc
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,10 @@ from tools.localcluster.client import api_client
 from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
 from tools.localcluster.nodes import create_fake_nodes
 
-TEST_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / "tests")
+# `make test-cluster` runs the files on two pytest-xdist workers (most of this stage waits on
+# controllers): each worker has a control plane of its own.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+TEST_CLUSTER = paths.ClusterDir(paths.CLUSTER_ROOT / (f"tests-{_WORKER}" if _WORKER else "tests"))
 # Every stack the tests run; the cluster gets a fake node per server of each.
 SEED_STACKS = ("scene1-case2", "scene1-case3", "scene2-case2", "gpu-p40", "scene1-case2-durable")
 POD_WAIT_S = 120.0
@@ -40,8 +44,10 @@ NODE_GRACE = "30m"
 
 
 def pytest_collection_modifyitems(items):
-    """The tests that abandon their experiment run last (a stable sort keeps every other test's order)."""
-    items.sort(key=lambda item: item.name.startswith(LAST_TESTS))
+    """The tests that abandon their experiment run last, and their file too, which a worker takes
+    whole (a stable sort keeps every other test's order)."""
+    last_files = {item.path for item in items if item.name.startswith(LAST_TESTS)}
+    items.sort(key=lambda item: (item.path in last_files, item.name.startswith(LAST_TESTS)))
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ while training, on both, timed as `make bench-vs-tfjob` times it (tools/localclu
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import re
@@ -39,18 +40,26 @@ WORKERS_ONLY_PROGRAM = PROJECT_ROOT / "tests" / "team_programs" / "tf2-mwms" / "
 WORKERS_ONLY_IMAGE = "registry.example.com/ml/mwms:2.21.0"
 
 
-@contextlib.contextmanager
-def team_image(tmp_path: Path, program: Path, folder: str, reference: str) -> Iterator[None]:
-    """The team's image on every real node: the nodes' TensorFlow with the program at /opt/<folder>,
-    as their CI would bake it. Imported from where it was written (no 1.7 GB copy into the cache,
-    which `make load-image` makes to import it at every later start: a test's image is not kept)."""
-    rootfs = tmp_path / "rootfs"
-    (rootfs / "opt" / folder).mkdir(parents=True)
-    shutil.copy(program, rootfs / "opt" / folder / program.name)
-    archive = tmp_path / f"{folder}.tar"
-    write_image_archive(rootfs, reference, ImageConfig(), archive, base=tensorflow_image().archive)
+@pytest.fixture(scope="module")
+def team_images(real_cluster, tmp_path_factory) -> Iterator[None]:
+    """The teams' images on every real node: the nodes' TensorFlow with each program at /opt/<folder>,
+    as their CI would bake them. One archive holds both programs under both names (one write and one
+    import of TensorFlow's 1.7 GB for the two tests, not two), imported from where it was written (no
+    copy into the cache, which `make load-image` makes to import it at every later start: a test's
+    image is not kept)."""
+    work = tmp_path_factory.mktemp("team-images")
+    rootfs = work / "rootfs"
+    for program, folder in ((TEAM_PROGRAM, "ctr"), (WORKERS_ONLY_PROGRAM, "mwms")):
+        (rootfs / "opt" / folder).mkdir(parents=True)
+        shutil.copy(program, rootfs / "opt" / folder / program.name)
+    archive = work / "team-images.tar"
+    write_image_archive(
+        rootfs, TEAM_IMAGE, ImageConfig(), archive, base=tensorflow_image().archive, also_tagged=(WORKERS_ONLY_IMAGE,)
+    )
     try:
         assert realnodes.import_archive(REAL_CLUSTER, archive) == list(REAL_SERVERS)
+        for server in REAL_SERVERS:
+            assert {TEAM_IMAGE, WORKERS_ONLY_IMAGE} <= set(realnodes.node_images(REAL_CLUSTER, server))
         yield
     finally:
         archive.unlink()
@@ -196,27 +205,30 @@ def after_loss(after: AfterLoss, experiment: str) -> str:
 
 
 def test_a_kubeflow_tfjob_and_its_import_train_the_same_program_to_succeeded(
-    real_cluster, tmp_path, capsys, monkeypatch
+    real_cluster, team_images, tmp_path, capsys, monkeypatch
 ):
     until_stopped = training_until_stopped(TEAM_TFJOB, "real-tfjob-lost-worker")
     until_stopped_file = tmp_path / "tfjob-until-stopped.yaml"
     until_stopped_file.write_text(yaml.safe_dump(until_stopped.manifest(UNTIL_STOPPED)))
-    with team_image(tmp_path, TEAM_PROGRAM, "ctr", TEAM_IMAGE):
-        kubeflow_steps, kubeflow_loss = run_under_kubeflow(real_cluster, TEAM_TFJOB)
-        monkeypatch.setattr(importer, "STACKS_DIR", real_cluster.stacks_dir)
-        code = components_main(["import-tfjob", str(TEAM_TFJOB), "--stack", "real-tfjob", "--nodes", REAL_SERVERS[0]])
-        said = capsys.readouterr()
-        assert code == 0, said.err
-        assert "chief, 1 PS, 2 workers, done: chief" in said.out
-        # The run that loses a worker, imported now: what the test prints from here on is not read
-        # away by capsys.
-        code = components_main(
-            ["import-tfjob", str(until_stopped_file), "--stack", until_stopped.stack, "--nodes", REAL_SERVERS[0]]
-        )
-        said = capsys.readouterr()
-        assert code == 0, said.err
-        stack = str(real_cluster.stacks_dir / "Pulumi.real-tfjob.yaml")
-        with real_cluster.running(stack, tmp_path / "out") as namespace:
+    monkeypatch.setattr(importer, "STACKS_DIR", real_cluster.stacks_dir)
+    code = components_main(["import-tfjob", str(TEAM_TFJOB), "--stack", "real-tfjob", "--nodes", REAL_SERVERS[0]])
+    said = capsys.readouterr()
+    assert code == 0, said.err
+    assert "chief, 1 PS, 2 workers, done: chief" in said.out
+    # The run that loses a worker, imported now: what the test prints from here on is not read
+    # away by capsys.
+    code = components_main(
+        ["import-tfjob", str(until_stopped_file), "--stack", until_stopped.stack, "--nodes", REAL_SERVERS[0]]
+    )
+    said = capsys.readouterr()
+    assert code == 0, said.err
+    stack = str(real_cluster.stacks_dir / "Pulumi.real-tfjob.yaml")
+    with real_cluster.running(stack, tmp_path / "out") as namespace:
+        # Both at once, on the same nodes: the import's tasks hold srv-00 (1.4 of its 2 CPUs, --nodes),
+        # placed before the TFJob is applied, so that its pods (1.4 CPUs, placed by the scheduler) fit
+        # beside them. Nothing here is timed; each run only has to reach Succeeded.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as beside:
+            kubeflow = beside.submit(run_under_kubeflow, real_cluster, TEAM_TFJOB)
             wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
             completed = time.monotonic()
             (chief,) = real_cluster.pods(stack, "chief")
@@ -225,22 +237,23 @@ def test_a_kubeflow_tfjob_and_its_import_train_the_same_program_to_succeeded(
             while real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker"):
                 assert time.monotonic() - completed < ENDS_WITHIN_S, "PS and workers still there after the chief"
                 time.sleep(0.5)
-        with capsys.disabled():  # in make test's output, passing or not
-            print(
-                f"\nthe same TFJob: Kubeflow's operator {kubeflow_steps} steps, loss {kubeflow_loss:.4f}; "
-                f"tfk8s {steps} steps, loss {loss:.4f}"
-            )
-        assert steps == kubeflow_steps == 200
-        # One program, one dataset, one learning rate: both learn the labels (ln 2 = 0.693 at the start)
-        # alike; the PS's asynchronous updates and the random start leave the last digits apart.
-        assert loss < 0.5 and kubeflow_loss < 0.5 and abs(loss - kubeflow_loss) < 0.2
-
-        # A worker lost while training, the same program on both: what a team moving off TFJob gains.
-        kubeflow_after = lost_under_kubeflow(real_cluster, until_stopped, tmp_path)
-        until_stopped_stack = str(real_cluster.stacks_dir / f"Pulumi.{until_stopped.stack}.yaml")
-        tfk8s_after, stages = lost_under_tfk8s(
-            real_cluster, until_stopped, until_stopped_stack, tmp_path / "out-lost-worker"
+            kubeflow_steps, kubeflow_loss = kubeflow.result()
+    with capsys.disabled():  # in make test's output, passing or not
+        print(
+            f"\nthe same TFJob: Kubeflow's operator {kubeflow_steps} steps, loss {kubeflow_loss:.4f}; "
+            f"tfk8s {steps} steps, loss {loss:.4f}"
         )
+    assert steps == kubeflow_steps == 200
+    # One program, one dataset, one learning rate: both learn the labels (ln 2 = 0.693 at the start)
+    # alike; the PS's asynchronous updates and the random start leave the last digits apart.
+    assert loss < 0.5 and kubeflow_loss < 0.5 and abs(loss - kubeflow_loss) < 0.2
+
+    # A worker lost while training, the same program on both: what a team moving off TFJob gains.
+    kubeflow_after = lost_under_kubeflow(real_cluster, until_stopped, tmp_path)
+    until_stopped_stack = str(real_cluster.stacks_dir / f"Pulumi.{until_stopped.stack}.yaml")
+    tfk8s_after, stages = lost_under_tfk8s(
+        real_cluster, until_stopped, until_stopped_stack, tmp_path / "out-lost-worker"
+    )
     with capsys.disabled():
         print(
             f"\nworker-0 lost while training: Kubeflow's operator: {after_loss(kubeflow_after, 'the TFJob')}; "
@@ -255,27 +268,26 @@ def test_a_kubeflow_tfjob_and_its_import_train_the_same_program_to_succeeded(
 
 
 def test_an_imported_tfjob_of_workers_only_runs_multiworkermirroredstrategy_to_succeeded(
-    real_cluster, tmp_path, capsys, monkeypatch
+    real_cluster, team_images, tmp_path, capsys, monkeypatch
 ):
-    with team_image(tmp_path, WORKERS_ONLY_PROGRAM, "mwms", WORKERS_ONLY_IMAGE):
-        monkeypatch.setattr(importer, "STACKS_DIR", real_cluster.stacks_dir)
-        code = components_main(
-            ["import-tfjob", str(WORKERS_ONLY_TFJOB), "--stack", "real-mwms", "--nodes", REAL_SERVERS[0]]
-        )
-        said = capsys.readouterr()
-        assert code == 0, said.err
-        assert "0 PS, 2 workers, done: workers" in said.out
-        stack = str(real_cluster.stacks_dir / "Pulumi.real-mwms.yaml")
-        namespace = load_experiment(stack).namespace
-        real_cluster.apply(stack, tmp_path / "out", wait=False)  # it may be done before every pod was seen
-        try:
-            wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
-            assert real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "chief") == []
-            workers = real_cluster.pods(stack, "worker")
-            assert len(workers) == 2
-            for worker in workers:
-                lines = [text for _, text in real_cluster.log(namespace, worker.metadata.name).lines]
-                # Both replicas trained together: the all-reduce ran over the two pods.
-                assert any("200 steps over 2 workers" in text for text in lines), lines[-10:]
-        finally:
-            real_cluster.delete(stack, tmp_path / "out")
+    monkeypatch.setattr(importer, "STACKS_DIR", real_cluster.stacks_dir)
+    code = components_main(
+        ["import-tfjob", str(WORKERS_ONLY_TFJOB), "--stack", "real-mwms", "--nodes", REAL_SERVERS[0]]
+    )
+    said = capsys.readouterr()
+    assert code == 0, said.err
+    assert "0 PS, 2 workers, done: workers" in said.out
+    stack = str(real_cluster.stacks_dir / "Pulumi.real-mwms.yaml")
+    namespace = load_experiment(stack).namespace
+    real_cluster.apply(stack, tmp_path / "out", wait=False)  # it may be done before every pod was seen
+    try:
+        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
+        assert real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "chief") == []
+        workers = real_cluster.pods(stack, "worker")
+        assert len(workers) == 2
+        for worker in workers:
+            lines = [text for _, text in real_cluster.log(namespace, worker.metadata.name).lines]
+            # Both replicas trained together: the all-reduce ran over the two pods.
+            assert any("200 steps over 2 workers" in text for text in lines), lines[-10:]
+    finally:
+        real_cluster.delete(stack, tmp_path / "out")

@@ -38,6 +38,18 @@ def test_a_layer_on_a_base_archive_keeps_the_base_layer_as_it_is(tmp_path):
     assert config["config"]["Cmd"] == ["python3"]
 
 
+def test_one_archive_names_an_image_twice_for_two_teams_programs(tmp_path):
+    root = tmp_path / "root"
+    (root / "opt").mkdir(parents=True)
+    archive = tmp_path / "both.tar"
+    write_image_archive(
+        root, "registry.example.com/ml/ctr:2.21.0", ImageConfig(), archive, also_tagged=("registry.example.com/ml/mwms:2.21.0",)
+    )
+    with tarfile.open(archive) as written:
+        (manifest,) = json.load(written.extractfile("manifest.json"))
+    assert manifest["RepoTags"] == ["registry.example.com/ml/ctr:2.21.0", "registry.example.com/ml/mwms:2.21.0"]
+
+
 def test_the_image_is_keyed_by_its_requirements(tmp_path):
     first = tmp_path / "a.txt"
     first.write_text("tf-keras==2.21.0\n")

@@ -48,10 +48,17 @@ def pack_layer(rootfs: Path, layer: Path) -> None:
 
 
 def write_image_archive(
-    rootfs: Path, reference: str, config: ImageConfig, archive: Path, base: Optional[Path] = None
+    rootfs: Path,
+    reference: str,
+    config: ImageConfig,
+    archive: Path,
+    base: Optional[Path] = None,
+    also_tagged: tuple[str, ...] = (),
 ) -> str:
     """Write `rootfs` as image `reference` to `archive` (written next to it, then renamed); its layer
-    digest. With `base` (an archive of this layout), `rootfs` is a layer on top of the base's layers."""
+    digest. With `base` (an archive of this layout), `rootfs` is a layer on top of the base's layers.
+    `also_tagged`: more names for the same image, each imported as an image of its own (one archive,
+    one copy of the base's gigabytes to write and import, for images that differ only in name)."""
     archive.parent.mkdir(parents=True, exist_ok=True)
     base_layers = _layers_of(base) if base is not None else []
     with tempfile.TemporaryDirectory(dir=archive.parent) as work:
@@ -75,7 +82,11 @@ def write_image_archive(
         config_name = f"{hashlib.sha256(config_bytes).hexdigest()}.json"
         layer_name = f"{layer_digest}/layer.tar"
         manifest = [
-            {"Config": config_name, "RepoTags": [reference], "Layers": [*(n for n, _ in base_layers), layer_name]}
+            {
+                "Config": config_name,
+                "RepoTags": [reference, *also_tagged],
+                "Layers": [*(n for n, _ in base_layers), layer_name],
+            }
         ]
         partial = archive.with_name(archive.name + ".partial")
         with tarfile.open(partial, "w") as out:

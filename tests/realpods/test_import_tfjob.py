@@ -1,9 +1,10 @@
 """A team's TFJob, imported with `import-tfjob` and applied as it is written, runs its program to
 `Succeeded` on real nodes: the same image (built elsewhere, loaded as `make load-image` does), the
 same command, args, working directory and environment, TF_CONFIG as TFJob gave it. The migration is
-proven by running both: the TFJob itself first, under Kubeflow's training operator on the same
-nodes (tools/localcluster/training_operator.py), then its import under tfk8s; then worker-0 lost
-while training, on both, timed as `make bench-vs-tfjob` times it (tools/localcluster/task_loss_timing.py)."""
+proven by running both: the TFJob itself, under Kubeflow's training operator
+(tools/localcluster/training_operator.py), beside its import under tfk8s on the same nodes; then
+worker-0 lost while training, on each in turn, timed as `make bench-vs-tfjob` times it
+(tools/localcluster/task_loss_timing.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import tarfile
 import pytest
 
 from tools.nodeimage.archive import ImageConfig, write_image_archive
-from tools.nodeimage.images import program_image
+from tools.nodeimage.images import earlier_archives, program_image, tensorflow_image
 from tools.nodeimage.program_images import build_program_image, packages_beyond
 
 
@@ -74,3 +74,33 @@ def test_the_image_gets_what_the_requirements_need_beyond_the_tensorflow_image()
         "pandas": "2.2.3", "pytz": "2026.6", "tzdata": "2026.6", "Six": "1.17.0",
     }
     assert packages_beyond(resolved, image_has) == ["pandas==2.2.3", "pytz==2026.6", "tf_keras==2.21.0", "tzdata==2026.6"]
+
+
+def test_only_earlier_builds_of_the_same_image_are_pruned(tmp_path, monkeypatch):
+    """`make node-image` and `make image` keep one archive per image: the current one, and nothing
+    of another image's or that tfk8s did not write."""
+    monkeypatch.setenv("TFK8S_CACHE", str(tmp_path))
+    current = tensorflow_image()
+    images = current.archive.parent
+    images.mkdir(parents=True)
+    programs = images / "programs"
+    programs.mkdir()
+    kept = [
+        current.archive,
+        images / f"pause-tfk8s-{'0' * 12}.tar",  # another image
+        images / f"tensorflow-gpu-{current.tag}-{'1' * 12}.tar",  # another image whose name begins alike
+        images / f"tensorflow-{current.tag}-{'2' * 12}.tar.partial",  # a write under way
+        images / "tensorflow-notes.tar",  # not an archive tfk8s names
+        programs / f"tensorflow-{current.tag}-{'3' * 12}.tar",  # a team's program image, of its own folder
+    ]
+    earlier = [images / f"tensorflow-2.20.0-{'4' * 12}.tar", images / f"tensorflow-{current.tag}-{'5' * 12}.tar"]
+    for path in kept + earlier:
+        path.write_bytes(b"")
+    assert earlier_archives(current) == sorted(earlier)
+
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("tf-keras==2.21.0\n")
+    team = program_image("ctr", requirements)
+    (programs / f"ctr-{team.tag}-{'6' * 12}.tar").write_bytes(b"")
+    (programs / f"ctr-model-{team.tag}-{'7' * 12}.tar").write_bytes(b"")
+    assert earlier_archives(team) == [programs / f"ctr-{team.tag}-{'6' * 12}.tar"]

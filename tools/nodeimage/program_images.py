@@ -30,7 +30,16 @@ from typing import Callable
 
 from .archive import ImageConfig, write_image_archive
 from .build import ensure_images
-from .images import DNS_NAME, PROGRAM_IMAGES, TENSORFLOW_PACKAGE, Image, cache_root, program_image, tensorflow_image
+from .images import (
+    DNS_NAME,
+    PROGRAM_IMAGES,
+    TENSORFLOW_PACKAGE,
+    Image,
+    cache_root,
+    earlier_archives,
+    program_image,
+    tensorflow_image,
+)
 
 Say = Callable[[str], None]
 # One framework under several distribution names: a package that requires `tensorflow` runs on
@@ -90,7 +99,7 @@ def build_program_image(name: str, requirements: Path, say: Say = _say) -> Image
             ],
             check=True,
         )
-        for earlier in image.archive.parent.glob(f"{name}-{image.tag}-*.tar"):
+        for earlier in earlier_archives(image):
             earlier.unlink()  # one archive per name: a node imports every archive here
         write_image_archive(
             layer,

@@ -25,7 +25,11 @@ mkdir -p "$bin" "$src"
 # again, and changing one component rebuilds that component only.
 cache="${TFK8S_CACHE:-$HOME/.cache/tfk8s}/toolchain/built"
 mkdir -p "$cache"
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+# Release builds, without debug information, as Kubernetes' own releases are linked: a quarter
+# less CPU on a cold machine (metrics-server: 320 core-seconds against 416, 167 s against 229 on 2
+# cores) and binaries a third smaller. Stack traces stay (they need no DWARF); a debugger would not.
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath -gcflags=all=-dwarf=false"
+strip_ldflags="-s -w"
 export GOBIN="$bin"
 
 built=()
@@ -74,8 +78,8 @@ up_to_date() {
   echo "$2" > "$bin/.$1.version"
 }
 stamp() { echo "$2" > "$bin/.$1.version"; }
-# recipe_key VERSION TEXT: VERSION plus a digest of the source that builds it.
-recipe_key() { echo "$1-$(printf '%s' "$2" | sha256sum | cut -c1-12)"; }
+# recipe_key VERSION TEXT: VERSION plus a digest of the source that builds it, and of how Go builds.
+recipe_key() { echo "$1-$(printf '%s' "$GOFLAGS $strip_ldflags $2" | sha256sum | cut -c1-12)"; }
 
 # module_dir MODULE VERSION: where the module proxy's download of MODULE@VERSION lies.
 module_dir() { (cd "$src" && go mod download -json "$1@$2" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); }
@@ -110,7 +114,7 @@ build_wrapper() {
     printf '%s\n' "$main_go" > "$module/main.go"
     package=.
   fi
-  (cd "$module" && go mod tidy && go build -trimpath -ldflags "$ldflags" -o "$bin/$name" "$package")
+  (cd "$module" && go mod tidy && go build -ldflags "$strip_ldflags $ldflags" -o "$bin/$name" "$package")
   stamp "$name" "$key"; built+=("$name $version")
 }
 
@@ -133,9 +137,10 @@ addon_manifests() {
 }
 
 kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
+kube_key="$(recipe_key "$KUBERNETES_VERSION" "${kube_binaries[*]}")"
 need_kube=0
 for name in "${kube_binaries[@]}"; do
-  up_to_date "$name" "$KUBERNETES_VERSION" || need_kube=1
+  up_to_date "$name" "$kube_key" || need_kube=1
 done
 
 if [ "$need_kube" = 1 ]; then
@@ -171,15 +176,15 @@ if [ "$need_kube" = 1 ]; then
   } > "$module/tools.go"
   (cd "$module" && go mod tidy)
   minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
-  ldflags=""
+  ldflags="$strip_ldflags"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean"
   done
   packages=()
   for name in "${kube_binaries[@]}"; do packages+=("k8s.io/kubernetes/cmd/$name"); done
-  (cd "$module" && go build -trimpath -ldflags "$ldflags" -o "$bin/" "${packages[@]}")
-  for name in "${kube_binaries[@]}"; do stamp "$name" "$KUBERNETES_VERSION"; built+=("$name $KUBERNETES_VERSION"); done
+  (cd "$module" && go build -ldflags "$ldflags" -o "$bin/" "${packages[@]}")
+  for name in "${kube_binaries[@]}"; do stamp "$name" "$kube_key"; built+=("$name $KUBERNETES_VERSION"); done
 else
   for name in "${kube_binaries[@]}"; do kept+=("$name $KUBERNETES_VERSION"); done
 fi
@@ -197,10 +202,11 @@ import (
 func main() { etcdmain.Main(os.Args) }
 GO
 
-if ! up_to_date kwok "$KWOK_VERSION"; then
+kwok_key="$(recipe_key "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok)"
+if ! up_to_date kwok "$kwok_key"; then
   echo "toolchain: building kwok $KWOK_VERSION"
-  go install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  stamp kwok "$KWOK_VERSION"; built+=("kwok $KWOK_VERSION")
+  go install -ldflags "$strip_ldflags" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  stamp kwok "$kwok_key"; built+=("kwok $KWOK_VERSION")
 else
   kept+=("kwok $KWOK_VERSION")
 fi
@@ -250,7 +256,7 @@ build_network_policies() {
   (cd "$module/upstream" && GIT_CEILING_DIRECTORIES="$module" git apply "$files/nfqueue-xt-target.patch")
   printf '\nreplace %s => ./upstream\n' "$requirement" >> "$module/go.mod"
   cp "$files/main.go" "$module/main.go"
-  (cd "$module" && go mod tidy && go build -trimpath -o "$bin/$name" .)
+  (cd "$module" && go mod tidy && go build -ldflags "$strip_ldflags" -o "$bin/$name" .)
   stamp "$name" "$key"; built+=("$name $KUBE_NETWORK_POLICIES_VERSION")
 }
 build_network_policies
@@ -310,8 +316,8 @@ build_kubernetes_provider() {
   cp "$upstream"/{main.go,generate.go,schema.json,terraform-mapping.json} "$module/"
   chmod u+w "$module"/*
   (cd "$module" && go mod tidy && VERSION="$PULUMI_KUBERNETES_VERSION" go run generate.go \
-    && go build -trimpath -o "$bin/$name" \
-      -ldflags "-X $requirement/pkg/version.Version=$PULUMI_KUBERNETES_VERSION" .)
+    && go build -o "$bin/$name" \
+      -ldflags "$strip_ldflags -X $requirement/pkg/version.Version=$PULUMI_KUBERNETES_VERSION" .)
   stamp "$name" "$key"; built+=("$name $PULUMI_KUBERNETES_VERSION")
 }
 build_kubernetes_provider

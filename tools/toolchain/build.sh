@@ -144,7 +144,7 @@ for name in "${kube_binaries[@]}"; do
 done
 
 if [ "$need_kube" = 1 ]; then
-  echo "toolchain: building Kubernetes $KUBERNETES_VERSION (cold: about 10 minutes on 2 cores)"
+  echo "toolchain: building Kubernetes $KUBERNETES_VERSION (cold: about 6 minutes on 2 cores)"
   module="$src/kubernetes"
   rm -rf "$module" && mkdir -p "$module"
   # k8s.io/kubernetes replaces its staging modules with local paths that a

@@ -68,7 +68,7 @@ PROGRAM_IMAGES = "images/programs"
 def earlier_archives(image: Image) -> list[Path]:
     """Archives of `image`'s name from builds with other inputs: a node imports only the current
     one, and each is as large as the image (TensorFlow's, 1.7 GB)."""
-    named = re.compile(rf"{re.escape(image.name)}-[^-/]+-[0-9a-f]{{12}}\.tar")
+    named = re.compile(rf"{re.escape(image.name)}-[^-]+-[0-9a-f]{{12}}\.tar")
     folder = image.archive.parent
     return sorted(path for path in folder.glob("*.tar") if named.fullmatch(path.name) and path != image.archive)
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 from kubernetes import client
 from kubernetes.stream import stream
+from kubernetes.utils import parse_quantity
 
 from components.live.status import read_jobset
 from components.objects.loading import load_experiment
@@ -49,6 +50,9 @@ UNTIL_STOPPED = 10**7
 
 # Sized for two real nodes of this machine (2 CPUs each): a chief, up to 2 PS and 2 workers. Each
 # task's TensorFlow start is 6 to 9 CPU-seconds: a test runs as few tasks as what it shows needs.
+# Both real nodes run on this one host and each advertises all of its cores, so the scheduler would
+# place twice what the host has: what a test runs at once is checked against the host itself
+# (`within_the_host`), and a test that runs more says why it may (the `oversubscribed` mark).
 SMALL_CLUSTER = {
     "image": tensorflow_image().reference,
     "chief": {"cpu": "300m", "memory": "1Gi"},
@@ -57,6 +61,11 @@ SMALL_TRAINER = {"embeddingRows": 20000, "batchSize": 128, "partition": "auto"}
 
 
 LIFECYCLE_TESTS = "test_real_node_lifecycle.py"
+HOST_CORES = os.cpu_count() or 1
+# What the pods may hold of the host's memory: the rest is the control plane's, the kubelets',
+# containerd's and the tests' that run beside the real pods (make test's below-real-pods).
+HOST_MEMORY_SHARE = 0.75
+OVERSUBSCRIBED = "oversubscribed"  # the mark (pytest.ini)
 
 
 def pytest_collection_modifyitems(items):
@@ -109,10 +118,61 @@ class TaskLog:
         return next((stamp for stamp, line in self.lines if text in line and stamp > after), None)
 
 
+@dataclass(frozen=True)
+class HostLoad:
+    """What the pods on the real nodes request at once, against the one host both nodes run on."""
+
+    cpu_by_node: dict[str, float]
+    memory_bytes: float
+
+    @property
+    def cpu(self) -> float:
+        return sum(self.cpu_by_node.values())
+
+    def over(self) -> Optional[str]:
+        """What the pods request past the host; None where they fit."""
+        memory_limit = HOST_MEMORY_SHARE * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        nodes = ", ".join(f"{node} {cpu:.2f}" for node, cpu in sorted(self.cpu_by_node.items()))
+        if self.cpu > HOST_CORES:
+            return f"{self.cpu:.2f} CPUs ({nodes}) on the host's {HOST_CORES} cores"
+        if self.memory_bytes > memory_limit:
+            return f"{self.memory_bytes / 2**30:.1f} GiB of memory, past {memory_limit / 2**30:.1f} GiB of the host's"
+        return None
+
+
+def host_load(core: client.CoreV1Api) -> HostLoad:
+    """The CPU and memory requests of every pod on the real nodes that has not ended."""
+    cpu_by_node: dict[str, float] = {}
+    memory = 0.0
+    for pod in core.list_pod_for_all_namespaces().items:
+        if pod.spec.node_name not in REAL_SERVERS or (pod.status and pod.status.phase in ("Succeeded", "Failed")):
+            continue
+        for container in pod.spec.containers:
+            requests = (container.resources and container.resources.requests) or {}
+            cpu_by_node[pod.spec.node_name] = cpu_by_node.get(pod.spec.node_name, 0.0) + float(
+                parse_quantity(requests.get("cpu", "0"))
+            )
+            memory += float(parse_quantity(requests.get("memory", "0")))
+    return HostLoad(cpu_by_node, memory)
+
+
 @dataclass
 class RealCluster:
     kubeconfig: Path
     stacks_dir: Path
+    # Why the running test may request more than the host has (its `oversubscribed` mark); None: it may not.
+    oversubscribed: Optional[str] = None
+
+    def within_the_host(self) -> None:
+        """Fail where the pods now running request more than the host has and the test does not say why
+        it may: two real nodes on one host share its cores, and a test tuned on an idle machine fails
+        on a busier or slower one (a TFJob run beside its import did, its chief exiting 1)."""
+        over = host_load(self.core).over()
+        if over is not None and self.oversubscribed is None:
+            pytest.fail(
+                f"the pods running now request {over}: run the experiments one after the other, or mark the"
+                f" test @pytest.mark.{OVERSUBSCRIBED}(why) with what each needs and why its checks hold"
+            )
 
     @property
     def api(self) -> client.ApiClient:
@@ -128,6 +188,7 @@ class RealCluster:
         apply_manifests(self.api, experiment.stack, rendered_objects(experiment, out))
         if wait:
             wait_for_pods(self.api, experiment, POD_WAIT_S)
+            self.within_the_host()
 
     @contextlib.contextmanager
     def running(self, stack: str, out: Path) -> Iterator[str]:
@@ -308,6 +369,19 @@ def real_cluster(tmp_path_factory) -> RealCluster:
         lifecycle.down(REAL_CLUSTER)
         after = host_snapshot()
         assert after == before, "the real nodes left the host changed"
+
+
+@pytest.fixture(autouse=True)
+def _host_budget(request):
+    """The running test's `oversubscribed` reason, for RealCluster.within_the_host."""
+    if "real_cluster" not in request.fixturenames:
+        yield
+        return
+    cluster = request.getfixturevalue("real_cluster")
+    mark = request.node.get_closest_marker(OVERSUBSCRIBED)
+    cluster.oversubscribed = mark.args[0] if mark else None
+    yield
+    cluster.oversubscribed = None
 
 
 @pytest.fixture

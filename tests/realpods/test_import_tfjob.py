@@ -1,14 +1,15 @@
 """A team's TFJob, imported with `import-tfjob` and applied as it is written, runs its program to
 `Succeeded` on real nodes: the same image (built elsewhere, loaded as `make load-image` does), the
 same command, args, working directory and environment, TF_CONFIG as TFJob gave it. The migration is
-proven by running both: the TFJob itself, under Kubeflow's training operator
-(tools/localcluster/training_operator.py), beside its import under tfk8s on the same nodes; then
+proven by running both on the same nodes, one after the other: the TFJob itself, under Kubeflow's
+training operator (tools/localcluster/training_operator.py), then its import under tfk8s; then
 worker-0 lost while training, on each in turn, timed as `make bench-vs-tfjob` times it
-(tools/localcluster/task_loss_timing.py)."""
+(tools/localcluster/task_loss_timing.py). Each side's pods ask 1.4 CPUs and 4 GiB, the host's 2
+cores and its memory are theirs alone: two at once would ask 2.8 (tests/realpods/conftest.py
+`within_the_host`)."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import json
 import re
@@ -27,8 +28,9 @@ from components.objects.loading import load_experiment
 from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS, TaskLog
 from tests.realpods.test_programs import ENDS_WITHIN_S, FAIL_WITHIN_S, wait_for_phase
 from tools.localcluster import paths, realnodes
+from tools.localcluster.podlogs import KeptLogs
 from tools.localcluster.task_loss_timing import DISRUPTIONS, UNTIL_STOPPED, AfterLoss, NotWithin, lose_task
-from tools.localcluster.tfjob_sides import STEP_LINE, KubeflowTFJob, TeamTFJob, Tfk8sExperiment
+from tools.localcluster.tfjob_sides import STEP_LINE, TFJOB_NAME_LABEL, KubeflowTFJob, TeamTFJob, Tfk8sExperiment
 from tools.nodeimage.archive import ImageConfig, write_image_archive
 from tools.nodeimage.images import tensorflow_image
 
@@ -134,10 +136,13 @@ def run_under_kubeflow(cluster, tfjob_file: Path) -> tuple[int, float]:
     Succeeded condition; the chief's steps and final loss. Deleted afterwards with its namespace."""
     tfjob = yaml.safe_load(tfjob_file.read_text())
     name, namespace = tfjob["metadata"]["name"], tfjob["metadata"]["namespace"]
+    # What its programs print, kept as it runs: the operator deletes the pods when it fails the TFJob.
+    kept = KeptLogs(cluster.core, namespace, f"{TFJOB_NAME_LABEL}={name}")
     with tfjob_namespace(cluster, namespace):
         _kubectl(cluster, "apply", "-f", str(tfjob_file))
         deadline = time.monotonic() + TFJOB_WITHIN_S
         while True:
+            kept.poll()
             conditions = (
                 json.loads(_kubectl(cluster, "get", "tfjob", name, "-n", namespace, "-o", "json"))
                 .get("status", {})
@@ -146,8 +151,10 @@ def run_under_kubeflow(cluster, tfjob_file: Path) -> tuple[int, float]:
             state = {c["type"]: c["status"] for c in conditions}
             if state.get("Succeeded") == "True":
                 break
-            assert state.get("Failed") != "True", conditions
-            assert time.monotonic() < deadline, f"the TFJob did not succeed within {TFJOB_WITHIN_S:.0f} s: {conditions}"
+            if state.get("Failed") == "True":
+                pytest.fail(f"the TFJob failed: {conditions}\n{kept.report()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"the TFJob did not succeed within {TFJOB_WITHIN_S:.0f} s: {conditions}\n{kept.report()}")
             time.sleep(1.0)
         chief_log = _kubectl(cluster, "logs", "-n", namespace, f"{name}-chief-0")
         return _chief_summary(chief_log.splitlines())
@@ -224,21 +231,20 @@ def test_a_kubeflow_tfjob_and_its_import_train_the_same_program_to_succeeded(
     said = capsys.readouterr()
     assert code == 0, said.err
     stack = str(real_cluster.stacks_dir / "Pulumi.real-tfjob.yaml")
+    # One after the other: each asks 1.4 CPUs and 4 GiB (a chief and a PS of 300m, two workers of
+    # 400m, 1 GiB each), together 2.8 of the host's 2 cores. Run at once, the TFJob's chief exited 1
+    # twice on a busy machine and the operator failed it at its backoff limit (issue 63); alone, each
+    # has the nodes to itself. It costs the TFJob's own run, 30 to 40 s.
+    kubeflow_steps, kubeflow_loss = run_under_kubeflow(real_cluster, TEAM_TFJOB)
     with real_cluster.running(stack, tmp_path / "out") as namespace:
-        # Both at once, on the same nodes: the import's tasks hold srv-00 (1.4 of its 2 CPUs, --nodes),
-        # placed before the TFJob is applied, so that its pods (1.4 CPUs, placed by the scheduler) fit
-        # beside them. Nothing here is timed; each run only has to reach Succeeded.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as beside:
-            kubeflow = beside.submit(run_under_kubeflow, real_cluster, TEAM_TFJOB)
-            wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
-            completed = time.monotonic()
-            (chief,) = real_cluster.pods(stack, "chief")
-            lines = [text for _, text in real_cluster.log(namespace, chief.metadata.name).lines]
-            steps, loss = _chief_summary(lines)
-            while real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker"):
-                assert time.monotonic() - completed < ENDS_WITHIN_S, "PS and workers still there after the chief"
-                time.sleep(0.5)
-            kubeflow_steps, kubeflow_loss = kubeflow.result()
+        wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
+        completed = time.monotonic()
+        (chief,) = real_cluster.pods(stack, "chief")
+        lines = [text for _, text in real_cluster.log(namespace, chief.metadata.name).lines]
+        steps, loss = _chief_summary(lines)
+        while real_cluster.pods(stack, "ps") + real_cluster.pods(stack, "worker"):
+            assert time.monotonic() - completed < ENDS_WITHIN_S, "PS and workers still there after the chief"
+            time.sleep(0.5)
     with capsys.disabled():  # in make test's output, passing or not
         print(
             f"\nthe same TFJob: Kubeflow's operator {kubeflow_steps} steps, loss {kubeflow_loss:.4f}; "

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from components.cli.main import main as components_main
 from tests.realpods.conftest import REAL_SERVERS, UNTIL_STOPPED, RealCluster
 from tests.stack_variants import write_variant
@@ -138,6 +140,12 @@ def wait_for_children_done(parent: int, word: str, count: int, timeout_s: float)
         time.sleep(1)
 
 
+@pytest.mark.oversubscribed(
+    "2.6 CPUs asked, 1.3 on each server (a 200m chief, three 100m PS, two 400m workers), 15.4 GiB: the"
+    " report samples both experiments side by side and compares their PS. Each PS ratio is within one"
+    " experiment, which a share of the cores scales alike; the hot PS asks 100m so that it reads past its"
+    " request whatever share it gets (_on_server)"
+)
 def test_top_and_the_report_follow_real_pods_and_show_one_hot_ps_without_partitioning(real_cluster, tmp_path, capsys):
     """One pair of running experiments for both: `top` (and `top --watch` to their end) follows the
     one without partitioning while the report samples both."""

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import pytest
 import yaml
 from kubernetes import client
 
@@ -161,6 +162,11 @@ def _ps_cpu(cluster: RealCluster, stack: str, capsys) -> Optional[list[float]]:
     return cpu if cpu and None not in cpu else None
 
 
+@pytest.mark.oversubscribed(
+    "2.8 CPUs asked, 1.4 on each server (two 300m PS, two 400m workers), 8 GiB: the two programs side by"
+    " side share the host's 2 cores. Each asserts a ratio between its own PS, which a share of the cores"
+    " scales alike: the unpartitioned PS's peers stay idle, the partitioned PS are given alike"
+)
 def test_top_shows_one_hot_ps_for_an_unpartitioned_tf1_program_and_level_ps_with_a_partitioner(
     real_cluster, tmp_path, capsys
 ):

@@ -9,6 +9,8 @@ from typing import Any, Optional
 
 from kubernetes import client
 
+from .client import name_of
+
 
 def timestamped_log(
     core: client.CoreV1Api, namespace: str, pod: str, previous: bool = False
@@ -61,7 +63,7 @@ class KeptLogs:
             return  # the namespace is still being made, or already gone: nothing new to keep
         for pod in pods:
             for status in (pod.status and pod.status.container_statuses) or []:
-                self._keep(pod.metadata.name, status)
+                self._keep(name_of(pod), status)
 
     def _keep(self, pod: str, status: Any) -> None:
         finished = status.last_state and status.last_state.terminated

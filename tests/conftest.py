@@ -13,7 +13,7 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from tests.harness import ProgramRun, RecordingMonitor, reset_pulumi  # noqa: E402
-from tests.runs import ALL_STACKS, program_run  # noqa: E402
+from tests.runs import SHIPPED_STACKS, program_run  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,7 @@ def _reset_pulumi_runtime():
     gc.enable()  # the program pauses the collector for its own short-lived process
 
 
-@pytest.fixture(params=ALL_STACKS)
+@pytest.fixture(params=SHIPPED_STACKS)
 def stack_run(request) -> ProgramRun:
     """The program's run for each stack in stacks/."""
     return program_run(request.param)

@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from components.cli.main import _parser, main
-from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_names
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 from tests.objects.test_program import TF2_SOURCE, program_values
+from tests.runs import SHIPPED_STACKS
 from trainer.stack_export import ExportError, ProgramExport, StackExport, export_text, read_export_text
 
 
@@ -26,7 +27,7 @@ def program_stack(tmp_path, name: str, program: dict, **cluster) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("stack", stack_names())
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_every_stacks_export_reads_back_to_the_same_text(capsys, stack):
     printed = export_of(capsys, stack)
     export = read_export_text(printed)

@@ -29,8 +29,9 @@ from components.objects.loading import load_experiment
 from components.objects.render import render
 from components.plan.object_names import PROGRAM_SECRET
 from components.resources.entry_point import build, engine_config
-from components.spec.stack_files import PROJECT_ROOT, stack_names
+from components.spec.stack_files import PROJECT_ROOT
 from tests.cluster.test_cluster import _own_labels, core, node_labels, pods_by_node
+from tests.runs import SHIPPED_STACKS
 from tests.stack_variants import write_variant
 from tools.engine import EngineDirs, engine_stack, run_engine
 from tools.localcluster.addons import cluster_queue_objects
@@ -380,7 +381,7 @@ VARIANTS = {"-statefulset": _statefulset, "-side-pods": _side_pods}
 
 
 @pytest.mark.parametrize(
-    "stack", [*stack_names(), "scene1-case2-statefulset", "scene2-case2-statefulset", "scene1-case2-side-pods"]
+    "stack", [*SHIPPED_STACKS, "scene1-case2-statefulset", "scene2-case2-statefulset", "scene1-case2-side-pods"]
 )
 def test_the_engine_would_apply_exactly_what_render_writes_and_make_apply_applies(local_cluster, tmp_path, stack):
     for suffix, edit in VARIANTS.items():

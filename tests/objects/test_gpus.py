@@ -12,7 +12,7 @@ from components.spec.models import StackConfigError
 from components.spec.stack_files import read_stack_values
 from tests.harness import run_program
 from tests.pods import pods_of
-from tests.runs import ALL_STACKS, program_run
+from tests.runs import SHIPPED_STACKS, program_run
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
@@ -124,7 +124,7 @@ def test_a_bad_toleration_names_the_role_and_the_rule(toleration, message):
     assert "tfk8s:cluster.workers.tolerations[0]" in text and message in text
 
 
-@pytest.mark.parametrize("stack", ALL_STACKS)
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_tfk8s_never_writes_a_label_under_nvidia_com(stack):
     for patch in program_run(stack).of_kind("NodePatch"):
         written = patch.manifest["metadata"]["labels"]

@@ -13,7 +13,8 @@ import pytest
 from components.cli.main import main
 from components.objects.loading import load_experiment
 from components.spec.logs import KEPT_RUNS
-from components.spec.stack_files import PROJECT_ROOT, stack_names
+from components.spec.stack_files import PROJECT_ROOT
+from tests.runs import SHIPPED_STACKS
 from trainer import log_protocol
 
 # A definition of the protocol: its environment's names, its header, the task name's pattern.
@@ -38,7 +39,7 @@ def test_the_protocol_is_written_in_its_module_alone():
     assert PROTOCOL_TEXT.search(protocol.read_text()), "the pattern finds the protocol where it is"
 
 
-@pytest.mark.parametrize("stack", stack_names())
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_every_task_a_plan_makes_is_a_task_of_the_protocol(stack):
     tasks = [placement.task.name for placement in load_experiment(stack).plan.placements]
     assert tasks and [task for task in tasks if not log_protocol.is_task_name(task)] == []

@@ -15,7 +15,8 @@ from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec import kubernetes_limits as K
 from components.spec.models import StackConfigError
 from components.spec.secrets import split_secrets
-from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_names
+from components.spec.stack_files import PROJECT_ROOT, read_stack_values
+from tests.runs import SHIPPED_STACKS
 
 STACK = "scene1-case2"
 # Nine secret values, each one exec string (NAME=value and its NUL within MAX_ARG_STRLEN), that come
@@ -88,7 +89,7 @@ def _annotations(manifest: Any) -> Iterator[dict[str, str]]:
 
 
 def _experiments() -> Iterator[Any]:
-    for stack in stack_names():
+    for stack in SHIPPED_STACKS:
         yield pytest.param(lambda stack=stack: load_experiment(stack), id=stack)
     values, encrypted = engine_values(AT_THE_BOUND)
     values["tfk8s:program"]["args"] = ["--vocabulary", "w" * 120_000]

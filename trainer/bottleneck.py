@@ -13,8 +13,9 @@ The five bottlenecks (`diagnose --json`'s "bottleneck", public):
 - `idle`: neither PS nor workers are busy: they wait on something else (input, network, a straggler);
 - `none`: nothing stands out at this size: the next step is more of everything.
 
-The figures and the thresholds are in bottleneck_figures.py, the rules in bottleneck_rules.py, the
-next experiment in next_experiment.py; this module puts them together and says how sure it is.
+The figures and the thresholds are in bottleneck_figures.py (the hot-PS rule, which `top` applies
+too, in ps_balance.py), the rules in bottleneck_rules.py, the next experiment in next_experiment.py;
+this module puts them together and says how sure it is.
 docs/observing.md ("diagnose: the bottleneck") explains each threshold and why it is where it is.
 """
 
@@ -25,9 +26,6 @@ from typing import Any, Literal, Optional
 
 from .bottleneck_figures import (
     BUSY,
-    HOT_PS_IMBALANCE,
-    HOT_PS_MIN_CORES,
-    IDLE,
     ISOLATE_MIN_PS_SHARE,
     NETWORK_LINK_BYTES_PER_S,
     NETWORK_NEAR_SHARE,
@@ -41,6 +39,7 @@ from .bottleneck_figures import (
 from .bottleneck_rules import BOTTLENECKS, Bottleneck, Verdict, classify
 from .measurements import Measurements, ServerSample, TaskSample, TrainerFacts
 from .next_experiment import Change, ExperimentShape, describe_server, next_experiment
+from .ps_balance import HOT_PS_IMBALANCE, HOT_PS_MIN_CORES, IDLE
 
 __all__ = [
     "BOTTLENECKS",

@@ -13,24 +13,15 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from .measurements import Measurements, TaskSample
+from .ps_balance import IDLE, PsCpu, balance, floor_met, ratio
 
 # A task is busy at or past 80% of what it may use (its CPU limit, else its request). tfk8s sets
 # requests only, so "what it may use" is what the scheduler guarantees; the windowed averages of
 # metrics-server (and any sampler) smooth a task that is pegged while it works and stalls between
 # steps to well under 100%, and 80% is the usual target of a CPU autoscaler for the same reason.
 BUSY = 0.8
-# A task is idle below a quarter of what it may use: it spends most of the window waiting. An idle
-# TensorFlow PS or worker (gRPC polling, a sleeping input loop) reads a few millicores, under 5% of
-# the smallest requests the stacks give (200m); a worker that trains reads well past its request.
-IDLE = 0.25
-# The busiest PS's CPU over the PS mean past which it does most of the PS work: with 2 PS, 1.5 is
-# three times the other's; level PS read near 1. `top` (components/live/usage.py HOT_PS_IMBALANCE)
-# names a hot PS by the same figure and must equal this one.
-HOT_PS_IMBALANCE = 1.5
-# A hot PS must also be busy enough to matter, so that the noise of idle PS (a few millicores each,
-# whose ratio can be anything) is not called hot: at least a tenth of a core, and at least IDLE of
-# what it may use (a PS that idles on a large request is not what holds the workers back).
-HOT_PS_MIN_CORES = 0.1
+# IDLE (a task below a quarter of what it may use) and the hot-PS rule's HOT_PS_IMBALANCE and
+# HOT_PS_MIN_CORES are in trainer/ps_balance.py, the one rule `top` applies too.
 # A server is saturated when its tasks together use 85% of its allocatable cores: the kubelet, the
 # container runtime and (on a small machine) the control plane take the rest, so tasks that want
 # more than the server has read 85-95%, rarely 100%.
@@ -50,11 +41,6 @@ NETWORK_NEAR_SHARE = 0.7
 
 PS = "ps"
 WORKER = "worker"
-
-
-def ratio(numerator: float, denominator: float) -> float:
-    """Rounded to 3 places, as `top` writes the imbalance: a figure at a threshold reads as at it."""
-    return round(numerator / denominator, 3)
 
 
 def mean(values: Sequence[float]) -> Optional[float]:
@@ -155,11 +141,14 @@ class Figures:
         return tuple(server for server, moved in sorted(self.network_by_server().items()) if moved >= near)
 
 
+def ps_cpu(task: TaskFigure) -> PsCpu:
+    """A PS's figure as the hot-PS rule reads it."""
+    return PsCpu(task.task, task.cores, task.allowed, task.utilisation)
+
+
 def hot_ps_floor_met(busiest: Optional[TaskFigure]) -> bool:
     """The busiest PS is busy enough that its lead over the others is not idle noise."""
-    if busiest is None or busiest.cores is None or busiest.cores < HOT_PS_MIN_CORES:
-        return False
-    return busiest.utilisation is None or busiest.utilisation >= IDLE
+    return floor_met(None if busiest is None else ps_cpu(busiest))
 
 
 def _server_loads(measured: Measurements) -> tuple[ServerLoad, ...]:
@@ -234,21 +223,14 @@ def figures(measured: Measurements) -> Figures:
     tasks = tuple(_task_figure(sample, saturated) for sample in measured.tasks)
     ps = [t for t in tasks if t.role == PS]
     workers = [t for t in tasks if t.role == WORKER]
-    ps_measured = [t for t in ps if t.cores is not None]
-    busiest = max(ps_measured, key=lambda t: t.cores or 0.0, default=None)
-    ps_mean = sum(t.cores or 0.0 for t in ps_measured) / len(ps_measured) if ps_measured else 0.0
-    imbalance = (
-        ratio(busiest.cores or 0.0, ps_mean) if busiest is not None and len(ps_measured) >= 2 and ps_mean > 0 else None
-    )
-    hot: tuple[str, ...] = ()
-    if imbalance is not None and imbalance >= HOT_PS_IMBALANCE and hot_ps_floor_met(busiest):
-        hot = tuple(t.task for t in ps_measured if ratio(t.cores or 0.0, ps_mean) >= HOT_PS_IMBALANCE)
+    judged = balance([ps_cpu(t) for t in ps])
+    busiest = next((t for t in ps if judged.busiest is not None and t.task == judged.busiest.task), None)
     return Figures(
         tasks=tasks,
         ps=_role(ps),
         workers=_role(workers),
-        ps_imbalance=imbalance,
-        hot_ps=hot,
+        ps_imbalance=judged.imbalance,
+        hot_ps=judged.hot,
         busiest_ps=busiest,
         servers=servers,
         stragglers=_stragglers(workers),

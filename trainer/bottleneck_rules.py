@@ -1,6 +1,7 @@
 """The bottleneck rules: one of the five bottlenecks from a window's figures (pure, standard library only).
 
-In order, the first that holds (thresholds and their reasons: trainer/bottleneck_figures.py):
+In order, the first that holds (thresholds and their reasons: trainer/bottleneck_figures.py, and
+trainer/ps_balance.py for the hot-PS rule that `top` applies too):
 
 1. hot-ps: at least 2 PS measured, the busiest PS's CPU at or past HOT_PS_IMBALANCE times the PS
    mean, that PS at or past HOT_PS_MIN_CORES and IDLE; unless the workers are busy and the hot PS
@@ -16,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from .bottleneck_figures import BUSY, HOT_PS_IMBALANCE, HOT_PS_MIN_CORES, IDLE, Figures, hot_ps_floor_met
+from .bottleneck_figures import BUSY, Figures, hot_ps_floor_met
+from .ps_balance import HOT_PS_IMBALANCE, HOT_PS_MIN_CORES, IDLE
 
 Bottleneck = Literal["hot-ps", "ps-bound", "worker-bound", "idle", "none"]
 BOTTLENECKS: tuple[Bottleneck, ...] = ("hot-ps", "ps-bound", "worker-bound", "idle", "none")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .ps_balance import imbalance as imbalance  # the reports' figure, `top`'s and diagnose's
 from .settings import TrainerSettings
 
 # Batches replayed through a run's partitioning to count the table rows each PS serves.
@@ -41,11 +42,6 @@ def per_ps(values: list[int], ps_of_shard: list[Optional[int]], ps: int) -> list
     for value, index in zip(values, ps_of_shard):
         totals[index if index is not None else 0] += value
     return totals
-
-
-def imbalance(values: list[float]) -> Optional[float]:
-    mean = sum(values) / len(values) if values else 0
-    return round(max(values) / mean, 3) if mean else None
 
 
 def from_cluster(run: dict[str, Any]) -> bool:

@@ -32,14 +32,12 @@ from .diagnose_figures import (
     Sample,
     TaskReading,
     Window,
-    cpu_allowed,
-    cpu_quantity,
     measurements,
     pod_network,
 )
 from .tasks import ExperimentStatus
 from .top import NodeMetricsUnavailable, SummaryForbidden, node_summary, read_placed_usage
-from .usage import KUBELET_SUMMARY, METRICS_API, PodKey
+from .usage import KUBELET_SUMMARY, METRICS_API, PodKey, cpu_allowed, cpu_quantity
 
 # Three metrics-server refreshes (15 s each), a sample every 5 s: ten samples.
 DEFAULT_SECONDS = 45.0

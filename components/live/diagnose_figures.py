@@ -18,7 +18,6 @@ from typing import Any, Mapping, Optional, Sequence
 from ..plan.experiment import Experiment
 from ..plan.task_roles import PS, WORKER, parse_task_name, task_name
 from ..spec.models import CONFIG_NAMESPACE
-from ..spec.quantities import QUANTITY_PATTERN, quantity_value
 from ..spec.trainer_contract import bottleneck, last_summary, read_progress_line
 from .usage import PodKey
 
@@ -72,29 +71,6 @@ class Window:
     def source(self) -> Optional[str]:
         """The source of the last sample that had one (a source that went away is said in the notes)."""
         return next((sample.source for sample in reversed(self.samples) if sample.source), None)
-
-
-def cpu_allowed(containers: Sequence[Any]) -> Optional[float]:
-    """Cores a pod may use: each container's CPU limit, else its request, summed; None where no
-    container has either (a BestEffort pod may use the whole server). `containers`: the client's
-    V1Container objects (the pod's spec as the API server has it)."""
-    total, known = 0.0, False
-    for container in containers:
-        resources = container.resources
-        limits = (resources.limits if resources is not None else None) or {}
-        requests = (resources.requests if resources is not None else None) or {}
-        cores = cpu_quantity(limits.get("cpu"))
-        cores = cores if cores is not None else cpu_quantity(requests.get("cpu"))
-        if cores is not None:
-            total, known = total + cores, True
-    return round(total, 3) if known else None
-
-
-def cpu_quantity(text: Any) -> Optional[float]:
-    """Cores of a CPU quantity as the API server writes it ('2', '500m'); None where there is none."""
-    if text is None or not re.match(QUANTITY_PATTERN, str(text)):
-        return None
-    return quantity_value(str(text))
 
 
 def pod_network(summary: Mapping[str, Any]) -> dict[PodKey, NetworkCounter]:

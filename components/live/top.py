@@ -47,6 +47,7 @@ from .usage import (
     TaskUsage,
     TopView,
     chief_progress,
+    cpu_allowed,
     last_evaluation,
     pod_metrics_usage,
     pod_usage,
@@ -232,6 +233,7 @@ def read_top(api: Any, experiment: Experiment) -> TopView:
                 task.node,
                 found.cpu_cores if found is not None else None,
                 found.memory_bytes if found is not None else None,
+                cpu_allowed(pod.spec.containers or ()) if pod is not None else None,
             )
         )
     # The task that reports progress: the chief, or worker 0 where it acts as chief (done: workers).

@@ -15,13 +15,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from ..spec.quantities import QUANTITY_FACTORS
-from ..spec.trainer_contract import SUMMARY, EvaluationLine, read_evaluation_event, read_event, read_progress_line
+from ..spec.quantities import QUANTITY_FACTORS, QUANTITY_PATTERN, quantity_value
+from ..spec.trainer_contract import (
+    SUMMARY,
+    EvaluationLine,
+    ps_balance,
+    read_evaluation_event,
+    read_event,
+    read_progress_line,
+)
 from .table import aligned
 
-# The busiest PS's CPU over the mean past which it does most of the PS work: with 2 PS, 1.5 is
-# three times the other's; level PS read near 1.
-HOT_PS_IMBALANCE = 1.5
 # Where the CPU and memory figures came from (`metrics_source` in `top --json`).
 METRICS_API = "metrics.k8s.io"
 KUBELET_SUMMARY = "kubelet summary"
@@ -123,10 +127,30 @@ def last_evaluation(log: str) -> Optional[EvaluationLine]:
 def imbalance(values: Sequence[Optional[float]]) -> Optional[float]:
     """The busiest over the mean; None while any value is unknown or all are zero."""
     known = _all_known(values)
-    if not known:
+    return ps_balance.imbalance(known) if known else None
+
+
+def cpu_allowed(containers: Sequence[Any]) -> Optional[float]:
+    """Cores a pod may use: each container's CPU limit, else its request, summed; None where no
+    container has either (a BestEffort pod may use the whole server). `containers`: the client's
+    V1Container objects (the pod's spec as the API server has it)."""
+    total, known = 0.0, False
+    for container in containers:
+        resources = container.resources
+        limits = (resources.limits if resources is not None else None) or {}
+        requests = (resources.requests if resources is not None else None) or {}
+        cores = cpu_quantity(limits.get("cpu"))
+        cores = cores if cores is not None else cpu_quantity(requests.get("cpu"))
+        if cores is not None:
+            total, known = total + cores, True
+    return round(total, 3) if known else None
+
+
+def cpu_quantity(text: Any) -> Optional[float]:
+    """Cores of a CPU quantity as the API server writes it ('2', '500m'); None where there is none."""
+    if text is None or not re.match(QUANTITY_PATTERN, str(text)):
         return None
-    mean = sum(known) / len(known)
-    return round(max(known) / mean, 3) if mean > 0 else None
+    return quantity_value(str(text))
 
 
 @dataclass(frozen=True)
@@ -135,6 +159,7 @@ class TaskUsage:
     node: Optional[str]
     cpu_cores: Optional[float]
     memory_bytes: Optional[int]
+    cpu_allowed: Optional[float] = None  # cores its pod may use (its CPU limit, else its request)
 
 
 @dataclass(frozen=True)
@@ -165,12 +190,11 @@ class TopView:
 
     @property
     def hot_ps(self) -> Optional[str]:
-        """The PS doing most of the PS work, where one is (seed 001: an unpartitioned table)."""
-        ps = [t for t in self.tasks if t.task.startswith("ps-") and t.cpu_cores is not None]
-        busiest = max(ps, key=lambda t: t.cpu_cores or 0.0, default=None)
-        if busiest is None or len(ps) < 2 or (self.ps_imbalance or 0.0) < HOT_PS_IMBALANCE:
-            return None
-        return busiest.task
+        """The PS doing most of the PS work, where one is (seed 001: an unpartitioned table): the busiest
+        of those the hot-PS rule names, which `diagnose` applies too (trainer/ps_balance.py)."""
+        ps = [t for t in self.tasks if t.task.startswith("ps-")]
+        judged = ps_balance.balance([ps_balance.PsCpu.of(t.task, t.cpu_cores, t.cpu_allowed) for t in ps])
+        return judged.busiest.task if judged.hot and judged.busiest is not None else None
 
     def to_json(self) -> dict[str, Any]:
         """The public shape of `top --json`: exactly these keys (`metrics_unreadable`: why there are no

@@ -26,6 +26,12 @@ if TYPE_CHECKING or __package__ == "components.spec":
 else:
     from ...trainer import bottleneck as bottleneck
 
+# The hot-PS rule, re-exported whole: `top` applies the one `diagnose` and the reports apply.
+if TYPE_CHECKING or __package__ == "components.spec":
+    from trainer import ps_balance as ps_balance
+else:
+    from ...trainer import ps_balance as ps_balance
+
 # The log archive's protocol, re-exported whole: the shipper and the collector import it as a file
 # beside them in their pods, components/ (log_shipping, log_archive, task_shell, the archive's
 # reader) reads its names from here.

@@ -92,10 +92,36 @@ def test_the_thresholds_the_cases_above_are_written_for():
     assert (BUSY, IDLE, HOT_PS_IMBALANCE, HOT_PS_MIN_CORES, SATURATED_SHARE) == (0.8, 0.25, 1.5, 0.1, 0.85)
 
 
-def test_top_names_a_hot_ps_by_the_same_figure():
-    from components.live.usage import HOT_PS_IMBALANCE as TOP_HOT_PS_IMBALANCE
+# PS figures at and on either side of each of the hot-PS rule's thresholds: the imbalance, the floor in
+# cores, the floor in utilisation (IDLE of what the PS may use), and PS not measured.
+AROUND_THE_RULE = [
+    ([0.6, 0.2], 1.0),  # imbalance at 1.5
+    ([0.59, 0.21], 1.0),  # 1.475
+    ([0.61, 0.2], 1.0),
+    ([0.1, 0.02], 0.2),  # the busiest at HOT_PS_MIN_CORES
+    ([0.099, 0.02], 0.2),  # under it: idle noise
+    ([0.5, 0.1], 2.0),  # at IDLE of its request
+    ([0.49, 0.1], 2.0),  # under it
+    ([0.5, 0.1], None),  # no request or limit: the floor in cores alone
+    ([0.03, 0.005], 1.0),  # idle PS whose ratio is large
+    ([1.0, 1.0, 0.01, 0.01], 1.0),  # two hot of four
+    ([0.6, 0.2, None], 1.0),  # one PS not measured
+    ([0.6], 1.0),  # one PS is never hot
+    ([0.0, 0.0], 1.0),
+]
 
-    assert TOP_HOT_PS_IMBALANCE == HOT_PS_IMBALANCE
+
+@pytest.mark.parametrize("ps, allowed", AROUND_THE_RULE)
+def test_top_and_diagnose_on_the_same_figures_name_the_same_hot_ps(ps, allowed):
+    """`top` reads one sample, `diagnose` a window of the same sample: the one rule (trainer/ps_balance.py)
+    names the same PS hot, or none, on both."""
+    from components.live.usage import TaskUsage, TopView
+
+    tasks = [TaskUsage(f"ps-{i}", SERVER, cores, 2**30, allowed) for i, cores in enumerate(ps)]
+    top = TopView("s", "ns", "Running", "", tasks, None, metrics_source="metrics.k8s.io")
+    window = diagnose(measured(ps=ps, workers=[0.5, 0.5], ps_allowed=allowed), shape(ps_replicas=len(ps)))
+    named = window.evidence["hot_ps"]
+    assert top.hot_ps == (max(named, key=lambda task: ps[int(task.split("-")[1])]) if named else None)
 
 
 def test_the_findings_are_the_five_values_and_every_one_of_them_occurs():

@@ -12,7 +12,8 @@ import pytest
 
 from components.live.cluster_access import with_cluster
 from components.live.diagnose import Sampled, sample_experiment, sample_times
-from components.live.diagnose_figures import NetworkCounter, cpu_allowed, network_rate, shard_bytes, step_time
+from components.live.diagnose_figures import NetworkCounter, network_rate, shard_bytes, step_time
+from components.live.usage import cpu_allowed
 from components.objects.loading import load_experiment
 from components.plan.experiment import Experiment
 from tests.live.fake_api import FakeCluster, forbidden, listed, not_found, serve, task_pods

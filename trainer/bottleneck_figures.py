@@ -143,7 +143,7 @@ class Figures:
 
 def ps_cpu(task: TaskFigure) -> PsCpu:
     """A PS's figure as the hot-PS rule reads it."""
-    return PsCpu(task.task, task.cores, task.allowed, task.utilisation)
+    return PsCpu(task.task, task.cores, task.utilisation)
 
 
 def hot_ps_floor_met(busiest: Optional[TaskFigure]) -> bool:
@@ -224,7 +224,7 @@ def figures(measured: Measurements) -> Figures:
     ps = [t for t in tasks if t.role == PS]
     workers = [t for t in tasks if t.role == WORKER]
     judged = balance([ps_cpu(t) for t in ps])
-    busiest = next((t for t in ps if judged.busiest is not None and t.task == judged.busiest.task), None)
+    busiest = None if judged.busiest is None else {t.task: t for t in ps}[judged.busiest.task]
     return Figures(
         tasks=tasks,
         ps=_role(ps),

@@ -41,15 +41,14 @@ class PsCpu:
 
     task: str
     cores: Optional[float]  # None: not measured
-    allowed: Optional[float]  # cores it may use (its CPU limit, else its request); None where it has neither
-    # cores over what it may use; where neither is set, whoever measured may know better (diagnose: a
-    # saturated server's share), else None
+    # cores over what it may use (its CPU limit, else its request); where it has neither, whoever
+    # measured may know better (diagnose: a saturated server's share), else None
     utilisation: Optional[float] = None
 
     @classmethod
     def of(cls, task: str, cores: Optional[float], allowed: Optional[float]) -> PsCpu:
-        utilisation = ratio(cores, allowed) if cores is not None and allowed else None
-        return cls(task, cores, allowed, utilisation)
+        """`allowed`: the cores it may use; None where it has neither a limit nor a request."""
+        return cls(task, cores, ratio(cores, allowed) if cores is not None and allowed else None)
 
 
 def floor_met(busiest: Optional[PsCpu]) -> bool:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
+from ..plan.task_roles import PS, parse_task_name
 from ..spec.quantities import QUANTITY_FACTORS, QUANTITY_PATTERN, quantity_value
 from ..spec.trainer_contract import (
     SUMMARY,
@@ -185,15 +186,18 @@ class TopView:
         return self.phase in ("Succeeded", "Failed")
 
     @property
+    def _ps(self) -> list[TaskUsage]:
+        return [t for t in self.tasks if parse_task_name(t.task)[0] == PS.name]
+
+    @property
     def ps_imbalance(self) -> Optional[float]:
-        return imbalance([t.cpu_cores for t in self.tasks if t.task.startswith("ps-")])
+        return imbalance([t.cpu_cores for t in self._ps])
 
     @property
     def hot_ps(self) -> Optional[str]:
         """The PS doing most of the PS work, where one is (seed 001: an unpartitioned table): the busiest
         of those the hot-PS rule names, which `diagnose` applies too (trainer/ps_balance.py)."""
-        ps = [t for t in self.tasks if t.task.startswith("ps-")]
-        judged = ps_balance.balance([ps_balance.PsCpu.of(t.task, t.cpu_cores, t.cpu_allowed) for t in ps])
+        judged = ps_balance.balance([ps_balance.PsCpu.of(t.task, t.cpu_cores, t.cpu_allowed) for t in self._ps])
         return judged.busiest.task if judged.hot and judged.busiest is not None else None
 
     def to_json(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@
   for cluster DNS and one address per node for its kubelet;
 - a cgroup per node (`/tfk8s-<node>`) in every hierarchy: each kubelet removes
   pod cgroups it does not know under its root, so two kubelets must not share one;
+  its CPU weight puts the node's pods before the host's own busy processes (NODE_CPU_SHARES);
 - the sysctls a kubelet sets at start, and the iptables chains it adds;
 - for NetworkPolicy (network_policies.py): net.bridge.bridge-nf-call-iptables set to 1, so that
   packets between pods on the bridge pass the inet hooks, and the agents' nftables tables (an
@@ -37,6 +38,13 @@ FIRST_NODE_HOST = 10  # node i's kubelet listens on .10+i
 # cache still holds the old pod would judge by the old pod's policies.
 POD_RANGE = (str(SUBNET[256]), str(SUBNET[-2]))
 MAX_REAL_NODES = 64 - FIRST_NODE_HOST
+# A real server's pods have its CPUs to themselves. Here every busy process of the host outside
+# the nodes (a benchmark, the program's tests) weighs 1024 under CFS, as much as a whole node's
+# cgroup at the default weight, so four of them left a node's pods about a fifth of a core and
+# the diagnose tests read a starved PS as "none". This weight is 32 such processes' worth: the
+# pods come first unless the host runs more than that, and a host process still gets what the
+# pods leave.
+NODE_CPU_SHARES = 32 * 1024
 # The sysctls kubelet changes at start (its "kernel tunables").
 KUBELET_SYSCTLS = ("kernel/panic_on_oops", "vm/overcommit_memory", "kernel/panic")
 # Bridged packets pass the IPv4 netfilter hooks only with this on (br_netfilter): without it a pod
@@ -145,13 +153,21 @@ def cgroup_hierarchies() -> list[Path]:
 
 
 def create_cgroup(state: HostState, name: str) -> None:
-    """`/<name>` in every hierarchy; cpuset needs its CPUs and memory nodes filled in."""
+    """`/<name>` in every hierarchy, weighted NODE_CPU_SHARES where CPU is shared out.
+
+    cpuset needs its CPUs and memory nodes filled in. The weight goes with the cgroup at
+    teardown: nothing of the host's own is changed.
+    """
     for hierarchy in cgroup_hierarchies():
         path = hierarchy / name
         path.mkdir(exist_ok=True)
         if (hierarchy / "cpuset.cpus").exists():
             for setting in ("cpuset.cpus", "cpuset.mems"):
                 (path / setting).write_text((hierarchy / setting).read_text())
+        if (path / "cpu.shares").exists():  # cgroup v1
+            (path / "cpu.shares").write_text(str(NODE_CPU_SHARES))
+        elif (path / "cpu.weight").exists():  # cgroup v2: default 100 where v1's is 1024
+            (path / "cpu.weight").write_text(str(NODE_CPU_SHARES * 100 // 1024))
     if name not in state.cgroups:
         state.cgroups.append(name)
 

@@ -2,7 +2,7 @@
 measures over a window, and the next experiment as a stack diff (`--write NEW-STACK` writes it).
 
 The sampling is components/live/diagnose.py (the sources and rights of `top`), the rules
-trainer/bottleneck.py (through trainer_contract), the stack change components/spec/stack_edit.py.
+components/insight/bottleneck.py, the stack change components/spec/stack_edit.py.
 The new stack is checked as `plan` checks a stack file before it is shown as the next experiment or
 written: a change the rules propose that plan refuses is a fault of the rules, named as one.
 """
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..insight import bottleneck
 from ..live.diagnose import DEFAULT_SECONDS, MAX_SECONDS, MIN_SECONDS, SAMPLE_EVERY_S, Sampled
 from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
@@ -26,7 +27,6 @@ from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 from ..spec.secrets import encrypted_paths
 from ..spec.stack_files import PROJECT_ROOT, STACKS_DIR, stack_path
 from ..spec.strict_yaml import load_yaml, plain_values
-from ..spec.trainer_contract import bottleneck
 from ..spec.user_files import UnreadableFile, read_user_text
 from . import argument_types
 from .exit_codes import BAD_INPUT, NO, OK

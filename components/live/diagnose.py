@@ -1,5 +1,5 @@
 """`python -m components diagnose <stack>`: the running experiment sampled for a window, as the bottleneck
-rules' figures (trainer/bottleneck.py; the rules themselves are pure and shared with the reports).
+rules' figures (components/insight/; the rules themselves are pure and shared with the reports).
 
 Each sample reads what `top` reads, from the same sources with the same rights (top.py): the tasks
 and their pods, each pod's CPU from the metrics API, else from the kubelet summary through the
@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..insight import bottleneck
 from ..objects.api_errors import missing_permission, status_of
 from ..plan.experiment import Experiment
 from ..plan.planner import Task
-from ..spec.trainer_contract import bottleneck
 from .diagnose_figures import (
     NetworkCounter,
     Sample,

@@ -1,5 +1,5 @@
 """What `diagnose` makes of its samples (pure, no API calls): the bottleneck rules' Measurements and
-ExperimentShape (trainer/bottleneck.py), from what diagnose.py read of the cluster at each sample.
+ExperimentShape (components/insight/bottleneck.py), from what diagnose.py read of the cluster at each sample.
 
 Per task: its CPU at each sample it had a figure, what it may use (its pod's CPU limit, else its
 request, summed over its containers), its node, whether one pod ran it the whole window, and its
@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping, Optional, Sequence
 
+from ..insight import bottleneck
 from ..plan.experiment import Experiment
 from ..plan.task_roles import PS, WORKER, parse_task_name, task_name
 from ..spec.models import CONFIG_NAMESPACE
-from ..spec.trainer_contract import bottleneck, last_summary, read_progress_line
+from ..spec.trainer_contract import last_summary, read_progress_line
 from .usage import PodKey
 
 

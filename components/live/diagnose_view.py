@@ -10,8 +10,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..insight import bottleneck
 from ..plan.experiment import Experiment
-from ..spec.trainer_contract import bottleneck
 from .diagnose import Sampled
 from .table import aligned
 from .usage import KUBELET_SUMMARY, METRICS_API

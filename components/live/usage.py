@@ -15,16 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
+from ..insight import ps_balance
 from ..plan.task_roles import PS, parse_task_name
 from ..spec.quantities import QUANTITY_FACTORS, QUANTITY_PATTERN, quantity_value
-from ..spec.trainer_contract import (
-    SUMMARY,
-    EvaluationLine,
-    ps_balance,
-    read_evaluation_event,
-    read_event,
-    read_progress_line,
-)
+from ..spec.trainer_contract import SUMMARY, EvaluationLine, read_evaluation_event, read_event, read_progress_line
 from .table import aligned
 
 # Where the CPU and memory figures came from (`metrics_source` in `top --json`).
@@ -196,7 +190,7 @@ class TopView:
     @property
     def hot_ps(self) -> Optional[str]:
         """The PS doing most of the PS work, where one is (seed 001: an unpartitioned table): the busiest
-        of those the hot-PS rule names, which `diagnose` applies too (trainer/ps_balance.py)."""
+        of those the hot-PS rule names, which `diagnose` applies too (components/insight/ps_balance.py)."""
         judged = ps_balance.balance([ps_balance.PsCpu.of(t.task, t.cpu_cores, t.cpu_allowed) for t in self._ps])
         return judged.busiest.task if judged.hot and judged.busiest is not None else None
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import yaml
 
 from .models import CONFIG_NAMESPACE
-from .trainer_contract import bottleneck
+from .stack_changes import Change
 
 if TYPE_CHECKING:
     from ruamel.yaml.nodes import MappingNode, Node
@@ -31,7 +31,7 @@ class StackEditError(ValueError):
     """A change that cannot be made to the stack file as written; the message names the key."""
 
 
-def apply_changes(text: str, changes: Sequence[bottleneck.Change]) -> str:
+def apply_changes(text: str, changes: Sequence[Change]) -> str:
     """`text` with each change made, in order."""
     for change in changes:
         text = _apply(text, change.key, change.new)

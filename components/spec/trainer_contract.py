@@ -1,5 +1,4 @@
-"""What components/ reads from the trainer: the bottleneck rules `diagnose` and the reports share
-(bottleneck), the names a task's pod and its objects agree on
+"""What components/ reads from the trainer: the names a task's pod and its objects agree on
 (shared_names, cluster), the trainer's settings (settings), the kubelet's $(VAR) rules
 (kubelet_expansion), the chief's log lines (log_lines), the JSON `export` prints (stack_export) and
 the gRPC channel options TensorFlow reads (peers), which a team's program is given too.
@@ -19,18 +18,6 @@ if TYPE_CHECKING or __package__ == "components.spec":
     from trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
 else:
     from ...trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
-
-# The bottleneck rules, re-exported whole: `diagnose` and the reports apply the same ones.
-if TYPE_CHECKING or __package__ == "components.spec":
-    from trainer import bottleneck as bottleneck
-else:
-    from ...trainer import bottleneck as bottleneck
-
-# The hot-PS rule, re-exported whole: `top` applies the one `diagnose` and the reports apply.
-if TYPE_CHECKING or __package__ == "components.spec":
-    from trainer import ps_balance as ps_balance
-else:
-    from ...trainer import ps_balance as ps_balance
 
 # The log archive's protocol, re-exported whole: the shipper and the collector import it as a file
 # beside them in their pods, components/ (log_shipping, log_archive, task_shell, the archive's

@@ -16,7 +16,7 @@ from components.cli.main import main
 from components.objects.loading import load_experiment
 from components.plan.experiment import Experiment
 from components.spec.stack_files import STACKS_DIR
-from components.spec.trainer_contract import bottleneck
+from components.insight import bottleneck
 from tests.diagnose.test_sampling import CPU, METRICS_PATH, STACK, Clock, pod_metrics, running
 from tests.live.fake_api import FakeCluster, serve
 
@@ -273,7 +273,7 @@ def test_help_lists_its_exit_codes(capsys):
 def test_through_the_real_rules_an_unpartitioned_embedding_is_a_hot_ps_and_the_written_stack_partitions_it(
     cluster, clock, stack_file, capsys
 ):
-    """No finding of the test's own: trainer/bottleneck.py reads what was sampled (ps-0 near its request,
+    """No finding of the test's own: components/insight/bottleneck.py reads what was sampled (ps-0 near its request,
     the other PS idle, the workers busy) and proposes the next stack, which is written and loads."""
     assert diagnose(cluster, str(stack_file), "--json", "--write", "hot-auto") == 0
     view = json.loads(capsys.readouterr().out)

@@ -6,7 +6,7 @@ import copy
 from typing import Any, Optional, Sequence
 
 from components.spec.models import StackConfig
-from trainer.bottleneck import ExperimentShape, Measurements, ServerSample, TaskSample, TrainerFacts
+from components.insight.bottleneck import ExperimentShape, Measurements, ServerSample, TaskSample, TrainerFacts
 
 SERVER = "srv-00"
 

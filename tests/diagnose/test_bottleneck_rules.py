@@ -1,4 +1,4 @@
-"""The bottleneck rules (trainer/bottleneck.py): each rule at and on either side of its threshold,
+"""The bottleneck rules (components/insight/bottleneck.py): each rule at and on either side of its threshold,
 the five values and no other, the evidence a user reads, and how sure the finding is."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.diagnose.builders import SERVER, measured, shape, task
-from trainer.bottleneck import (
+from components.insight.bottleneck import (
     BOTTLENECKS,
     BUSY,
     HOT_PS_IMBALANCE,
@@ -113,7 +113,7 @@ AROUND_THE_RULE = [
 
 @pytest.mark.parametrize("ps, allowed", AROUND_THE_RULE)
 def test_top_and_diagnose_on_the_same_figures_name_the_same_hot_ps(ps, allowed):
-    """`top` reads one sample, `diagnose` a window of the same sample: the one rule (trainer/ps_balance.py)
+    """`top` reads one sample, `diagnose` a window of the same sample: the one rule (components/insight/ps_balance.py)
     names the same PS hot, or none, on both."""
     from components.live.usage import TaskUsage, TopView
 

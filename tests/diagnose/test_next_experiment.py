@@ -1,4 +1,4 @@
-"""The next experiment `diagnose` proposes (trainer/next_experiment.py): the stack keys for each
+"""The next experiment `diagnose` proposes (components/insight/next_experiment.py): the stack keys for each
 finding, and stacks that components' loader and planner accept once the changes are made."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from components.plan.experiment import Experiment
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.stack_files import PROJECT_ROOT, read_stack_values
 from tests.diagnose.builders import SERVER, applied, measured, shape, shape_of, task
-from trainer.bottleneck import Change, Measurements, ServerSample, TrainerFacts, diagnose
-from trainer.next_experiment import doubled_cpu
+from components.insight.bottleneck import Change, Measurements, ServerSample, TrainerFacts, diagnose
+from components.insight.next_experiment import doubled_cpu
 
 
 def load(stack: str, values: dict) -> Experiment:

@@ -13,7 +13,7 @@ from components.objects.loading import load_experiment
 from components.spec.stack_edit import StackEditError, apply_changes, key_path, stack_diff, yaml_value
 from components.spec.stack_files import STACKS_DIR
 from tests.runs import SHIPPED_STACKS
-from trainer.bottleneck import Change
+from components.insight.bottleneck import Change
 
 # A stack as `pulumi config set --secret` leaves it: the passphrase's salt and an encrypted env value.
 SECRET_STACK = """\
@@ -211,7 +211,7 @@ def test_key_paths_read_as_pulumi_config_path_reads_them():
 def measured_on_one_server(experiment, ps_cores, worker_cores, saturated: bool):
     """Every PS and worker of the stack on its workers' first server, each at the cores given (a list for
     the PS: one figure each), allowed 1 core; the server's cores just over what they use when `saturated`."""
-    from trainer.bottleneck import Measurements, ServerSample
+    from components.insight.bottleneck import Measurements, ServerSample
 
     from tests.diagnose.builders import task
 
@@ -242,7 +242,7 @@ def test_every_change_the_rules_propose_is_written_and_plan_loads_it(stack, scen
     file's text: the file loads as plan loads it, with each changed key holding its new value."""
     from components.live.diagnose_figures import experiment_shape
     from components.spec.stack_files import read_stack_values
-    from trainer.bottleneck import diagnose
+    from components.insight.bottleneck import diagnose
 
     experiment = load_experiment(stack)
     _, written_values = read_stack_values(stack)

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from trainer.cluster_report import Sample, Sampling, cluster_run, cpu_seconds, ps_cpu_timeline, training_window
+from trainer.report.cluster import Sample, Sampling, cluster_run, cpu_seconds, ps_cpu_timeline, training_window
 from trainer.local.stacks import StackExperiment
-from trainer.report import finding, main, report_markdown, write_report
+from components.insight.report_figures import finding
+from trainer.report.command import main, report_markdown, write_report
 
 
 LOSS = {100: 0.5, 200: 0.4, 300: 0.3, 400: 0.2}

@@ -9,8 +9,6 @@ from tests.trainer.conftest import PROJECT_ROOT
 
 # What the stock image has besides the standard library.
 IMAGE_PACKAGES = {"tensorflow", "numpy"}
-# The launcher and the report run on a developer's machine, never in a pod.
-LOCAL_ONLY = {"report.py": {"tqdm"}, "report_plots.py": {"matplotlib"}}
 # The log archive's scripts run in their pods as files beside the protocol they import
 # (tests/objects/test_log_archive_scripts.py runs them from a folder holding only those files).
 BESIDE_IN_THEIR_POD = {"log_shipper.py": {"log_protocol"}, "log_collector.py": {"log_protocol"}}
@@ -28,8 +26,11 @@ def top_level_imports(path) -> set[str]:
 
 
 def test_pod_modules_import_only_the_standard_library_and_tensorflow():
+    """trainer/'s own modules are the pods' program: only the launcher (trainer/local/) and the report
+    (trainer/report/, with its plots and progress bars) run on a developer's machine, in folders of
+    their own."""
     for path in sorted((PROJECT_ROOT / "trainer").glob("*.py")):
-        allowed = set(sys.stdlib_module_names) | IMAGE_PACKAGES | {"__future__"} | LOCAL_ONLY.get(path.name, set())
+        allowed = set(sys.stdlib_module_names) | IMAGE_PACKAGES | {"__future__"}
         allowed |= BESIDE_IN_THEIR_POD.get(path.name, set())
         outside = top_level_imports(path) - allowed
         assert outside == set(), f"{path.name} imports {sorted(outside)}, absent from the stock image"

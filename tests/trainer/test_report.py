@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from trainer.report import main, replayed_rows_per_shard
+from trainer.report.command import main
+from trainer.report.replay import replayed_rows_per_shard
 from trainer.settings import TrainerSettings
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -10,20 +10,15 @@ import sys
 
 import pytest
 
-import trainer.cluster_report as cluster_report
-from trainer.bottleneck import BUSY, IDLE
-from trainer.cluster_report import Sample, Sampling
+import trainer.report.cluster as cluster_report
+from components.insight.bottleneck import BUSY, IDLE
+from components.insight.report_figures import finding
+from components.insight.report_findings import LOCAL_SOURCE, cluster_diagnosis, finding_lines, findings_text, local_measurements
+from trainer.report.cluster import Sample, Sampling
 from trainer.local.cpu_sampling import CpuSampler
 from trainer.local.stacks import cpu_allowance
-from trainer.report import finding, main, report_markdown, write_report
-from trainer.report_findings import (
-    LOCAL_SOURCE,
-    cluster_diagnosis,
-    finding_lines,
-    findings_text,
-    local_diagnosis,
-    local_measurements,
-)
+from trainer.report.command import main, report_markdown, write_report
+from trainer.report.local_diagnosis import local_diagnosis
 from trainer.stack_export import ClusterExport, StackExport
 
 REQUESTS = {"ps": 2.0, "worker": 1.0, "chief": 1.0}

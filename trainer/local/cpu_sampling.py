@@ -1,6 +1,6 @@
 """Each local task's CPU cores while the chief trains, sampled from /proc (Linux).
 
-What `make report` gives the bottleneck rules (trainer/bottleneck.py) for a local run, as `diagnose`
+What `make report` gives the bottleneck rules (components/insight/bottleneck.py) for a local run, as `diagnose`
 gives them a pod's CPU from the cluster: a figure per task every SAMPLE_EVERY_S, from the first
 finished call (not TensorFlow's start, which would read every task as busy) to the chief's summary,
 and the chief's step time over the same window. A task restarted in the window (a new process) has

@@ -1,8 +1,8 @@
 """What was measured of an experiment's tasks over a window (pure, standard library only).
 
-The one input of `trainer.bottleneck.diagnose`, whoever measured it: `python -m components
+The one input of `bottleneck.diagnose`, whoever measured it: `python -m components
 diagnose` (a running experiment's pods, through the cluster's metrics), `trainer.report --cluster`
-and `make report` (their own samples). trainer.bottleneck re-exports these names.
+and `make report` (their own samples). bottleneck.py re-exports these names.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The bottleneck rules: one of the five bottlenecks from a window's figures (pure, standard library only).
 
-In order, the first that holds (thresholds and their reasons: trainer/bottleneck_figures.py, and
-trainer/ps_balance.py for the hot-PS rule that `top` applies too):
+In order, the first that holds (thresholds and their reasons: components/insight/bottleneck_figures.py, and
+components/insight/ps_balance.py for the hot-PS rule that `top` applies too):
 
 1. hot-ps: at least 2 PS measured, the busiest PS's CPU at or past HOT_PS_IMBALANCE times the PS
    mean, that PS at or past HOT_PS_MIN_CORES and IDLE; unless the workers are busy and the hot PS

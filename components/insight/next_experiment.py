@@ -1,7 +1,7 @@
 """The next experiment for a bottleneck, as stack-key changes and advice (pure, standard library only).
 
-`ExperimentShape` is what the stack file says; `Change` one stack key's new value, named as
-`pulumi config` names it. trainer.bottleneck re-exports both. The changes per bottleneck:
+`ExperimentShape` is what the stack file says; each `Change` (components/spec/stack_changes.py) one
+stack key's new value, named as `pulumi config` names it. bottleneck.py re-exports both. The changes per bottleneck:
 
 - hot-ps: tfk8s's trainer with partition none or range: partition auto. A team's program: no
   key, the advice names the hot PS and how to partition what lives on it.
@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..spec.stack_changes import Change
 from .bottleneck_figures import BUSY, ISOLATE_MIN_PS_SHARE, WORKER, Figures, ServerLoad
 
 KEY_PS_REPLICAS = "tfk8s:cluster.ps.replicas"
@@ -62,18 +63,6 @@ class ExperimentShape:
     node_pools: tuple[dict[str, Any], ...] = ()
     # The stack writes ps.replicas beside cluster.ratio: the two must agree, so both change.
     ps_replicas_beside_ratio: bool = False
-
-
-@dataclass(frozen=True)
-class Change:
-    """One stack key's change: `key` as `pulumi config` names it ("tfk8s:cluster.ps.replicas")."""
-
-    key: str
-    old: Any  # None where the stack file leaves the key out
-    new: Any
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "from": self.old, "to": self.new}
 
 
 @dataclass(frozen=True)

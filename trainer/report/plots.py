@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .report_figures import from_cluster
+from components.insight.report_figures import from_cluster
 
 
 def plot(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:

@@ -17,7 +17,7 @@ Once the chief has finished, its summary (`components status --json`) adds
 what only it knows: the bytes each PS holds and which PS holds each table
 shard, from which the rows each PS serves are replayed here as for a local run.
 
-The finding (trainer/report_findings.py): `python -m components diagnose <stack>
+The finding (components/insight/report_findings.py): `python -m components diagnose <stack>
 --json --seconds <window>`, started as soon as `top` shows the chief's first
 step, so that its window lies in the training; an experiment that ends during
 the window is judged from what diagnose sampled before it ended, as diagnose
@@ -37,11 +37,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
-from .local import LaunchError
-from .local.stacks import PROGRAM_PYTHON, PROJECT_ROOT, StackExperiment
-from .report_figures import REPLAY_BATCHES, imbalance, per_ps
-from .report_findings import cluster_diagnosis, no_finding
-from .settings import TrainerSettings
+from components.insight.report_figures import imbalance, per_ps
+from components.insight.report_findings import cluster_diagnosis, no_finding
+
+from ..local import LaunchError
+from ..local.stacks import PROGRAM_PYTHON, PROJECT_ROOT, StackExperiment
+from ..settings import TrainerSettings
+from .replay import REPLAY_BATCHES
 
 DEFAULT_INTERVAL_S = 2.0
 # diagnose's own default window (three refreshes of metrics-server), and the least it takes
@@ -70,7 +72,7 @@ class Sampling:
     summary: Optional[dict[str, Any]] = None  # the chief's, read as soon as the experiment succeeded
     diagnose_s: float = DEFAULT_DIAGNOSE_S
     diagnosing: Optional[subprocess.Popen] = None  # `diagnose --json`, from the chief's first step
-    diagnosis: Optional[dict[str, Any]] = None  # what it said (trainer/report_findings.py)
+    diagnosis: Optional[dict[str, Any]] = None  # what it said (components/insight/report_findings.py)
 
     def start(self, started: float) -> None:
         args = [str(PROGRAM_PYTHON), "-m", "components", "top", self.stack, "--json", "--watch", str(self.interval_s)]

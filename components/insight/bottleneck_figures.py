@@ -1,9 +1,9 @@
 """The figures `diagnose` judges, and the thresholds that judge them (pure, standard library only).
 
-From what was measured (trainer/measurements.py): each task's CPU against what it may use, each
+From what was measured (components/insight/measurements.py): each task's CPU against what it may use, each
 role's mean, each server's load and who takes it, the network, the tasks that straggle. Every
 threshold of the bottleneck rules is here, with its reason; docs/observing.md ("diagnose: the
-bottleneck") says the same for users, and trainer.bottleneck re-exports them.
+bottleneck") says the same for users, and bottleneck.py re-exports them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .ps_balance import IDLE, PsCpu, balance, floor_met, ratio
 # steps to well under 100%, and 80% is the usual target of a CPU autoscaler for the same reason.
 BUSY = 0.8
 # IDLE (a task below a quarter of what it may use) and the hot-PS rule's HOT_PS_IMBALANCE and
-# HOT_PS_MIN_CORES are in trainer/ps_balance.py, the one rule `top` applies too.
+# HOT_PS_MIN_CORES are in components/insight/ps_balance.py, the one rule `top` applies too.
 # A server is saturated when its tasks together use 85% of its allocatable cores: the kubelet, the
 # container runtime and (on a small machine) the control plane take the rest, so tasks that want
 # more than the server has read 85-95%, rarely 100%.

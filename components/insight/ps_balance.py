@@ -1,8 +1,8 @@
 """How evenly the PS share the work: the imbalance figure and the one hot-PS rule (pure, standard
 library only).
 
-`top` (components/live/usage.py), `diagnose` and the reports (trainer/bottleneck_figures.py,
-trainer/report_figures.py) all judge a hot PS here, so that on the same figures they never disagree
+`top` (components/live/usage.py), `diagnose` and the reports (components/insight/bottleneck_figures.py,
+components/insight/report_figures.py) all judge a hot PS here, so that on the same figures they never disagree
 about which PS is hot: `top` from one reading of the metrics, `diagnose` from a window's means.
 """
 

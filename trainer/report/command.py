@@ -1,27 +1,4 @@
-"""`python -m trainer.report`: run experiments with the local launcher and report them side by side.
-
-    python -m trainer.report [--stacks scene1-case2 scene2-case2] [--partitions none auto] [--steps 200]
-    python -m trainer.report --cluster <stack> [<stack> ...] [--seconds N] [--kubeconfig FILE]
-
-Each stack is validated by the project's schema and scaled to this machine as
-`trainer.local --stack` does, with at least 3 PS so that a hot PS can show.
-Every (stack, partition) pair is one run, with a progress bar. The report goes
-to `reports/<name>/`: `report.json` (every run's figures), `report.md` (a table
-per run; for every two runs that differ in one thing, what that changed; the
-finding first) and PNG plots: PS CPU seconds per PS for each run (the seeds'
-monitoring screenshot, reproduced), table rows per PS, examples/s, loss. Each
-run's bottleneck, by the rules of `python -m components diagnose`, is printed
-and written as a list of findings (trainer/report_findings.py).
-
-With `--cluster`, nothing runs here: each stack's experiment, already applied
-to a cluster, is sampled from its real pods while it runs (trainer/cluster_report.py),
-and the same files are written, plus `ps_cpu_over_time.png` (each PS's CPU
-cores as the pods used them).
-
-Rows and bytes per PS are deterministic: bytes from the table's shards, rows
-from replaying the run's first batches through its partitioning in this
-process. Timings (CPU seconds, examples/s) vary from run to run.
-"""
+"""`python -m trainer.report`'s flags, its runs (local or sampled from a cluster) and the files it writes."""
 
 from __future__ import annotations
 
@@ -33,7 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from .cluster_report import (
+from components.insight.report_figures import finding, from_cluster, imbalance, model_line, one_thing_apart, per_ps
+from components.insight.report_findings import findings, findings_markdown, findings_text
+
+from ..local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
+from ..local.cli import settings_given
+from ..log_lines import read_progress_line
+from ..settings import SettingsError, TrainerSettings
+from ..stack_export import StackExport
+from .cluster import (
     DEFAULT_DIAGNOSE_S,
     DEFAULT_INTERVAL_S,
     DIAGNOSE_MIN_S,
@@ -41,23 +26,9 @@ from .cluster_report import (
     progress_printer,
     sample_experiments,
 )
-from .local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
-from .local.cli import settings_given
-from .log_lines import read_progress_line
-from .report_figures import (
-    REPLAY_BATCHES,
-    finding,
-    from_cluster,
-    imbalance,
-    model_line,
-    one_thing_apart,
-    per_ps,
-    replayed_rows_per_shard,
-)
-from .report_findings import findings, findings_markdown, findings_text, local_diagnosis
-from .report_plots import plot
-from .settings import SettingsError, TrainerSettings
-from .stack_export import StackExport
+from .local_diagnosis import local_diagnosis
+from .plots import plot
+from .replay import REPLAY_BATCHES, replayed_rows_per_shard
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -377,7 +348,3 @@ def report_cluster(args: argparse.Namespace) -> int:
     print(finding(runs))
     print(findings_text(runs))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

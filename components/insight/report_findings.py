@@ -1,5 +1,5 @@
 """The bottleneck finding of each experiment a report ran: the rules of `diagnose`
-(trainer/bottleneck.py), so that a sweep of stacks reads as a list of findings.
+(components/insight/bottleneck.py), so that a sweep of stacks reads as a list of findings.
 
 - A local run (`make report`): each task's CPU cores sampled from /proc while the chief trained
   (trainer/local/cpu_sampling.py), each allowed its role's CPU request in the stack, scaled to this
@@ -7,7 +7,7 @@
   chief's step time and the bytes each PS holds; the stack's shape from `python -m components
   export` (its `cluster`), with the run's partition.
 - A run on a cluster (`trainer.report --cluster`): what `python -m components diagnose STACK --json`
-  said over a window while the chief trained (trainer/cluster_report.py runs it).
+  said over a window while the chief trained (trainer/report/cluster.py runs it).
 
 Either way a run's `diagnosis` has the keys of `diagnose --json` that say the finding (`bottleneck`,
 `summary`, `evidence`, `confidence`, `confidence_reason`, `advice`, `next.changes`,
@@ -17,14 +17,11 @@ Either way a run's `diagnosis` has the keys of `diagnose --json` that say the fi
 from __future__ import annotations
 
 import json
-import os
 import socket
 from typing import Any, Optional
 
-from .bottleneck import ExperimentShape, Finding, Measurements, ServerSample, TaskSample, TrainerFacts, diagnose
-from .local.stacks import cpu_allowance
-from .shared_names import parse_task_name
-from .stack_export import StackExport
+from ..spec.trainer_contract import StackExport, parse_task_name
+from .bottleneck import ExperimentShape, Finding, Measurements, ServerSample, TaskSample, TrainerFacts
 
 LOCAL_SOURCE = "local processes"
 CHIEF = "chief"
@@ -54,15 +51,6 @@ def local_shape(export: StackExport, partition: str) -> Optional[ExperimentShape
         partition=partition,
         ps_replicas_beside_ratio=cluster.ratio is not None and cluster.ps_replicas is not None,
     )
-
-
-def local_allowance(export: StackExport, ps: int, workers: int, cores: float) -> Optional[dict[str, float]]:
-    """Each role's cores on this machine for a run of `ps` PS and `workers` workers (and the chief)."""
-    cluster = export.cluster
-    if cluster is None:
-        return None
-    requests = {"ps": cluster.ps_cpu_cores, "worker": cluster.worker_cpu_cores, CHIEF: cluster.chief_cpu_cores}
-    return cpu_allowance(requests, {"ps": ps, "worker": workers, CHIEF: 1}, cores)
 
 
 def local_measurements(
@@ -98,27 +86,6 @@ def finding_json(finding: Finding, measured: Measurements, every_s: Optional[flo
         "metrics_source": measured.source,
         "window": {"seconds": measured.seconds, "samples": measured.samples, "every_s": every_s},
     }
-
-
-def local_diagnosis(
-    export: Optional[StackExport], partition: str, ps: int, workers: int, summary: dict[str, Any]
-) -> dict[str, Any]:
-    """A local run's finding, from the launcher's summary (its `task_cpu`, `bytes_per_ps`)."""
-    task_cpu = summary.get("task_cpu")
-    if export is None:
-        return no_finding("the run has no stack to judge it by")
-    cores = os.cpu_count() or 1
-    shape = local_shape(export, partition)
-    allowance = local_allowance(export, ps, workers, cores)
-    if shape is None or allowance is None:
-        return no_finding(
-            f"stack '{export.stack}': its export has no 'cluster' (the CPU each task requests): "
-            "`python -m components export` of this checkout writes it"
-        )
-    if not task_cpu or not task_cpu.get("samples"):
-        return no_finding("no CPU sample while the chief trained (it finished within a second of the first call)")
-    measured = local_measurements(task_cpu, allowance, cores, summary.get("bytes_per_ps"))
-    return finding_json(diagnose(measured, shape), measured, task_cpu.get("every_s"))
 
 
 def cluster_diagnosis(code: Optional[int], stdout: str, stderr: str) -> dict[str, Any]:

@@ -28,11 +28,11 @@ REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 	test-real bench-real bench-program bench-engine bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 # Each environment is kept outside the clone, keyed by its pins, and linked (tools/toolchain/venv.sh).
-$(STAMP): requirements.txt requirements-dev.txt policy/requirements.txt
+$(STAMP): requirements.txt requirements-live.txt requirements-dev.txt policy/requirements.txt
 	PYTHON=$(PYTHON) bash tools/toolchain/venv.sh $(VENV) requirements-dev.txt
 	touch $(STAMP)
 
-$(TRAINER_STAMP): trainer/requirements.txt
+$(TRAINER_STAMP): trainer/requirements.txt requirements-live.txt
 	PYTHON=$(PYTHON) bash tools/toolchain/venv.sh $(TRAINER_VENV) trainer/requirements.txt
 	touch $(TRAINER_STAMP)
 

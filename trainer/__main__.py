@@ -40,9 +40,14 @@ def main() -> int:
         from .evaluator import main as evaluator_main
 
         return evaluator_main(task, settings)
-    from .chief import main as chief_main
+    if task.task_type == "chief":
+        from .chief import main as chief_main
 
-    return chief_main(task, settings, finish)
+        return chief_main(task, settings, finish)
+    # read_task_config knows the same roles: a role added there without a program here is refused by
+    # name, never run as a chief.
+    print(f"trainer: task type '{task.task_type}' has no program in tfk8s's trainer", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

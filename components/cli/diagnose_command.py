@@ -16,17 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..insight import bottleneck
-from ..live.diagnose import DEFAULT_SECONDS, MAX_SECONDS, MIN_SECONDS, SAMPLE_EVERY_S, Sampled
-from ..objects.loading import load_experiment_values
+from ..live.diagnose import DEFAULT_SECONDS, MAX_SECONDS, MIN_SECONDS, SAMPLE_EVERY_S
+from ..live.diagnosis import Diagnosis, check_stack, stack_values
 from ..plan.experiment import Experiment
-from ..plan.trainer_bundle import load_trainer_bundle
 from ..spec.atomic_files import write_text_atomic
 from ..spec.kubernetes_limits import DNS1123_LABEL_MAX, LABEL_VALUE_RULE, dns1123_label_problem, label_value_problem
 from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 from ..spec.secrets import encrypted_paths
-from ..spec.stack_files import PROJECT_ROOT, STACKS_DIR, stack_path
-from ..spec.strict_yaml import load_yaml, plain_values
+from ..spec.stack_files import STACKS_DIR, stack_path
 from ..spec.user_files import UnreadableFile, read_user_text
 from . import argument_types
 from .exit_codes import BAD_INPUT, NO, OK
@@ -114,8 +111,7 @@ def new_stack_name(text: str) -> str:
 def diagnose_command(experiment: Experiment, args: argparse.Namespace) -> int:
     """Sample, diagnose, print; with --write, write the new stack. The exit code (DIAGNOSE_DESCRIPTION)."""
     from ..live.cluster_access import with_cluster
-    from ..live.diagnose import sample_experiment
-    from ..live.diagnose_figures import experiment_shape
+    from ..live.diagnosis import diagnose_running, nothing_measured
 
     source = stack_path(args.stack)
     try:
@@ -132,55 +128,41 @@ def diagnose_command(experiment: Experiment, args: argparse.Namespace) -> int:
             return BAD_INPUT
 
     def action(api: Any) -> int:
-        sampled = sample_experiment(api, experiment, args.seconds)
-        if sampled.measured is None:
-            print(f"stack '{experiment.stack}': {_nothing_measured(sampled)}", file=sys.stderr)
+        diagnosis = diagnose_running(api, experiment, old_text, args.seconds, args.write or f"{experiment.stack}-next")
+        if diagnosis.finding is None:
+            print(f"stack '{experiment.stack}': {nothing_measured(diagnosis.sampled)}", file=sys.stderr)
             return NO
-        finding = bottleneck.diagnose(sampled.measured, experiment_shape(experiment, _values(old_text)))
-        return _show(experiment, args, sampled, finding, old_text, target)
+        return _show(experiment, args, diagnosis, old_text, target)
 
     return with_cluster(experiment, args.kubeconfig, args.context, action, stack_given=args.stack)
 
 
 def _show(
-    experiment: Experiment,
-    args: argparse.Namespace,
-    sampled: Sampled,
-    finding: bottleneck.Finding,
-    old_text: str,
-    target: Optional[Path],
+    experiment: Experiment, args: argparse.Namespace, diagnosis: Diagnosis, old_text: str, target: Optional[Path]
 ) -> int:
     from ..live.diagnose_view import NextStack, diagnose_json, diagnose_text, written_text
-    from ..spec.stack_edit import StackEditError, apply_changes, stack_diff
 
-    name = args.write or f"{experiment.stack}-next"
-    next_stack, code = NextStack(name), OK
-    if finding.changes:
-        try:
-            new_text = apply_changes(old_text, finding.changes)
-            _check_stack(name, new_text)
-            next_stack = NextStack(name, stack_diff(old_text, new_text, experiment.stack, name))
-        except (StackEditError, StackConfigError) as error:
-            what = "a stack that plan refuses" if isinstance(error, StackConfigError) else "a change it cannot write"
-            refused = f"the rules proposed {what} (a fault of tfk8s's rules: please report it): {error}"
-            print(f"stack '{experiment.stack}': {refused}; nothing written", file=sys.stderr)
-            next_stack, code = NextStack(name, refused=refused), BAD_INPUT
-    if code == OK and target is not None:
-        if not finding.changes:
+    sampled, finding, next_stack, code = diagnosis.sampled, diagnosis.finding, diagnosis.next_stack, OK
+    assert finding is not None  # the caller said why there is none
+    if next_stack.refused is not None:
+        print(f"stack '{experiment.stack}': {next_stack.refused}; nothing written", file=sys.stderr)
+        code = BAD_INPUT
+    elif target is not None:
+        if diagnosis.new_text is None:
             print("diagnose: the finding changes no stack key; nothing written", file=sys.stderr)
             code = NO
         else:
-            code = _write(target, new_text)
+            code = _write(target, diagnosis.new_text)
             if code == OK:
-                next_stack = NextStack(name, next_stack.diff, written=shown(target))
+                next_stack = NextStack(next_stack.stack, next_stack.diff, written=shown(target))
     if args.json:
         print(json.dumps(diagnose_json(sampled, finding, next_stack), indent=2))
     else:
         print(diagnose_text(experiment, sampled, finding, next_stack, args.stack))
         if next_stack.written:
             in_stacks = target is not None and target.parent.resolve() == STACKS_DIR.resolve()
-            secrets = bool(encrypted_paths(_values(old_text)))
-            print(f"\n{written_text(next_stack.written, name, in_stacks, experiment.stack, secrets)}")
+            secrets = bool(encrypted_paths(stack_values(old_text)))
+            print(f"\n{written_text(next_stack.written, next_stack.stack, in_stacks, experiment.stack, secrets)}")
     if code == OK and sampled.window.ended == "Failed":
         return NO  # as top: the experiment failed
     return code
@@ -190,13 +172,13 @@ def _write_refusal(name: str, old_text: str, target: Path) -> Optional[str]:
     """Why --write NAME cannot be written, or None: an existing file, or a name tfk8s refuses."""
     if target.exists():
         return f"{shown(target)} exists: diagnose never writes over a stack file; give --write another name"
-    problem = _name_problem(name, _values(old_text))
+    problem = _name_problem(name, stack_values(old_text))
     if problem is not None:
         return f"--write {argument_types.shown_value(name)}: {problem}"
     try:
         # The stack plan accepted, under the new name: what it refuses now, the name alone made it (a
         # label value; the namespace tf-<stack>, where the stack names none).
-        _check_stack(name, old_text)
+        check_stack(name, old_text)
     except StackConfigError as error:
         return f"--write {name}: {error}"
     return None
@@ -218,21 +200,6 @@ def _name_problem(name: str, values: dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _check_stack(name: str, text: str) -> None:
-    """The stack file's text as `plan` checks it; StackConfigError naming what it refuses."""
-    document = load_yaml(text)
-    config = document.get("config") if isinstance(document, dict) else None
-    if not isinstance(config, dict):
-        raise StackConfigError(f"stack '{name}': no 'config:' mapping")
-    load_experiment_values(name, config, load_trainer_bundle(PROJECT_ROOT))
-
-
-def _values(text: str) -> dict[str, Any]:
-    """The `config:` values of a stack file plan has read (so one with that mapping), as written."""
-    values: dict[str, Any] = plain_values(load_yaml(text))["config"]
-    return values
-
-
 def _write(target: Path, text: str) -> int:
     if target.exists():  # written meanwhile
         print(
@@ -246,15 +213,3 @@ def _write(target: Path, text: str) -> int:
         print(f"diagnose: cannot write {shown(target)}: {error.strerror or error}; nothing written", file=sys.stderr)
         return BAD_INPUT
     return OK
-
-
-def _nothing_measured(sampled: Sampled) -> str:
-    window = sampled.window
-    if not window.samples:
-        return f"the experiment ended ({window.ended}) before a sample: nothing to diagnose"
-    why = (
-        "; ".join(window.notes)
-        or "the cluster has no CPU figure of any task yet (a pod's first comes after about 15 s)"
-    )
-    ended = f"; the experiment ended ({window.ended}) after {window.seconds:.0f} s" if window.ended else ""
-    return f"no task had a CPU figure in {len(window.samples)} samples{ended}: {why}; nothing to diagnose"

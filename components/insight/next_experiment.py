@@ -1,7 +1,9 @@
-"""The next experiment for a bottleneck, as stack-key changes and advice (pure, standard library only).
+"""The next experiment for a bottleneck, as stack-key changes and advice (pure): its keys, quantities and
+ratios read and written by the stack file's own code (components/spec/).
 
 `ExperimentShape` is what the stack file says; each `Change` (components/spec/stack_changes.py) one
-stack key's new value, named as `pulumi config` names it. bottleneck.py re-exports both. The changes per bottleneck:
+stack key's new value, named as `pulumi config` names it. bottleneck.py re-exports both. The changes
+per bottleneck:
 
 - hot-ps: tfk8s's trainer with partition none or range: partition auto. A team's program: no
   key, the advice names the hot PS and how to partition what lives on it.
@@ -21,26 +23,24 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..spec.kubernetes_limits import DNS1123_LABEL_MAX
+from ..spec.model_paths import stack_key
+from ..spec.quantities import QUANTITY_PATTERN, quantity_value
+from ..spec.ratio import ps_count_for_ratio
 from ..spec.stack_changes import Change
 from .bottleneck_figures import BUSY, ISOLATE_MIN_PS_SHARE, WORKER, Figures, ServerLoad
 
-KEY_PS_REPLICAS = "tfk8s:cluster.ps.replicas"
-KEY_PS_CPU = "tfk8s:cluster.ps.cpu"
-KEY_PS_POOL = "tfk8s:cluster.ps.pool"
-KEY_WORKER_REPLICAS = "tfk8s:cluster.workers.replicas"
-KEY_WORKER_GPUS = "tfk8s:cluster.workers.gpus"
-KEY_RATIO = "tfk8s:cluster.ratio"
-KEY_PLACEMENT = "tfk8s:cluster.placement"
-KEY_NODE_POOLS = "tfk8s:nodePools"
-KEY_PARTITION = "tfk8s:trainer.partition"
-KEY_STEPS_PER_CALL = "tfk8s:trainer.stepsPerCall"
-
-_CPU_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
-_FACTORS = {"": 1.0, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
-_FACTORS.update({f"{prefix}i": 2.0 ** (10 * (n + 1)) for n, prefix in enumerate("KMGTPE")})
-_RATIO = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
-# A pool name is a DNS label (components/spec/quantities.py DNS_LABEL_PATTERN): at most 63 characters.
-_DNS_LABEL_MAX = 63
+# The keys the next experiment changes, named by the models that read them.
+KEY_PS_REPLICAS = stack_key("cluster", "ps", "replicas")
+KEY_PS_CPU = stack_key("cluster", "ps", "cpu")
+KEY_PS_POOL = stack_key("cluster", "ps", "pool")
+KEY_WORKER_REPLICAS = stack_key("cluster", "workers", "replicas")
+KEY_WORKER_GPUS = stack_key("cluster", "workers", "gpus")
+KEY_RATIO = stack_key("cluster", "ratio")
+KEY_PLACEMENT = stack_key("cluster", "placement")
+KEY_NODE_POOLS = stack_key("nodePools")
+KEY_PARTITION = stack_key("trainer", "partition")
+KEY_STEPS_PER_CALL = stack_key("trainer", "stepsPerCall")
 
 
 @dataclass(frozen=True)
@@ -73,20 +73,12 @@ class NextExperiment:
 
 def doubled_cpu(quantity: str) -> str:
     """Twice a CPU quantity, written as Kubernetes writes one: whole cores ("4"), else millicores ("400m")."""
-    found = _CPU_QUANTITY.match(quantity.strip())
-    if found is None:
+    text = quantity.strip()
+    if re.match(QUANTITY_PATTERN, text) is None:
         raise ValueError(f"CPU '{quantity}' is not a Kubernetes quantity such as '500m' or '2'")
     # Kubernetes keeps CPU to the millicore and rounds a finer figure up.
-    millicores = math.ceil(round(float(found[1]) * _FACTORS[found[2] or ""] * 2000, 6))
+    millicores = math.ceil(round(quantity_value(text) * 2000, 6))
     return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
-
-
-def ps_for_ratio(ratio: str, workers: int) -> int:
-    """The PS a ratio gives for `workers`: components/spec/ratio.py ps_count_for_ratio's rule."""
-    found = _RATIO.match(ratio)
-    if found is None or int(found[1]) < 1 or int(found[2]) < 1:
-        raise ValueError(f"cluster.ratio '{ratio}' is not of the form 'P:W' with positive whole numbers")
-    return max(1, -(-workers * int(found[1]) // int(found[2])))
 
 
 def ratio_for(ps: int, workers: int) -> str:
@@ -99,7 +91,7 @@ def replica_changes(shape: ExperimentShape, ps: int, workers: int) -> list[Chang
     """`ps` PS and `workers` workers, in the keys the stack counts them by."""
     changes = []
     if shape.ratio is not None and ps > 0:
-        if ps_for_ratio(shape.ratio, workers) != ps:
+        if ps_count_for_ratio(shape.ratio, workers) != ps:
             changes.append(Change(KEY_RATIO, shape.ratio, ratio_for(ps, workers)))
         if shape.ps_replicas_beside_ratio and ps != shape.ps_replicas:
             changes.append(Change(KEY_PS_REPLICAS, shape.ps_replicas, ps))
@@ -133,7 +125,7 @@ def _written_pools(shape: ExperimentShape) -> list[dict[str, Any]]:
 
 def _new_pool_name(base: str, taken: set[str]) -> str:
     for suffix in ["-ps"] + [f"-ps-{n}" for n in range(2, len(taken) + 3)]:
-        name = base[: _DNS_LABEL_MAX - len(suffix)].rstrip("-") + suffix
+        name = base[: DNS1123_LABEL_MAX - len(suffix)].rstrip("-") + suffix
         if name not in taken:
             return name
     raise AssertionError("unreachable: more suffixes than pools")
@@ -292,7 +284,11 @@ def worker_bound(shape: ExperimentShape, figures: Figures) -> NextExperiment:
     if isolated is not None:
         return NextExperiment(isolated.changes, isolated.advice + tuple(advice))
     workers = shape.worker_replicas * 2
-    ps = ps_for_ratio(shape.ratio, workers) if shape.ratio is not None and shape.ps_replicas > 0 else shape.ps_replicas
+    ps = (
+        ps_count_for_ratio(shape.ratio, workers)
+        if shape.ratio is not None and shape.ps_replicas > 0
+        else shape.ps_replicas
+    )
     changes = replica_changes(shape, ps, workers)
     if shape.ratio is not None and shape.ps_replicas > 0:
         advice.append(f"cluster.ratio {shape.ratio} gives {ps} PS for {workers} workers.")

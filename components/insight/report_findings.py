@@ -1,13 +1,11 @@
 """The bottleneck finding of each experiment a report ran: the rules of `diagnose`
 (components/insight/bottleneck.py), so that a sweep of stacks reads as a list of findings.
 
-- A local run (`make report`): each task's CPU cores sampled from /proc while the chief trained
-  (trainer/local/cpu_sampling.py), each allowed its role's CPU request in the stack, scaled to this
-  machine (trainer/local/stacks.py cpu_allowance); one server, this machine, with its cores; the
-  chief's step time and the bytes each PS holds; the stack's shape from `python -m components
-  export` (its `cluster`), with the run's partition.
-- A run on a cluster (`trainer.report --cluster`): what `python -m components diagnose STACK --json`
-  said over a window while the chief trained (trainer/report/cluster.py runs it).
+- A local run (`make report`): the rules' figures of what the launcher measured
+  (`local_measurements`, `local_shape`; trainer/report/local_diagnosis.py feeds them), one server,
+  this machine, with its cores.
+- A run on a cluster (`trainer.report --cluster`): what `diagnose --json` says over a window while the
+  chief trained (trainer/report/cluster.py runs diagnose's own functions).
 
 Either way a run's `diagnosis` has the keys of `diagnose --json` that say the finding (`bottleneck`,
 `summary`, `evidence`, `confidence`, `confidence_reason`, `advice`, `next.changes`,
@@ -86,21 +84,6 @@ def finding_json(finding: Finding, measured: Measurements, every_s: Optional[flo
         "metrics_source": measured.source,
         "window": {"seconds": measured.seconds, "samples": measured.samples, "every_s": every_s},
     }
-
-
-def cluster_diagnosis(code: Optional[int], stdout: str, stderr: str) -> dict[str, Any]:
-    """What `python -m components diagnose STACK --json` said: its object (exit 0, or 1 for an
-    experiment that failed in the window), else why there is no finding (its stderr)."""
-    text = stdout.strip()
-    if text.startswith("{"):
-        try:
-            said = json.loads(text)
-        except json.JSONDecodeError:
-            said = None
-        if isinstance(said, dict) and "bottleneck" in said:
-            return said
-    why = stderr.strip().splitlines()[-1] if stderr.strip() else f"it printed no finding (exit {code})"
-    return no_finding(f"diagnose: {why}")
 
 
 # -- what the report shows ------------------------------------------------------------

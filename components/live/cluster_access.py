@@ -8,7 +8,7 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TextIO
 
 from ..access.kubeconfig import (
     Kubeconfig,
@@ -100,10 +100,12 @@ def with_cluster(
     context: Optional[str],
     action: Callable[[Any], int],
     stack_given: Optional[str] = None,
+    err: Optional[TextIO] = None,
 ) -> int:
-    """Run `action(api)` against the cluster of `kubeconfig`/`context`; 2 with one clear line when the
-    cluster cannot be read (no kubeconfig or not one, no answer, a refusal, no JobSet for a stack that
-    asks for one). `stack_given`: the stack as the user gave it (a name, or a stack file's path)."""
+    """Run `action(api)` against the cluster of `kubeconfig`/`context`; 2 with one clear line (on `err`,
+    standard error by default) when the cluster cannot be read (no kubeconfig or not one, no answer, a
+    refusal, no JobSet for a stack that asks for one). `stack_given`: the stack as the user gave it (a
+    name, or a stack file's path)."""
     # One clear line for an API server that does not answer, not urllib3's retries and warnings.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
     try:
@@ -111,8 +113,8 @@ def with_cluster(
         api.configuration.retries = False
         return _answered(api, checked, action)
     except _ClusterUnreadable as why:
-        print(f"stack '{experiment.stack}': {why}", file=sys.stderr)
+        print(f"stack '{experiment.stack}': {why}", file=err or sys.stderr)
         return 2
     except NoJobSetError as error:
-        print(error, file=sys.stderr)
+        print(error, file=err or sys.stderr)
         return 2

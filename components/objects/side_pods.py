@@ -13,7 +13,8 @@ from typing import Any, Optional
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from .manifests import SKIP_AWAIT
-from .pods import pool_expressions, restricted_pod_security
+from .pod_placement import pool_expressions
+from .pods import restricted_pod_security
 
 Manifest = dict[str, Any]
 

@@ -7,6 +7,7 @@ key after a dot, a list's index in brackets) and says what the key takes.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import typing
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .models import CONFIG_NAMESPACE, StackConfig
+from .trainer_contract import to_camel
 
 # Read by its own parser (trainer/settings.py), and its defaults apply when the stack leaves it out.
 TRAINER_KEY = "trainer"
@@ -33,6 +35,24 @@ def format_loc(loc: tuple) -> str:
         path += f"[{part}]" if index else f".{shown}"
         annotation = step(annotation, part)
     return path
+
+
+def stack_key(*keys: str) -> str:
+    """A stack file's key as `pulumi config` names it (`stack_key("cluster", "ps", "replicas")` is
+    "tfk8s:cluster.ps.replicas"), each part checked against the models (and the trainer's settings):
+    code that names a key the models do not have fails where it is written, not in a user's stack."""
+    annotation: Any = StackConfig
+    for depth, key in enumerate(keys):
+        form = bare(annotation)
+        if dataclasses.is_dataclass(form):
+            known = {to_camel(spec.name) for spec in dataclasses.fields(form)}
+            annotation = None
+        else:
+            known = set(allowed_keys(keys[:depth])) if depth else set(StackConfig.file_keys())
+            annotation = step(annotation, key)
+        if key not in known:
+            raise KeyError(f"{CONFIG_NAMESPACE}:{'.'.join(keys[: depth + 1])} is no key of a stack file")
+    return f"{CONFIG_NAMESPACE}:{'.'.join(keys)}"
 
 
 def allowed_keys(loc: tuple) -> list[str]:

@@ -83,7 +83,7 @@ def test_the_pods_get_only_the_modules_they_import(tmp_path):
     # Editing the local launcher or the report changes no pod.
     copy_root = tmp_path / "project"
     shutil.copytree(PROJECT_ROOT / "trainer", copy_root / "trainer", ignore=shutil.ignore_patterns("__pycache__"))
-    for local_only in ("local/cluster.py", "local/cli.py", "report.py"):
+    for local_only in ("local/cluster.py", "local/cli.py", "report/command.py"):
         path = copy_root / "trainer" / local_only
         path.write_text(path.read_text() + "\n# edited\n")
     assert load_trainer_bundle(copy_root).sha256 == bundle.sha256

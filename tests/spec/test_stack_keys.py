@@ -136,3 +136,20 @@ def test_the_library_docs_give_every_argument_its_key():
     keys = {name: f"tfk8s:{key}" for key, name in StackConfig.file_keys().items()}
     assert documented == {**keys, "project_root": ""}
     assert list(documented)[: len(keys)] == list(keys)
+
+
+def test_a_key_named_in_code_is_the_references_key_and_an_unknown_one_fails_where_it_is_named():
+    """`stack_key`: the next experiment's keys (`diagnose --write`) are named by the models, so a
+    renamed field fails at import, not in a user's new stack file."""
+    from components.insight import next_experiment
+    from components.spec.model_paths import stack_key
+    from components.spec.reference import stack_keys
+
+    documented = {doc.key for doc in stack_keys()}
+    named = {value for name, value in vars(next_experiment).items() if name.startswith("KEY_")}
+    assert named and named <= documented, sorted(named - documented)
+    assert stack_key("cluster", "ps", "replicas") == "tfk8s:cluster.ps.replicas"
+    assert stack_key("trainer", "stepsPerCall") == "tfk8s:trainer.stepsPerCall"
+    for wrong in (("cluster", "pss"), ("trainer", "steps_per_call"), ("cluster", "ps", "replicas", "x"), ("nope",)):
+        with pytest.raises(KeyError, match="is no key of a stack file"):
+            stack_key(*wrong)

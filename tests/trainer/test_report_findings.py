@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 import trainer.report.cluster as cluster_report
 from components.insight.bottleneck import BUSY, IDLE
 from components.insight.report_figures import finding
-from components.insight.report_findings import LOCAL_SOURCE, cluster_diagnosis, finding_lines, findings_text, local_measurements
+from components.insight.report_findings import LOCAL_SOURCE, finding_lines, findings_text, local_measurements
 from trainer.report.cluster import Sample, Sampling
 from trainer.local.cpu_sampling import CpuSampler
 from trainer.local.stacks import cpu_allowance
@@ -263,42 +262,42 @@ RECORDED = {
     "window": {"seconds": 30.0, "samples": 7, "every_s": 5.0, "ended": None},
     "notes": [],
 }
-ENDED_FIRST = "stack 'scene1-case1-hot-none': the experiment ended (Succeeded) before a sample: nothing to diagnose"
 
-FAKE_PROGRAM = """#!{python}
-# The program's environment as the report runs it: `top --watch --json`, `diagnose --json`, `status --json`.
-import json, os, sys, time
-command = sys.argv[3]
-with open(os.environ["FAKE_CALLS"], "a") as calls:
-    calls.write(json.dumps(sys.argv[1:]) + "\\n")
-if command == "top":
-    for phase, step in (("Running", None), ("Running", 100), ("Running", 300), ("Succeeded", 400)):
-        tasks = [{{"task": t, "node": "srv-00", "cpu_cores": 0.1, "memory_bytes": 1}} for t in ("chief-0", "ps-0")]
-        progress = {{"step": step, "steps": 400, "loss": 0.5 if step else None, "examples_per_sec": 5000.0}}
-        print(json.dumps({{"phase": phase, "tasks": tasks, "ps_imbalance": None, "progress": progress}}), flush=True)
-        time.sleep(0.3)
-elif command == "diagnose":
-    said = json.loads(os.environ["FAKE_DIAGNOSE"])
-    print(said["stdout"])
-    print(said["stderr"], file=sys.stderr)
-    sys.exit(said["code"])
-else:
-    print("{{}}")
-"""
+TOP_VIEWS = [("Running", None), ("Running", 100), ("Running", 300), ("Succeeded", 400)]
 
 
 @pytest.fixture
-def program(tmp_path, monkeypatch):
-    """A fake of the program's environment; returns the calls it got."""
-    path = tmp_path / "python"
-    path.write_text(FAKE_PROGRAM.format(python=sys.executable))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setattr(cluster_report, "PROGRAM_PYTHON", path)
-    calls = tmp_path / "calls.jsonl"
-    monkeypatch.setenv("FAKE_CALLS", str(calls))
+def cluster(monkeypatch):
+    """What the report reads of a cluster, faked at the three calls it makes into components/ (`top`'s
+    views, `status`'s summary, `diagnose`'s object); returns the calls they got, and sets what
+    diagnose says."""
+    calls: list[tuple] = []
+    said: list[dict] = []
 
-    def answers(code: int, stdout: str = "", stderr: str = "") -> list[list[str]]:
-        monkeypatch.setenv("FAKE_DIAGNOSE", json.dumps({"code": code, "stdout": stdout, "stderr": stderr}))
+    def read_views(stack, kubeconfig, interval_s, seen, stop):
+        calls.append(("top", stack, kubeconfig))
+        for phase, step in TOP_VIEWS:
+            tasks = [{"task": t, "node": "srv-00", "cpu_cores": 0.1, "memory_bytes": 1} for t in ("chief-0", "ps-0")]
+            progress = {"step": step, "steps": 400, "loss": 0.5 if step else None, "examples_per_sec": 5000.0}
+            seen({"phase": phase, "tasks": tasks, "ps_imbalance": None, "progress": progress})
+            if stop.wait(interval_s):
+                return None
+        return None
+
+    def read_summary(stack, kubeconfig):
+        calls.append(("status", stack, kubeconfig))
+        return None
+
+    def read_diagnosis(stack, kubeconfig, seconds):
+        calls.append(("diagnose", stack, kubeconfig, seconds))
+        return said[0]
+
+    monkeypatch.setattr(cluster_report, "read_views", read_views)
+    monkeypatch.setattr(cluster_report, "read_summary", read_summary)
+    monkeypatch.setattr(cluster_report, "read_diagnosis", read_diagnosis)
+
+    def answers(diagnosis: dict) -> list[tuple]:
+        said[:] = [diagnosis]
         return calls
 
     return answers
@@ -309,39 +308,32 @@ def view(step) -> dict:
             "progress": {"step": step, "steps": 400, "loss": None, "examples_per_sec": None}}
 
 
-def test_diagnose_starts_with_the_chiefs_first_step_and_its_json_is_the_runs_finding(program):
-    calls = program(0, json.dumps(RECORDED, indent=2))
+def test_diagnose_starts_with_the_chiefs_first_step_and_its_json_is_the_runs_finding(cluster):
+    calls = cluster(RECORDED)
     sampling = Sampling("scene1-case1-hot-none", "/home/me/kubeconfig", 2.0, diagnose_s=30.0)
     sampling.seen(Sample(0.0, view(None)))
     assert sampling.diagnosing is None  # not before the training: its window would hold the start
     sampling.seen(Sample(2.0, view(100)))
     sampling.seen(Sample(4.0, view(200)))
     assert sampling.finish_diagnosis() == RECORDED
-    invoked = [json.loads(line) for line in calls.read_text().splitlines()]
-    assert invoked == [["-m", "components", "diagnose", "scene1-case1-hot-none", "--json", "--seconds", "30",
-                        "--kubeconfig", "/home/me/kubeconfig"]]  # once
+    assert calls == [("diagnose", "scene1-case1-hot-none", "/home/me/kubeconfig", 30.0)]  # once
 
 
-@pytest.mark.parametrize(
-    "code, stdout, stderr, reason",
-    [
-        pytest.param(1, "", ENDED_FIRST + "\n", f"diagnose: {ENDED_FIRST}", id="ended before diagnose's first sample"),
-        pytest.param(2, "", "stack 'x': the kubeconfig cannot be read\n", "diagnose: stack 'x': the kubeconfig cannot "
-                     "be read", id="no cluster"),
-        pytest.param(1, "", "", "diagnose: it printed no finding (exit 1)", id="silent"),
-    ],
-)
-def test_without_diagnoses_json_the_run_says_why_it_has_no_finding(code, stdout, stderr, reason):
-    assert cluster_diagnosis(code, stdout, stderr) == {"bottleneck": None, "reason": reason}
+def test_where_diagnose_cannot_read_the_cluster_the_run_says_why_in_diagnoses_words(tmp_path):
+    """diagnose's own functions, run here: its line for a kubeconfig that is not there."""
+    missing = tmp_path / "kubeconfig"
+    said = cluster_report.read_diagnosis("scene1-case1", str(missing), 30.0)
+    assert said["bottleneck"] is None
+    assert said["reason"].startswith(f"diagnose: stack 'scene1-case1': no kubeconfig at {missing}"), said
 
 
-def test_an_experiment_that_failed_in_the_window_keeps_diagnoses_finding():
-    failed = RECORDED | {"window": RECORDED["window"] | {"ended": "Failed"}}
-    assert cluster_diagnosis(1, json.dumps(failed), "") == failed
+def test_a_stack_diagnose_cannot_read_is_the_runs_reason():
+    said = cluster_report.read_diagnosis("no-such-stack", None, 30.0)
+    assert said["bottleneck"] is None and said["reason"].startswith("diagnose: stack 'no-such-stack': no file"), said
 
 
-def test_a_cluster_report_prints_and_writes_diagnoses_finding(program, tmp_path, capsys):
-    calls = program(0, json.dumps(RECORDED))
+def test_a_cluster_report_prints_and_writes_diagnoses_finding(cluster, tmp_path, capsys):
+    calls = cluster(RECORDED)
     stack = tmp_path / "scene1-case1-hot-none.json"
     stack.write_text(json.dumps(export().to_json()))
     out = tmp_path / "reports"
@@ -354,14 +346,13 @@ def test_a_cluster_report_prints_and_writes_diagnoses_finding(program, tmp_path,
     report = json.loads((out / "r" / "report.json").read_text())
     assert report["runs"][0]["diagnosis"] == RECORDED
     assert report["findings"][0]["bottleneck"] == "hot-ps"
-    commands = [json.loads(line)[2] for line in calls.read_text().splitlines()]
-    assert sorted(commands) == ["diagnose", "status", "top"]
+    assert sorted(call[0] for call in calls) == ["diagnose", "status", "top"]
 
 
-def test_a_diagnose_window_shorter_than_diagnose_takes_is_refused_before_sampling(program, tmp_path, capsys):
-    calls = program(0)
+def test_a_diagnose_window_shorter_than_diagnose_takes_is_refused_before_sampling(cluster, tmp_path, capsys):
+    calls = cluster(RECORDED)
     stack = tmp_path / "s.json"
     stack.write_text(json.dumps(export().to_json()))
     assert main(["--cluster", str(stack), "--diagnose-seconds", "10", "--out", str(tmp_path)]) == 2
     assert "--diagnose-seconds must be at least 30" in capsys.readouterr().err
-    assert not calls.exists()
+    assert calls == []

@@ -1,9 +1,8 @@
 """`trainer.report --cluster`: a report run drawn from an experiment's real pods.
 
-Each stack's experiment is sampled with `python -m components top <stack>
---watch <interval> --json` (the program's environment holds the Kubernetes
-client; this one holds TensorFlow), one object per refresh, until it ends or
-`--seconds` have passed. What the samples give:
+Each stack's experiment is sampled as `python -m components top <stack> --watch <interval>
+--json` samples it, by the same functions (components/live/top.py), one view per refresh, until it
+ends or `--seconds` have passed. What the samples give:
 
 - PS CPU seconds: each PS's CPU cores integrated while the chief trained,
   from its first reported step to its last, as a local run measures them
@@ -13,24 +12,21 @@ client; this one holds TensorFlow), one object per refresh, until it ends or
 - the PS CPU over time, the seed's monitoring screenshot, drawn from the pods;
 - steps, loss and examples/s from the chief's progress.
 
-Once the chief has finished, its summary (`components status --json`) adds
+Once the chief has finished, its summary (as `components status --json` reads it) adds
 what only it knows: the bytes each PS holds and which PS holds each table
 shard, from which the rows each PS serves are replayed here as for a local run.
 
-The finding (components/insight/report_findings.py): `python -m components diagnose <stack>
---json --seconds <window>`, started as soon as `top` shows the chief's first
-step, so that its window lies in the training; an experiment that ends during
-the window is judged from what diagnose sampled before it ended, as diagnose
-judges it, and one that ends before diagnose's first sample has no finding,
+The finding: `diagnose`'s (components/live/diagnosis.py, the object `diagnose --json` prints),
+over a window started as soon as a sample shows the chief's first step, so that it lies in the
+training; an experiment that ends during the window is judged from what was sampled before it
+ended, as diagnose judges it, and one that ends before the window's first sample has no finding,
 with diagnose's reason.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -38,20 +34,100 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
 from components.insight.report_figures import imbalance, per_ps
-from components.insight.report_findings import cluster_diagnosis, no_finding
+from components.insight.report_findings import no_finding
+from components.live.diagnose import DEFAULT_SECONDS as DEFAULT_DIAGNOSE_S
 
 from ..local import LaunchError
-from ..local.stacks import PROGRAM_PYTHON, PROJECT_ROOT, StackExperiment
+from ..local.stacks import StackExperiment
 from ..settings import TrainerSettings
 from .replay import REPLAY_BATCHES
 
 DEFAULT_INTERVAL_S = 2.0
-# diagnose's own default window (three refreshes of metrics-server), and the least it takes
-# (components/live/diagnose.py DEFAULT_SECONDS and MIN_SECONDS: the trainer cannot import them).
-DEFAULT_DIAGNOSE_S = 45.0
-DIAGNOSE_MIN_S = 30.0
 # diagnose reads the chief's log and each server's cores after its window: time for the API server.
 DIAGNOSE_GRACE_S = 120.0
+
+
+# -- what a sampling asks of the cluster: components/'s own functions ------------------
+
+
+def read_views(
+    stack: str,
+    kubeconfig: Optional[str],
+    interval_s: float,
+    seen: Callable[[dict[str, Any]], None],
+    stop: threading.Event,
+) -> Optional[str]:
+    """Each view `top --watch --json` would print, given to `seen`, until the experiment ends or `stop`
+    is set; the one line `top` would say where the stack or the cluster cannot be read, else None."""
+    from components.live.cluster_access import with_cluster
+    from components.live.top import read_top
+    from components.objects.loading import load_experiment
+    from components.spec.models import StackConfigError
+
+    try:
+        experiment = load_experiment(stack)
+    except StackConfigError as error:
+        return str(error)
+
+    def watch(api: Any) -> int:
+        while True:
+            view = read_top(api, experiment)
+            seen(json.loads(json.dumps(view.to_json())))  # the object as `top --json` prints it
+            if view.ended or stop.wait(interval_s):
+                return 0
+
+    said = io.StringIO()
+    unreadable = with_cluster(experiment, kubeconfig, None, watch, err=said) == 2
+    return (said.getvalue().strip() or "the cluster cannot be read") if unreadable else None
+
+
+def read_summary(stack: str, kubeconfig: Optional[str]) -> Optional[dict[str, Any]]:
+    """The chief's summary once it finished (`status --json`'s `summary`); None before, or unread."""
+    from components.live.cluster_access import with_cluster
+    from components.live.status import read_status
+    from components.objects.loading import load_experiment
+
+    experiment, read = load_experiment(stack), []
+
+    def summary(api: Any) -> int:
+        read.append(read_status(api, experiment).summary)
+        return 0
+
+    with_cluster(experiment, kubeconfig, None, summary, err=io.StringIO())
+    return read[0] if read else None
+
+
+def read_diagnosis(stack: str, kubeconfig: Optional[str], seconds: float) -> dict[str, Any]:
+    """What `diagnose <stack> --json --seconds <seconds>` says: its object, else why there is no finding."""
+    from components.live.cluster_access import with_cluster
+    from components.live.diagnose_view import diagnose_json
+    from components.live.diagnosis import diagnose_running, nothing_measured
+    from components.objects.loading import load_experiment
+    from components.spec.models import StackConfigError
+    from components.spec.stack_files import stack_path
+    from components.spec.user_files import UnreadableFile, read_user_text
+
+    try:
+        experiment = load_experiment(stack)
+        text = read_user_text(stack_path(stack))
+    except (StackConfigError, UnreadableFile) as error:
+        return no_finding(f"diagnose: {error}")
+    said: dict[str, Any] = {}
+
+    def diagnose(api: Any) -> int:
+        found = diagnose_running(api, experiment, text, seconds, f"{experiment.stack}-next")
+        if found.finding is None:
+            said.update(no_finding(f"diagnose: stack '{experiment.stack}': {nothing_measured(found.sampled)}"))
+        else:
+            said.update(diagnose_json(found.sampled, found.finding, found.next_stack))
+        return 0
+
+    why = io.StringIO()
+    with_cluster(experiment, kubeconfig, None, diagnose, err=why)
+    return said or no_finding(f"diagnose: {why.getvalue().strip() or 'it said nothing'}")
+
+
+# -- one stack's sampling ----------------------------------------------------------------
 
 
 @dataclass
@@ -62,7 +138,7 @@ class Sample:
 
 @dataclass
 class Sampling:
-    """One stack's `top --watch --json`, read as it prints."""
+    """One stack's experiment, sampled as `top --watch --json` samples it, in a thread of its own."""
 
     stack: str
     kubeconfig: Optional[str]
@@ -71,72 +147,54 @@ class Sampling:
     error: str = ""
     summary: Optional[dict[str, Any]] = None  # the chief's, read as soon as the experiment succeeded
     diagnose_s: float = DEFAULT_DIAGNOSE_S
-    diagnosing: Optional[subprocess.Popen] = None  # `diagnose --json`, from the chief's first step
+    diagnosing: Optional[threading.Thread] = None  # diagnose's window, from the chief's first step
     diagnosis: Optional[dict[str, Any]] = None  # what it said (components/insight/report_findings.py)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def start(self, started: float) -> None:
-        args = [str(PROGRAM_PYTHON), "-m", "components", "top", self.stack, "--json", "--watch", str(self.interval_s)]
-        if self.kubeconfig:
-            args += ["--kubeconfig", self.kubeconfig]
-        # Its own process group, so that stopping it stops exactly what it started.
-        self.process = subprocess.Popen(
-            args, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
         self.reader = threading.Thread(target=self._read, args=(started,), daemon=True)
         self.reader.start()
 
     def _read(self, started: float) -> None:
-        assert self.process.stdout is not None and self.process.stderr is not None  # both are pipes
-        for line in self.process.stdout:
-            if line.startswith("{"):
-                self.seen(Sample(time.monotonic() - started, json.loads(line)))
-        self.process.wait()
-        if self.process.returncode == 2:
-            self.error = self.process.stderr.read().strip()
+        error = read_views(
+            self.stack,
+            self.kubeconfig,
+            self.interval_s,
+            lambda view: self.seen(Sample(time.monotonic() - started, view)),
+            self.stopping,
+        )
+        if error:
+            self.error = error
         elif self.samples and self.samples[-1].view["phase"] == "Succeeded":
             # Now, before anyone deletes the experiment and its chief's log with it.
-            self.summary = chief_summary(self.stack, self.kubeconfig)
+            self.summary = read_summary(self.stack, self.kubeconfig)
 
     def seen(self, sample: Sample) -> None:
         """A sample of `top`; the first that shows the chief's step starts diagnose's window."""
         self.samples.append(sample)
         if self.diagnosing is None and sample.view["progress"]["step"] is not None:
-            args = [str(PROGRAM_PYTHON), "-m", "components", "diagnose", self.stack, "--json"]
-            args += ["--seconds", f"{self.diagnose_s:g}"] + (
-                ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []
-            )
-            self.diagnosing = subprocess.Popen(
-                args,
-                cwd=PROJECT_ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
+            self.diagnosing = threading.Thread(target=self._diagnose, daemon=True)
+            self.diagnosing.start()
+
+    def _diagnose(self) -> None:
+        self.diagnosis = read_diagnosis(self.stack, self.kubeconfig, self.diagnose_s)
 
     def finish_diagnosis(self) -> dict[str, Any]:
         """diagnose's finding, once its window is over (it ends by itself, or with the experiment)."""
         if self.diagnosing is None:
             return no_finding("the chief reported no step while the experiment was sampled: diagnose was not run")
-        try:
-            stdout, stderr = self.diagnosing.communicate(timeout=self.diagnose_s + DIAGNOSE_GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.diagnosing.pid, signal.SIGTERM)
-            stdout, stderr = self.diagnosing.communicate()
-            stderr += f"\nno answer within {self.diagnose_s + DIAGNOSE_GRACE_S:g} s: stopped"
-        self.diagnosis = cluster_diagnosis(self.diagnosing.returncode, stdout, stderr)
+        self.diagnosing.join(timeout=self.diagnose_s + DIAGNOSE_GRACE_S)
+        if self.diagnosis is None:
+            self.diagnosis = no_finding(f"diagnose: no answer within {self.diagnose_s + DIAGNOSE_GRACE_S:g} s")
         return self.diagnosis
 
     @property
     def done(self) -> bool:
         return not self.reader.is_alive()
 
-    def stop(self, diagnosis_too: bool = False) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+    def stop(self) -> None:
+        self.stopping.set()
         self.reader.join(timeout=30)
-        if diagnosis_too and self.diagnosing is not None and self.diagnosing.poll() is None:
-            os.killpg(self.diagnosing.pid, signal.SIGTERM)
 
 
 def sample_experiments(
@@ -149,8 +207,6 @@ def sample_experiments(
 ) -> list[Sampling]:
     """Sample every stack's experiment at once until each ends, or until `seconds` have passed; then
     each diagnose to the end of its window."""
-    if not PROGRAM_PYTHON.exists():
-        raise LaunchError(f"reading a cluster needs the program's environment {PROGRAM_PYTHON}: run `make setup`")
     started = time.monotonic()
     samplings = [Sampling(stack, kubeconfig, interval_s, diagnose_s=diagnose_s) for stack in stacks]
     for sampling in samplings:
@@ -164,7 +220,7 @@ def sample_experiments(
             time.sleep(0.5)
     except BaseException:
         for sampling in samplings:
-            sampling.stop(diagnosis_too=True)  # interrupted: no finding is waited for
+            sampling.stopping.set()  # interrupted: no finding is waited for (its thread ends with the process)
         raise
     for sampling in samplings:
         sampling.stop()
@@ -215,17 +271,6 @@ def ps_cpu_while_training(samples: list[Sample], ps_names: list[str]) -> list[fl
 def cpu_seconds(points: list[list[float]]) -> float:
     """Cores integrated over time (trapezoids between samples)."""
     return round(sum((t1 - t0) * (c0 + c1) / 2 for (t0, c0), (t1, c1) in zip(points, points[1:])), 2)
-
-
-def chief_summary(stack: str, kubeconfig: Optional[str]) -> Optional[dict[str, Any]]:
-    """The chief's summary once it finished (from `components status --json`); None before."""
-    args = [str(PROGRAM_PYTHON), "-m", "components", "status", stack, "--json"]
-    if kubeconfig:
-        args += ["--kubeconfig", kubeconfig]
-    result = subprocess.run(args, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
-    if result.returncode == 2 or not result.stdout.strip():
-        return None
-    return json.loads(result.stdout).get("summary")
 
 
 def cluster_run(

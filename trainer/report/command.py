@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from components.insight.report_figures import finding, from_cluster, imbalance, model_line, one_thing_apart, per_ps
 from components.insight.report_findings import findings, findings_markdown, findings_text
+from components.live.diagnose import DEFAULT_SECONDS as DEFAULT_DIAGNOSE_S
+from components.live.diagnose import MIN_SECONDS as DIAGNOSE_MIN_S
 
 from ..local import MAX_LOCAL_WORKERS, LaunchError, LocalCluster, add_setting_flags, read_stack, scale_to_machine
 from ..local.cli import settings_given
@@ -19,9 +21,7 @@ from ..log_lines import read_progress_line
 from ..settings import SettingsError, TrainerSettings
 from ..stack_export import StackExport
 from .cluster import (
-    DEFAULT_DIAGNOSE_S,
     DEFAULT_INTERVAL_S,
-    DIAGNOSE_MIN_S,
     cluster_run,
     progress_printer,
     sample_experiments,

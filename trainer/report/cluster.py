@@ -109,9 +109,12 @@ def read_diagnosis(stack: str, kubeconfig: Optional[str], seconds: float) -> dic
 
     try:
         experiment = load_experiment(stack)
-        text = read_user_text(stack_path(stack))
-    except (StackConfigError, UnreadableFile) as error:
+    except StackConfigError as error:
         return no_finding(f"diagnose: {error}")
+    try:
+        text = read_user_text(stack_path(stack))
+    except UnreadableFile as unreadable:
+        return no_finding(f"diagnose: stack '{experiment.stack}': {unreadable}")
     said: dict[str, Any] = {}
 
     def diagnose(api: Any) -> int:

@@ -39,7 +39,8 @@ from program_under_mocks import SEED_STACK  # noqa: E402
 from tests.stack_variants import scaled_values  # noqa: E402
 from tools.localcluster import control_plane, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects  # noqa: E402
+from tools.localcluster.experiment_pods import wait_for_pods  # noqa: E402
 from tools.localcluster.nodes import create_fake_nodes  # noqa: E402
 
 TARGET_SECONDS = 30.0

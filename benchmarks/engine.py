@@ -31,7 +31,8 @@ from components.objects.loading import load_experiment  # noqa: E402
 from tools.engine import EngineDirs, engine_stack, run_engine  # noqa: E402
 from tools.localcluster import control_plane, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects  # noqa: E402
+from tools.localcluster.experiment_pods import wait_for_pods  # noqa: E402
 from tools.localcluster.nodes import create_fake_nodes  # noqa: E402
 
 STACKS = ("scene1-case2", "scene1-case4")

@@ -45,7 +45,8 @@ from components.objects.render import render  # noqa: E402
 from components.objects.loading import load_experiment  # noqa: E402
 from tools.localcluster import host, lifecycle, paths  # noqa: E402
 from tools.localcluster.client import api_client  # noqa: E402
-from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods  # noqa: E402
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects  # noqa: E402
+from tools.localcluster.experiment_pods import wait_for_pods  # noqa: E402
 from tools.localcluster.podlogs import timestamped_log  # noqa: E402
 from tools.localcluster.worker_loss import WorkerReturn, lose_worker  # noqa: E402
 from tools.nodeimage.images import tensorflow_image  # noqa: E402

@@ -23,7 +23,8 @@ from tests.harness import reset_pulumi
 from tests.stack_variants import write_variant
 from tools.localcluster import control_plane, paths
 from tools.localcluster.client import api_client
-from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects
+from tools.localcluster.experiment_pods import wait_for_pods
 from tools.localcluster.nodes import create_fake_nodes
 
 # `make test-cluster` runs the files on two pytest-xdist workers (most of this stage waits on

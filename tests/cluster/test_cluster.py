@@ -22,14 +22,8 @@ from components.plan import labels as L
 from tests.cluster.conftest import POD_WAIT_S
 from tests.stack_variants import write_variant
 from tools.localcluster import paths
-from tools.localcluster.experiments import (
-    ApplyError,
-    apply_manifest,
-    apply_manifests,
-    delete_manifests,
-    task_pods,
-    wait_for_pods,
-)
+from tools.localcluster.experiments import ApplyError, apply_manifest, apply_manifests, delete_manifests
+from tools.localcluster.experiment_pods import task_pods, wait_for_pods
 from tools.localcluster.nodes import create_fake_nodes
 
 NODE_GONE_WAIT_S = 150.0

@@ -35,7 +35,8 @@ from tests.runs import SHIPPED_STACKS
 from tests.stack_variants import write_variant
 from tools.engine import EngineDirs, engine_stack, run_engine
 from tools.localcluster.addons import cluster_queue_objects
-from tools.localcluster.experiments import apply_manifest, rendered_objects, task_pods, wait_for_pods
+from tools.localcluster.experiments import apply_manifest, rendered_objects
+from tools.localcluster.experiment_pods import task_pods, wait_for_pods
 
 ENGINE_TIMEOUT_S = 300.0
 POD_WAIT_S = 120.0

@@ -18,7 +18,7 @@ from kubernetes.dynamic import DynamicClient
 
 from components.objects.loading import load_experiment
 from tests.stack_variants import write_scaled
-from tools.localcluster.experiments import TASK_ROLES, pod_rows, task_pods
+from tools.localcluster.experiment_pods import TASK_ROLES, pod_rows, task_pods
 from tools.localcluster.nodes import create_fake_nodes
 
 FACTOR = 10

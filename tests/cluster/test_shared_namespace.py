@@ -20,7 +20,7 @@ from tests.cluster.test_cluster import _wait_for, core, node_labels, pods_by_nod
 from tests.cluster.test_engine import engine
 from tests.stack_variants import write_variant
 from tools.localcluster.client import api_client
-from tools.localcluster.experiments import task_pods, wait_for_pods
+from tools.localcluster.experiment_pods import task_pods, wait_for_pods
 from tools.localcluster.nodes import create_fake_nodes
 from tools.localcluster.users import mint_user
 

@@ -34,7 +34,8 @@ from tests.harness import reset_pulumi
 from trainer.log_lines import read_event
 from tools.localcluster import host, host_claim, lifecycle, netfilter, paths, realnodes, training_operator
 from tools.localcluster.client import api_client
-from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects, wait_for_pods
+from tools.localcluster.experiments import apply_manifests, delete_manifests, rendered_objects
+from tools.localcluster.experiment_pods import wait_for_pods
 from tools.localcluster.podlogs import timestamped_log
 from tools.localcluster.worker_loss import task_pod
 from tools.nodeimage.images import tensorflow_image

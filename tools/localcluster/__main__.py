@@ -33,14 +33,8 @@ from tools.nodeimage.program_images import build_program_image, keep_archive
 
 from . import host, lifecycle, paths, processes, realnodes, users
 from .client import api_client
-from .experiments import (
-    ApplyError,
-    ExperimentNotRunning,
-    apply_manifests,
-    delete_manifests,
-    rendered_objects,
-    wait_for_pods,
-)
+from .experiment_pods import wait_for_pods
+from .experiments import ApplyError, ExperimentNotRunning, apply_manifests, delete_manifests, rendered_objects
 from .nodes import create_fake_nodes
 
 DEFAULT_WAIT_S = 300.0

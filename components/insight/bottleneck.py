@@ -29,6 +29,7 @@ from .bottleneck_figures import (
     ISOLATE_MIN_PS_SHARE,
     NETWORK_LINK_BYTES_PER_S,
     NETWORK_NEAR_SHARE,
+    PS,
     SATURATED_SHARE,
     STRAGGLER_SHARE,
     Figures,
@@ -156,7 +157,7 @@ def _network(window: Figures) -> Optional[dict[str, Any]]:
 
 
 def _role_json(window: Figures, role: str) -> dict[str, Any]:
-    figures_of = window.ps if role == "ps" else window.workers
+    figures_of = window.ps if role == PS else window.workers
     return {
         "tasks": figures_of.tasks,
         "measured": figures_of.measured,

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from ..plan import task_roles
 from .measurements import Measurements, TaskSample
 from .ps_balance import IDLE, PsCpu, balance, floor_met, ratio
 
@@ -39,8 +40,10 @@ ISOLATE_MIN_PS_SHARE = 0.1
 NETWORK_LINK_BYTES_PER_S = 125_000_000
 NETWORK_NEAR_SHARE = 0.7
 
-PS = "ps"
-WORKER = "worker"
+# The roles the figures tell apart, named by the role table.
+PS = task_roles.PS.name
+WORKER = task_roles.WORKER.name
+CHIEF = task_roles.CHIEF.name
 
 
 def mean(values: Sequence[float]) -> Optional[float]:

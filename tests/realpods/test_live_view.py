@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -110,34 +111,23 @@ def _on_server(server: str):
     return edit
 
 
-def children_running(parent: int, word: str) -> set[int]:
-    """The child processes of `parent` with `word` in their command line (an ended child, not yet
-    waited for, has none)."""
-    found = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            parent_of = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (proc / "cmdline").read_text(errors="replace")
-        except (OSError, IndexError, ValueError):
-            continue  # it ended between the listing and the read
-        if parent_of == parent and word in command:
-            found.add(int(proc.name))
-    return found
+class Said:
+    """A child's output (standard output and error together), read as it comes."""
 
+    def __init__(self, stream) -> None:
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(stream), daemon=True)
+        self.reader.start()
 
-def wait_for_children_done(parent: int, word: str, count: int, timeout_s: float) -> None:
-    """Wait until `count` such children have started and none still runs."""
-    deadline = time.monotonic() + timeout_s
-    seen: set[int] = set()
-    while True:
-        running = children_running(parent, word)
-        seen |= running
-        if len(seen) >= count and not running:
-            return
-        assert time.monotonic() < deadline, f"{len(seen)} of {count} {word} started, {len(running)} still run, after {timeout_s:.0f} s"
-        time.sleep(1)
+    def wait_for(self, text: str, count: int, timeout_s: float) -> None:
+        """Until `count` lines hold `text`."""
+        deadline = time.monotonic() + timeout_s
+        while sum(text in line for line in self.lines) < count:
+            assert time.monotonic() < deadline, f"not {count} lines with {text!r} within {timeout_s:.0f} s: {self.text()[-3000:]}"
+            time.sleep(1)
+
+    def text(self) -> str:
+        return "".join(self.lines)
 
 
 @pytest.mark.oversubscribed(
@@ -158,6 +148,7 @@ def test_top_and_the_report_follow_real_pods_and_show_one_hot_ps_without_partiti
          "--out", str(tmp_path), "--name", "real", "--interval", "2"],
         cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
+    report_said = Said(report.stdout)
     watch = None
     try:
         for stack in stacks:  # both at once, each on its own server: sampled side by side
@@ -168,13 +159,15 @@ def test_top_and_the_report_follow_real_pods_and_show_one_hot_ps_without_partiti
         # Both train until each experiment's diagnose (the report starts one at its first step) has
         # sampled its whole window (45 s): several of the kubelet's 10 s CPU refreshes, so that the
         # rate it still reports from TensorFlow's start is a small part of what is integrated.
-        wait_for_children_done(report.pid, "diagnose", len(stacks), DIAGNOSED_WITHIN_S)
+        report_said.wait_for(": diagnosed: ", len(stacks), DIAGNOSED_WITHIN_S)
         # Watching until the experiment ends: the chiefs are asked to finish once the watch runs.
         watch = _watch(real_cluster, stacks[0])
         for stack in stacks:
             real_cluster.finish(stack)
         watched, watch_errors = watch.communicate(timeout=WATCH_ENDS_WITHIN_S)
-        output, _ = report.communicate(timeout=REPORT_WITHIN_S)
+        report.wait(timeout=REPORT_WITHIN_S)
+        report_said.reader.join(timeout=30)
+        output = report_said.text()
         # The chief of a 1M x 64 table was OOM-killed at its sized memory while TensorFlow made the
         # whole table on it; now each PS makes its own shard.
         for stack in stacks:

@@ -133,6 +133,11 @@ def read_diagnosis(stack: str, kubeconfig: Optional[str], seconds: float) -> dic
 # -- one stack's sampling ----------------------------------------------------------------
 
 
+def say(line: str) -> None:
+    """A line of progress, on standard error with the rest of the report's."""
+    print(line, file=sys.stderr, flush=True)
+
+
 @dataclass
 class Sample:
     at: float  # seconds since sampling started
@@ -180,7 +185,10 @@ class Sampling:
             self.diagnosing.start()
 
     def _diagnose(self) -> None:
+        say(f"{self.stack}: the chief's first step: diagnose samples {self.diagnose_s:g} s")
         self.diagnosis = read_diagnosis(self.stack, self.kubeconfig, self.diagnose_s)
+        said = self.diagnosis.get("bottleneck") or f"no finding ({self.diagnosis.get('reason')})"
+        say(f"{self.stack}: diagnosed: {said}")
 
     def finish_diagnosis(self) -> dict[str, Any]:
         """diagnose's finding, once its window is over (it ends by itself, or with the experiment)."""

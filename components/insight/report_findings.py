@@ -22,7 +22,6 @@ from ..spec.trainer_contract import StackExport, parse_task_name
 from .bottleneck import ExperimentShape, Finding, Measurements, ServerSample, TaskSample, TrainerFacts
 
 LOCAL_SOURCE = "local processes"
-CHIEF = "chief"
 
 
 def no_finding(reason: str) -> dict[str, Any]:

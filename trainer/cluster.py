@@ -24,7 +24,7 @@ from .shared_names import (  # noqa: F401 (the variables a task reads, looked up
 
 TF_CONFIG_ENV = "TF_CONFIG"
 # The training cluster's roles, in TF_CONFIG's order; the evaluator (EVALUATOR) is outside it.
-# components/plan/task_roles.py holds every role's traits; tests/plan/test_task_roles.py holds this copy
+# components/spec/task_roles.py holds every role's traits; tests/plan/test_task_roles.py holds this copy
 # (the trainer imports nothing from components/) equal to it.
 ROLES = ("chief", "ps", "worker")
 

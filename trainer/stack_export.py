@@ -69,7 +69,7 @@ GPUS = "gpus"
 SECRET = "secret"
 SECRET_KEY = "key"
 # The roles whose command the export gives, in its order: the trainer's roles (held equal to
-# components/plan/task_roles.py by tests/plan/test_task_roles.py).
+# components/spec/task_roles.py by tests/plan/test_task_roles.py).
 PROGRAM_ROLES = (*ROLES, EVALUATOR_ROLE)
 DONE_BY_CHIEF = "chief"
 DONE_BY_WORKERS = "workers"

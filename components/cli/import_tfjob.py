@@ -17,7 +17,7 @@ from pathlib import Path
 from ..migrate.carry import ImportedStack, ImportOptions, carry
 from ..migrate.stack_yaml import stack_yaml
 from ..migrate.tfjob import NotImportable, TFJob, read_tfjob
-from ..plan.task_roles import CHIEF, EVALUATOR, PS, WORKER
+from ..spec.task_roles import CHIEF, EVALUATOR, PS, WORKER
 from ..spec.atomic_files import write_text_atomic
 from ..spec.loading import load_stack_config
 from ..spec.models import StackConfigError

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..plan import task_roles
+from ..spec import task_roles
 from .measurements import Measurements, TaskSample
 from .ps_balance import IDLE, PsCpu, balance, floor_met, ratio
 

@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 
 from ..plan.experiment import Experiment
 from ..plan.planner import compress_names
-from ..plan.task_roles import PLACED_ROLES, parse_task_name, task_name
+from ..spec.task_roles import PLACED_ROLES, parse_task_name, task_name
 from .table import aligned
 
 

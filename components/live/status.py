@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 from ..objects.api_errors import api_error_text, missing_permission, status_of
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.task_roles import role_of
+from ..spec.task_roles import role_of
 from ..spec.trainer_contract import last_summary
 from .cluster_access import JOBSET_CRD, NoJobSetError, no_jobset_message, with_cluster
 from .failures import failed_jobs

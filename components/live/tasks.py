@@ -12,7 +12,7 @@ from typing import Any, Optional
 from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.planner import TaskPlacement
-from ..plan.task_roles import ROLE_OF, task_name
+from ..spec.task_roles import ROLE_OF, task_name
 from .phase import Phase
 from .shares import ServerStatus, crowded_tasks, server_statuses, servers_json, servers_table
 from .table import aligned

@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping, Optional, TextIO, cast
 from ..objects.api_errors import api_error_text, missing_permission, status_of
 from ..plan.experiment import Experiment
 from ..plan.planner import Task
-from ..plan.task_roles import EVALUATOR
+from ..spec.task_roles import EVALUATOR
 from .cluster_access import with_cluster
 from .status import ExperimentStatus, group_served, pod_log, read_status
 from .usage import (

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from ..insight import ps_balance
-from ..plan.task_roles import PS, parse_task_name
+from ..spec.task_roles import PS, parse_task_name
 from ..spec.quantities import QUANTITY_FACTORS, QUANTITY_PATTERN, quantity_value
 from ..spec.trainer_contract import SUMMARY, EvaluationLine, read_evaluation_event, read_event, read_progress_line
 from .table import aligned

@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..plan.task_roles import ROLE_OF, WORKER
+from ..spec.task_roles import ROLE_OF, WORKER
 from ..spec.images import is_pinned
 from ..spec.program import PROGRAM_VARIABLES
 from ..spec.trainer_contract import escaped

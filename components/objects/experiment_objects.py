@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..plan.experiment import Experiment
 from ..plan.object_names import JOBSET
-from ..plan.task_roles import TRAINING_CLUSTER
+from ..spec.task_roles import TRAINING_CLUSTER
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
 from . import jobset, manifests

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..plan.experiment import Experiment
-from ..plan.task_roles import CHIEF, role_of
+from ..spec.task_roles import CHIEF, role_of
 from ..plan.workloads import TaskGroup
 from ..spec.roles import EvaluatorSpec
 from .start_barrier import START_BARRIER, START_DEADLINE_EXIT

@@ -32,7 +32,7 @@ from typing import Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.task_roles import CHIEF, role_of
+from ..spec.task_roles import CHIEF, role_of
 from ..plan.workloads import TaskGroup
 from .failure_rules import jobset_failure_rules, pod_failure_policy
 from .manifests import chief_deadline, metadata

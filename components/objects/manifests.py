@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.task_roles import role_of
+from ..spec.task_roles import role_of
 from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from ..spec.pools import NodePoolSpec

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.task_roles import checkpoint_writer, role_of
+from ..spec.task_roles import checkpoint_writer, role_of
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
 

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.task_roles import TaskRole, role_of
+from ..spec.task_roles import TaskRole, role_of
 from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup
 from ..spec.program import PROGRAM_MOUNT

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..plan.task_roles import checkpoint_writer
+from ..spec.task_roles import checkpoint_writer
 from ..spec.roles import CHECKPOINT_MOUNT, checkpoint_volume_folder
 from ..spec.tensorboard import TENSORBOARD_PORT, TensorBoardSpec
 from .pods import CHECKPOINT_VOLUME, restricted_container_security, with_checkpoint_claim

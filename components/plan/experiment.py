@@ -28,7 +28,7 @@ from .labels import node_role, server_label_values
 from .object_names import ObjectNames
 from .planner import Plan, plan_stack
 from .program_source import ProgramSource
-from .task_roles import PLACED_ROLES, PS, role_of
+from ..spec.task_roles import PLACED_ROLES, PS, role_of
 from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
 from .workloads import TaskGroup, max_group_name, pool_servers, task_groups

@@ -19,7 +19,7 @@ from ..spec.trainer_contract import (  # noqa: F401 (this module is where compon
     TFK8S_GPU_PRODUCT,
     TRAINER_PROGRAM,
 )
-from .task_roles import PLACED_ROLES
+from ..spec.task_roles import PLACED_ROLES
 from .workloads import TaskGroup
 
 APP_NAME = "tensorflow"

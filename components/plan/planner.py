@@ -36,7 +36,7 @@ from ..spec.models import StackConfig
 from ..spec.placement_rules import placement_problems
 from ..spec.roles import RoleName
 from ..spec.task_counts import task_counts
-from .task_roles import CHIEF, EVALUATOR, PLACED_ROLES, PS, ROLES, WORKER, TaskRole, parse_task_name, task_name
+from ..spec.task_roles import CHIEF, EVALUATOR, PLACED_ROLES, PS, ROLES, WORKER, TaskRole, parse_task_name, task_name
 
 TaskType = RoleName
 Pinning = Literal["none", "task", "count"]

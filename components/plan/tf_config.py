@@ -40,7 +40,7 @@ from ..spec.trainer_contract import (  # the variables the trainer reads
     TF_PORT,  # noqa: F401 (where components/ looks it up)
 )
 from .object_names import ObjectNames
-from .task_roles import TRAINING_CLUSTER, role_of
+from ..spec.task_roles import TRAINING_CLUSTER, role_of
 from .workloads import TaskGroup, pod_hostname, pod_subdomain
 
 

@@ -46,7 +46,7 @@ from ..objects.experiment_objects import labelled_pools
 from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.labels import selector_text
-from ..plan.task_roles import CHIEF, ROLES, role_of
+from ..spec.task_roles import CHIEF, ROLES, role_of
 from ..plan.trainer_bundle import load_trainer_bundle
 from ..spec.logs import LogsSpec
 from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfig, StackConfigError

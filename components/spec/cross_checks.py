@@ -16,6 +16,7 @@ from .quantities import quantity_value
 from .roles import is_remote
 from .sizing import checkpoint_bytes, embedding_shard_bytes
 from .task_counts import task_counts
+from .task_roles import role_of
 
 
 def cross_checks(config: StackConfig, secret_env: Collection[str] = ()) -> list[str]:
@@ -203,7 +204,7 @@ def task_count_problems(config: StackConfig) -> list[str]:
     counts = task_counts(config)
     workers, ps = counts["worker"], counts["ps"]
     # The training cluster's tasks, what the limit was measured on: the evaluator is outside it.
-    tasks = sum(count for role, count in counts.items() if role != "evaluator")
+    tasks = sum(count for role, count in counts.items() if role_of(role).in_training_cluster)
     if tasks <= MAX_TASKS:
         return []
     if ps > workers:

@@ -12,7 +12,7 @@ from .model_base import StackModel as _Model
 from .quantities import INT64_MAX, CpuQuantity, DnsLabel, DnsSubdomain, MemoryQuantity, Quantity
 from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
-# The task roles a stack file configures; components/plan/task_roles.py holds each one's traits.
+# The task roles a stack file configures; components/spec/task_roles.py holds each one's traits.
 RoleName = Literal["chief", "ps", "worker", "evaluator"]
 
 # Where the chief's checkpointVolume is mounted, in the chief and in what reads it.

@@ -8,7 +8,7 @@ from typing import get_args
 
 import pytest
 
-from components.plan.task_roles import PLACED_ROLES, ROLES, TRAINING_CLUSTER, checkpoint_writer, role_of
+from components.spec.task_roles import PLACED_ROLES, ROLES, TRAINING_CLUSTER, checkpoint_writer, role_of
 from components.spec.roles import RoleName
 from components.spec.stack_files import PROJECT_ROOT
 from components.spec.task_counts import task_counts
@@ -17,7 +17,6 @@ from trainer import cluster as trainer_cluster
 from trainer import shared_names, stack_export
 
 ROLE_NAMES = frozenset(get_args(RoleName))
-NAMES_ROLES = ("components/plan/task_roles.py", "components/spec/", "components/migrate/")
 
 
 def test_the_table_has_one_row_per_role_the_stack_names():
@@ -68,42 +67,77 @@ def test_the_plan_runs_the_tasks_the_counts_say(stack, counts):
     assert {role.name: experiment.plan.count(role.name) for role in ROLES} == counts
 
 
+# The row constants of the table (and of the trainer's and the pack's name modules): `role is CHIEF`
+# or `task_type == PS` decides by name as much as `== "ps"` does.
+ROW_NAMES = frozenset({"CHIEF", "PS", "WORKER", "EVALUATOR"})
+# What may name roles: the table, the trainer's names module, the pack's copy of the table, and the
+# mapping of a TFJob's replica types (Chief, Master, PS, Worker, Evaluator) onto them.
+NAMES_ROLES = (
+    "components/spec/task_roles.py",
+    "trainer/shared_names.py",
+    "policy/tfk8s_policies/facts.py",
+    "components/migrate/tfjob_roles.py",
+)
+SEARCHED = ("components", "trainer", "policy/tfk8s_policies")
+TEXT_MATCHES = frozenset({"startswith", "endswith", "match", "fullmatch", "search", "removeprefix"})
+
+
 def _is_role(node: ast.AST) -> bool:
-    """A role's name written in place, or a tuple, list or set of them."""
+    """A role's name written in place or one of the table's rows by name, or a tuple, list or set of them."""
     if isinstance(node, ast.Constant):
         return node.value in ROLE_NAMES
+    if isinstance(node, ast.Name):
+        return node.id in ROW_NAMES
+    if isinstance(node, ast.Attribute):  # PS.name, task_roles.CHIEF
+        return node.attr in ROW_NAMES or (node.attr == "name" and _is_role(node.value))
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return any(_is_role(element) for element in node.elts)
     return False
 
 
+def _names_a_task(node: ast.AST) -> bool:
+    """A string that begins with a role's task names: "ps-", r"worker-\\d+", f"{PS.name}-"."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return any(node.value.startswith(f"{role}-") or node.value.startswith(f"^{role}") for role in ROLE_NAMES)
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        return _names_a_task(first) or (isinstance(first, ast.FormattedValue) and _is_role(first.value))
+    return isinstance(node, (ast.Tuple, ast.List)) and any(_names_a_task(element) for element in node.elts)
+
+
 def roles_compared(source: str) -> list[int]:
-    """The lines where a role is decided in place: a role name (or the old EVALUATOR constant) on either
-    side of ==, !=, in, not in, <=, ...: `task_type == "ps"`, `"worker" in types`, `{"ps", "worker"} <= types`."""
+    """The lines where a role is decided in place: a role's name or row on either side of ==, !=, is,
+    in, <=, ... (`task_type == "ps"`, `role is CHIEF`, `{"ps", "worker"} <= types`), or a task name
+    matched by its role's prefix (`name.startswith("ps-")`, `re.match(r"worker-\\d+", name)`)."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare):
-            sides = [node.left, *node.comparators]
-            if any(_is_role(side) or (isinstance(side, ast.Name) and side.id == "EVALUATOR") for side in sides):
+        if isinstance(node, ast.Compare) and any(_is_role(side) for side in [node.left, *node.comparators]):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TEXT_MATCHES:
+            if any(_names_a_task(argument) for argument in node.args[:1]):
                 lines.append(node.lineno)
     return lines
 
 
 def test_no_role_is_compared_with_a_string_outside_the_table():
     found = []
-    for path in sorted((PROJECT_ROOT / "components").rglob("*.py")):
-        relative = str(path.relative_to(PROJECT_ROOT))
-        if relative.startswith(NAMES_ROLES):
-            continue
-        text = path.read_text(encoding="utf-8")
-        found += [f"{relative}:{line}: {text.splitlines()[line - 1].strip()}" for line in roles_compared(text)]
+    for folder in SEARCHED:
+        for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
+            relative = str(path.relative_to(PROJECT_ROOT))
+            if relative in NAMES_ROLES or "/venv/" in relative:
+                continue
+            text = path.read_text(encoding="utf-8")
+            found += [f"{relative}:{line}: {text.splitlines()[line - 1].strip()}" for line in roles_compared(text)]
     assert found == [], "\n".join(found)
 
 
 def test_the_check_finds_a_role_compared_in_place():
     """The test above would see what it is meant to forbid."""
     for line in ('group.task_type == "ps"', "t in ('chief', EVALUATOR)", '"worker" != role', "group.task_type != EVALUATOR",
-                 '"worker" in task_types', '{"ps", "worker"} <= task_types', 'x not in ["evaluator"]'):
+                 '"worker" in task_types', '{"ps", "worker"} <= task_types', 'x not in ["evaluator"]',
+                 "role is CHIEF", "task.role is not task_roles.EVALUATOR", "t == PS.name", 'name.startswith("ps-")',
+                 're.match(r"worker-\\d+", name)', 'n.startswith(f"{PS.name}-")', 'task.endswith(("ps-0", "ps-1"))'):
         assert roles_compared(line), line
-    for line in ('names = {"ps": 1}', 'plan.count("ps")', 'role == other', 'x in PLACED_ROLES'):
+    for line in ('names = {"ps": 1}', 'plan.count("ps")', 'role == other', 'x in PLACED_ROLES', 'role.spread == "even"',
+                 'name.startswith("psql")', 'role is None'):
         assert not roles_compared(line), line

@@ -23,7 +23,7 @@ from kubernetes import client
 from components.live.status import read_jobset
 from components.plan import labels as L
 from components.plan.experiment import Experiment
-from components.plan.task_roles import TRAINING_CLUSTER
+from components.spec.task_roles import TRAINING_CLUSTER
 
 from . import paths
 from .client import is_not_found

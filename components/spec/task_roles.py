@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal, get_args
 
-from ..spec.models import StackConfig
-from ..spec.roles import RoleName
-from ..spec.sizing import chief_memory_request, evaluator_memory_request, ps_memory_request
-from ..spec.trainer_contract import parse_task_name, task_name  # noqa: F401 (the one scheme, the trainer's)
+from .models import StackConfig
+from .roles import RoleName
+from .sizing import chief_memory_request, evaluator_memory_request, ps_memory_request
+from .trainer_contract import parse_task_name, task_name  # noqa: F401 (the one scheme, the trainer's)
 
 CheckpointAccess = Literal["none", "read", "write"]
 # How a role's tasks are spread over the servers of their pool under `spread` placement:
@@ -30,6 +30,10 @@ Spread = Literal["none", "apart", "even"]
 # experiment restarts instead), or always (but for a group whose end is the experiment's, as the
 # workers' without a chief: each worker then has a few retries, components/objects/jobset.py).
 Retries = Literal["stack", "never", "always"]
+# What the analysis counts a role's CPU as (components/insight/): serving the model's variables (the
+# PS: `hot-ps`, `ps-bound`), computing steps (`worker-bound`), coordinating the steps (the chief,
+# which shares the PS' servers) or evaluating (beside the training).
+Load = Literal["variables", "steps", "coordination", "evaluation"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class TaskRole:
     takes_gpus: bool  # the stack's workers.gpus; never a PS (seed 001: PS work is memory-bound)
     spread: Spread
     fails_on_exit_codes: bool  # takes the stack's `failOn`
+    load: Load
     # Its memory request and limit: derived from what it holds unless the stack gives one (the PS, the
     # chief, the evaluator), or the stack's (workers). Its CPU is its settings' `cpu`.
     memory: Callable[[StackConfig], str]
@@ -76,6 +81,7 @@ CHIEF = TaskRole(
     takes_gpus=False,
     spread="none",
     fails_on_exit_codes=True,
+    load="coordination",
     memory=chief_memory_request,
 )
 PS = TaskRole(
@@ -95,6 +101,7 @@ PS = TaskRole(
     takes_gpus=False,
     spread="apart",
     fails_on_exit_codes=True,
+    load="variables",
     memory=ps_memory_request,
 )
 WORKER = TaskRole(
@@ -114,6 +121,7 @@ WORKER = TaskRole(
     takes_gpus=True,
     spread="even",
     fails_on_exit_codes=True,
+    load="steps",
     memory=_workers_memory,
 )
 # TensorFlow's side-car evaluator: outside the training cluster, it reads the chief's checkpoints,
@@ -135,6 +143,7 @@ EVALUATOR = TaskRole(
     takes_gpus=False,
     spread="none",
     fails_on_exit_codes=False,
+    load="evaluation",
     memory=evaluator_memory_request,
 )
 
@@ -153,6 +162,11 @@ if {role.name for role in ROLES} != set(get_args(RoleName)):
 def role_of(task_type: str) -> TaskRole:
     """The row of a task type (`chief`, `ps`, `worker`, `evaluator`)."""
     return ROLE_OF[task_type]
+
+
+def role_by_load(load: Load) -> TaskRole:
+    """The role whose CPU is that load: `variables` for the PS, `steps` for the workers."""
+    return next(role for role in ROLES if role.load == load)
 
 
 def checkpoint_writer() -> TaskRole:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from pydantic import BaseModel
 
@@ -22,6 +23,7 @@ from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.planner import Plan, compress_names
 from ..spec.models import CONFIG_NAMESPACE
+from ..spec.task_roles import PLACED_ROLES, parse_task_name
 from ..spec.trainer_contract import TrainerSettings
 
 STACK_PLACEHOLDER = "<stack>"
@@ -203,17 +205,16 @@ def _where(plan: Plan) -> dict[str, str]:
 def _rows(plan: Plan) -> dict[str, tuple[dict[str, int], list[str]]]:
     """Each server's counts and pinned tasks, then the tasks the scheduler places, per pool."""
     tasks_on = plan.by_server()
-    rows = {
-        share.server: (share_counts(share.ps, share.workers), tasks_on.get(share.server, [])) for share in plan.shares
-    }
+    rows = {share.server: (_placed_counts(share.count), tasks_on.get(share.server, [])) for share in plan.shares}
     for pool, tasks in plan.unpinned().items():
-        ps = sum(1 for task in tasks if task.startswith("ps-"))
-        rows[f"(scheduler) {pool}"] = (share_counts(ps, sum(1 for task in tasks if task.startswith("worker-"))), tasks)
+        roles = Counter(parse_task_name(task)[0] for task in tasks)
+        rows[f"(scheduler) {pool}"] = (_placed_counts(roles.__getitem__), tasks)
     return rows
 
 
-def share_counts(ps: int, workers: int) -> dict[str, int]:
-    return {"ps": ps, "worker": workers}
+def _placed_counts(count: Callable[[str], int]) -> dict[str, int]:
+    """The tasks of each role the plan places, by its count of them."""
+    return {role: count(role) for role in PLACED_ROLES}
 
 
 def plan_changes(a: Plan, b: Plan) -> tuple[list[ServerChange], dict[str, tuple[str, str]]]:

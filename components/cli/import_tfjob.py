@@ -17,11 +17,11 @@ from pathlib import Path
 from ..migrate.carry import ImportedStack, ImportOptions, carry
 from ..migrate.stack_yaml import stack_yaml
 from ..migrate.tfjob import NotImportable, TFJob, read_tfjob
-from ..spec.task_roles import CHIEF, EVALUATOR, PS, WORKER
 from ..spec.atomic_files import write_text_atomic
 from ..spec.loading import load_stack_config
 from ..spec.models import StackConfigError
 from ..spec.stack_files import STACKS_DIR
+from ..spec.task_roles import CHIEF, EVALUATOR, PS, WORKER
 from ..spec.user_files import UnreadableFile, decode_user_text, read_user_text
 from .argument_types import shown_value
 from .exit_codes import BAD_INPUT, NO, OK

@@ -29,10 +29,10 @@ from .bottleneck_figures import (
     ISOLATE_MIN_PS_SHARE,
     NETWORK_LINK_BYTES_PER_S,
     NETWORK_NEAR_SHARE,
-    PS,
     SATURATED_SHARE,
     STRAGGLER_SHARE,
     Figures,
+    RoleFigures,
     at_sample,
     figures,
     sample_count,
@@ -156,8 +156,7 @@ def _network(window: Figures) -> Optional[dict[str, Any]]:
     }
 
 
-def _role_json(window: Figures, role: str) -> dict[str, Any]:
-    figures_of = window.ps if role == PS else window.workers
+def _role_json(figures_of: RoleFigures) -> dict[str, Any]:
     return {
         "tasks": figures_of.tasks,
         "measured": figures_of.measured,
@@ -174,7 +173,7 @@ def _evidence(measured: Measurements, window: Figures, verdict: Verdict, team_pr
         "judged_from": "what the cluster measures alone (a team's program)"
         if team_program
         else "what the cluster measures and tfk8s's trainer's progress",
-        "roles": {"ps": _role_json(window, "ps"), "workers": _role_json(window, "workers")},
+        "roles": {"ps": _role_json(window.ps), "workers": _role_json(window.workers)},
         "tasks": {
             t.task: {
                 "role": t.role,

@@ -40,10 +40,11 @@ ISOLATE_MIN_PS_SHARE = 0.1
 NETWORK_LINK_BYTES_PER_S = 125_000_000
 NETWORK_NEAR_SHARE = 0.7
 
-# The roles the figures tell apart, named by the role table.
-PS = task_roles.PS.name
-WORKER = task_roles.WORKER.name
-CHIEF = task_roles.CHIEF.name
+
+def load_of(role: str) -> task_roles.Load:
+    """What a task's CPU counts as, by its role's row: the PS' `variables`, the workers' `steps`, or
+    the others' (the chief's `coordination`, the evaluator's `evaluation`)."""
+    return task_roles.role_of(role).load
 
 
 def mean(values: Sequence[float]) -> Optional[float]:
@@ -162,9 +163,11 @@ def _server_loads(measured: Measurements) -> tuple[ServerLoad, ...]:
         on_it = [t for t in measured.tasks if t.node == server.server and t.cpu_cores is not None]
         if not on_it:
             continue
-        cores = {role: sum(t.cpu_cores or 0.0 for t in on_it if t.role == role) for role in (PS, WORKER)}
-        others = sum(t.cpu_cores or 0.0 for t in on_it if t.role not in (PS, WORKER))
-        loads.append(ServerLoad(server.server, server.cores, cores[PS], cores[WORKER], others))
+        cores: dict[str, float] = {}
+        for task in on_it:
+            cores[load_of(task.role)] = cores.get(load_of(task.role), 0.0) + (task.cpu_cores or 0.0)
+        ps, workers = cores.pop("variables", 0.0), cores.pop("steps", 0.0)
+        loads.append(ServerLoad(server.server, server.cores, ps, workers, sum(cores.values())))
     return tuple(loads)
 
 
@@ -224,8 +227,8 @@ def figures(measured: Measurements) -> Figures:
     servers = _server_loads(measured)
     saturated = {server.server: server for server in servers if server.saturated}
     tasks = tuple(_task_figure(sample, saturated) for sample in measured.tasks)
-    ps = [t for t in tasks if t.role == PS]
-    workers = [t for t in tasks if t.role == WORKER]
+    ps = [t for t in tasks if load_of(t.role) == "variables"]
+    workers = [t for t in tasks if load_of(t.role) == "steps"]
     judged = balance([ps_cpu(t) for t in ps])
     busiest = None if judged.busiest is None else {t.task: t for t in ps}[judged.busiest.task]
     return Figures(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from .bottleneck_figures import BUSY, PS, Figures, hot_ps_floor_met
+from .bottleneck_figures import BUSY, Figures, hot_ps_floor_met
 from .ps_balance import HOT_PS_IMBALANCE, HOT_PS_MIN_CORES, IDLE
 
 Bottleneck = Literal["hot-ps", "ps-bound", "worker-bound", "idle", "none"]
@@ -51,8 +51,9 @@ def _busy(utilisation: Optional[float]) -> bool:
 def _margins(figures: Figures, thresholds: dict[str, float]) -> dict[str, float]:
     """The distance of each role's mean from the threshold named for it."""
     margins = {}
+    of_role = {"ps": figures.ps, "workers": figures.workers}
     for role, threshold in thresholds.items():
-        value = figures.ps.mean_utilisation if role == PS else figures.workers.mean_utilisation
+        value = of_role[role].mean_utilisation
         if value is not None:
             name = "BUSY" if threshold == BUSY else "IDLE"
             margins[f"{role} mean utilisation against {name}"] = _distance(value, threshold)

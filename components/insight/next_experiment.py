@@ -28,7 +28,7 @@ from ..spec.model_paths import stack_key
 from ..spec.quantities import QUANTITY_PATTERN, quantity_value
 from ..spec.ratio import ps_count_for_ratio
 from ..spec.stack_changes import Change
-from .bottleneck_figures import BUSY, CHIEF, ISOLATE_MIN_PS_SHARE, PS, Figures, ServerLoad
+from .bottleneck_figures import BUSY, ISOLATE_MIN_PS_SHARE, Figures, ServerLoad, load_of
 
 # The keys the next experiment changes, named by the models that read them.
 KEY_PS_REPLICAS = stack_key("cluster", "ps", "replicas")
@@ -150,7 +150,7 @@ def _ps_server_count(
     worker_cores = sum(load.worker_cores for load in in_pool)
     share = ps_cores / (ps_cores + worker_cores)
     per_server = sum(load.cores for load in in_pool) / len(in_pool)
-    with_ps = [t for t in figures.tasks if t.node in servers and t.role in (PS, CHIEF)]
+    with_ps = [t for t in figures.tasks if t.node in servers and load_of(t.role) in ("variables", "coordination")]
     need = max(sum(t.cores or 0.0 for t in with_ps), sum(t.allowed or 0.0 for t in with_ps))
     wanted = max(1, round(len(servers) * share), math.ceil(round(need / per_server, 6)))
     return min(wanted, len(servers) - 1, shape.ps_replicas), share
@@ -235,7 +235,7 @@ def _requests_past_cores(figures: Figures) -> list[str]:
     past = []
     for load in figures.servers:
         on_it = [t for t in figures.tasks if t.node == load.server]
-        ps_requested = sum(t.allowed or 0.0 for t in on_it if t.role == PS)
+        ps_requested = sum(t.allowed or 0.0 for t in on_it if load_of(t.role) == "variables")
         requested = sum(t.allowed or 0.0 for t in on_it)
         if ps_requested and requested + ps_requested > load.cores:
             past.append(load.server)

@@ -17,8 +17,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..insight import bottleneck
 from ..plan.experiment import Experiment
-from ..spec.task_roles import PS, WORKER, parse_task_name, task_name
 from ..spec.models import CONFIG_NAMESPACE
+from ..spec.task_roles import PS, WORKER, parse_task_name, task_name
 from ..spec.trainer_contract import last_summary, read_progress_line
 from .usage import PodKey
 

@@ -10,8 +10,8 @@ from ..objects.failure_rules import POD_FAILURE_POLICY, FailedExit, failed_on_ex
 from ..objects.start_barrier import START_BARRIER
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.task_roles import ROLE_OF, TRAINING_CLUSTER, task_name
 from ..plan.workloads import pod_hostname
+from ..spec.task_roles import ROLE_OF, TRAINING_CLUSTER, task_name
 from .tasks import pod_task
 
 FAILED_SCHEDULING = "FailedScheduling"

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from ..insight import ps_balance
-from ..spec.task_roles import PS, parse_task_name
 from ..spec.quantities import QUANTITY_FACTORS, QUANTITY_PATTERN, quantity_value
+from ..spec.task_roles import parse_task_name, role_of
 from ..spec.trainer_contract import SUMMARY, EvaluationLine, read_evaluation_event, read_event, read_progress_line
 from .table import aligned
 
@@ -181,7 +181,7 @@ class TopView:
 
     @property
     def _ps(self) -> list[TaskUsage]:
-        return [t for t in self.tasks if parse_task_name(t.task)[0] == PS.name]
+        return [t for t in self.tasks if role_of(parse_task_name(t.task)[0]).load == "variables"]
 
     @property
     def ps_imbalance(self) -> Optional[float]:

@@ -7,9 +7,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..spec.task_roles import ROLE_OF, WORKER
 from ..spec.images import is_pinned
 from ..spec.program import PROGRAM_VARIABLES
+from ..spec.task_roles import ROLE_OF, WORKER
 from ..spec.trainer_contract import escaped
 from .containers import RoleView, read_role
 from .run_policy import carry_run_policy

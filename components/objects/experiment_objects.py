@@ -13,9 +13,9 @@ from typing import Optional
 
 from ..plan.experiment import Experiment
 from ..plan.object_names import JOBSET
-from ..spec.task_roles import TRAINING_CLUSTER
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
+from ..spec.task_roles import TRAINING_CLUSTER
 from . import jobset, manifests
 from .log_archive import log_archive_objects
 from .manifests import Manifest

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..plan.experiment import Experiment
-from ..spec.task_roles import CHIEF, role_of
 from ..plan.workloads import TaskGroup
 from ..spec.roles import EvaluatorSpec
+from ..spec.task_roles import role_of
 from .start_barrier import START_BARRIER, START_DEADLINE_EXIT
 
 Manifest = dict[str, Any]
@@ -47,10 +47,14 @@ PS_DISRUPTED_RULE = 0
 
 # JobSet rule names: letters, digits and _,: only.
 FAILED_ON_EXIT = "FailedOnExitCode"
-CHIEF_FAILS_EXPERIMENT = "ChiefFailed"
-WORKER_FAILS_EXPERIMENT = "WorkerFailed"
 PS_DISRUPTED = "PSDisrupted"
 START_DEADLINE_EXCEEDED = "StartDeadlineExceeded"
+
+
+def fails_experiment(task_type: str) -> str:
+    """The name of the rule by which the deciding role's failed Job fails the JobSet: `ChiefFailed`, or
+    `WorkerFailed` where the workers decide (`done: workers`)."""
+    return f"{task_type.capitalize()}Failed"
 
 
 def _exit_message(container: str, pod: str, code: str) -> str:
@@ -153,7 +157,7 @@ def jobset_failure_rules(experiment: Experiment, finisher: TaskGroup, container:
         )
     rules.append(
         {
-            "name": CHIEF_FAILS_EXPERIMENT if role_of(finisher.task_type) is CHIEF else WORKER_FAILS_EXPERIMENT,
+            "name": fails_experiment(finisher.task_type),
             "action": "FailJobSet",
             "targetReplicatedJobs": [finisher.name],
         }

@@ -32,8 +32,8 @@ from typing import Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.task_roles import CHIEF, role_of
 from ..plan.workloads import TaskGroup
+from ..spec.task_roles import role_of
 from .failure_rules import jobset_failure_rules, pod_failure_policy
 from .manifests import chief_deadline, metadata
 from .pods import CONTAINER_NAME, Manifest, pod_template
@@ -123,7 +123,7 @@ def _success_policy(finisher: TaskGroup) -> Manifest:
     by the Job's own success policy); JobSet then stops every other task and frees its server.
     The group is one Job either way: Any and All differ only in what they say."""
     return {
-        "operator": "Any" if role_of(finisher.task_type) is CHIEF else "All",
+        "operator": "Any" if role_of(finisher.task_type).one_task else "All",
         "targetReplicatedJobs": [finisher.name],
     }
 

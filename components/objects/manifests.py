@@ -12,11 +12,11 @@ from typing import Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.task_roles import role_of
 from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup, pod_hostname, pod_subdomain
 from ..spec.pools import NodePoolSpec
 from ..spec.secrets import SECRET_PLACEHOLDER
+from ..spec.task_roles import role_of
 from ..spec.trainer_contract import CLUSTER_ENV, CLUSTER_FILE_ENV, SETTINGS_ENV, TENSORBOARD_DIR_ENV
 from .failure_rules import pod_failure_policy
 from .log_shipping import COLLECTOR_ENV, collector_address, collector_egress_rule

@@ -10,9 +10,9 @@ from typing import Any
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.task_roles import checkpoint_writer, role_of
 from ..plan.workloads import TaskGroup
 from ..spec.pools import NodePoolSpec
+from ..spec.task_roles import checkpoint_writer, role_of
 
 Manifest = dict[str, Any]
 

@@ -9,11 +9,11 @@ from typing import Any, Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.task_roles import TaskRole, role_of
 from ..plan.tf_config import TF_PORT
 from ..plan.workloads import TaskGroup
 from ..spec.program import PROGRAM_MOUNT
 from ..spec.roles import CHECKPOINT_MOUNT, checkpoint_volume_folder
+from ..spec.task_roles import TaskRole, role_of
 from ..spec.trainer_contract import (  # noqa: F401 (looked up here)
     FIRST_INDEX_ENV,
     TASK_INDEX_ENV,

@@ -21,9 +21,9 @@ from typing import Any
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.task_roles import role_of
 from ..plan.workloads import TaskGroup
 from ..spec.program import PROGRAM_MOUNT, TF_CONFIG, ProgramSpec, SecretRef
+from ..spec.task_roles import role_of
 from ..spec.trainer_contract import CLUSTER_ENV, GRPC_OPTIONS_ENV, grpc_options_value
 from .task_shell import shell_started
 

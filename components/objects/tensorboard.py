@@ -18,8 +18,8 @@ from typing import Any, Optional
 
 from ..plan import labels as L
 from ..plan.experiment import Experiment
-from ..spec.task_roles import checkpoint_writer
 from ..spec.roles import CHECKPOINT_MOUNT, checkpoint_volume_folder
+from ..spec.task_roles import checkpoint_writer
 from ..spec.tensorboard import TENSORBOARD_PORT, TensorBoardSpec
 from .pods import CHECKPOINT_VOLUME, restricted_container_security, with_checkpoint_claim
 from .side_pods import headless_service, side_deployment, side_network_policy, side_pod_labels, side_pod_spec

@@ -22,13 +22,13 @@ from ..spec.sizing import (
     chief_scratch_bytes,
     mebibytes,
 )
+from ..spec.task_roles import PLACED_ROLES, PS, role_of
 from ..spec.tensorboard_rules import tensorboard_log_dir
 from ..spec.trainer_contract import TrainerSettings
 from .labels import node_role, server_label_values
 from .object_names import ObjectNames
 from .planner import Plan, plan_stack
 from .program_source import ProgramSource
-from ..spec.task_roles import PLACED_ROLES, PS, role_of
 from .tf_config import TFConfigRenderer, cluster_spec
 from .trainer_bundle import TrainerBundle
 from .workloads import TaskGroup, max_group_name, pool_servers, task_groups

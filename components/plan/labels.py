@@ -6,6 +6,8 @@ exactly, so they come from these helpers and nowhere else.
 
 from __future__ import annotations
 
+from ..spec.task_roles import PLACED_ROLES
+
 # The keys the pods and the policy pack read as well are defined once, with them.
 from ..spec.trainer_contract import (  # noqa: F401 (this module is where components/ looks them up)
     COMPLETION_INDEX,
@@ -19,7 +21,6 @@ from ..spec.trainer_contract import (  # noqa: F401 (this module is where compon
     TFK8S_GPU_PRODUCT,
     TRAINER_PROGRAM,
 )
-from ..spec.task_roles import PLACED_ROLES
 from .workloads import TaskGroup
 
 APP_NAME = "tensorflow"

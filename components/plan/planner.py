@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Literal, Optional, Sequence
+from typing import Iterable, Literal, Mapping, Optional, Sequence
 
 from ..spec.models import StackConfig
 from ..spec.placement_rules import placement_problems
@@ -184,53 +184,72 @@ def plan_placement(
     evaluator_pool: Optional[str] = None,
 ) -> Plan:
     """Place one chief (unless there is none: TF1 between-graph), `ps_count` PS and `worker_count` workers,
-    and an evaluator in `evaluator_pool` when given.
+    and an evaluator in `evaluator_pool` when given; the chief in the PS' pool.
 
     The stack's cross checks have already reported any placement rule the pools
     break (components/spec/placement_rules.py); the planner asks the same rules
     before it relies on them.
     """
+    _check_pools(strategy, ps_pool, worker_pool, ps_count, worker_count)
+    pools = {CHIEF.name: ps_pool, PS.name: ps_pool, WORKER.name: worker_pool}
+    counts = {CHIEF.name: int(chief), PS.name: ps_count, WORKER.name: worker_count, EVALUATOR.name: 0}
+    if evaluator_pool is not None:
+        pools[EVALUATOR.name], counts[EVALUATOR.name] = PoolServers(evaluator_pool, None), 1
+    return place_roles(strategy, pools, counts, strict, pinning)
+
+
+def _check_pools(
+    strategy: str, ps_pool: PoolServers, worker_pool: PoolServers, ps_count: int, worker_count: int
+) -> None:
     if ps_count < 0 or worker_count < 1:
         raise ValueError("a cluster needs at least one worker, and no fewer than 0 PS")
     problems = placement_problems(strategy, ps_pool.name, ps_pool.servers, worker_pool.name, worker_pool.servers)
     if problems:
         raise ValueError("; ".join(str(problem) for problem in problems))
-    if strategy == "spread":
-        ps_servers: Sequence[Optional[str]] = [None] * ps_count
-        worker_servers: Sequence[Optional[str]] = [None] * worker_count
-    else:
-        assert ps_pool.servers is not None and worker_pool.servers is not None  # pinned: the rules hold
-        ps_servers = block_assignment(ps_count, ps_pool.servers)
-        worker_servers = block_assignment(worker_count, worker_pool.servers)
 
-    shares = _shares(ps_pool, worker_pool, ps_servers, worker_servers)
-    if pinning == "count":
-        ps_servers, worker_servers = [None] * ps_count, [None] * worker_count
-    # The chief, never pinned, stays in the PS pool (ClusterSpec.chief_pool).
-    placements = [TaskPlacement(Task(CHIEF.name, 0), ps_pool.name, None)] if chief else []
-    placements += [TaskPlacement(Task(PS.name, i), ps_pool.name, server) for i, server in enumerate(ps_servers)]
-    placements += [
-        TaskPlacement(Task(WORKER.name, i), worker_pool.name, server) for i, server in enumerate(worker_servers)
-    ]
-    if evaluator_pool is not None:
-        placements.append(TaskPlacement(Task(EVALUATOR.name, 0), evaluator_pool, None))
-    return Plan(strategy, strict, tuple(placements), pinning if shares else "none", shares)
+
+def place_roles(
+    strategy: str,
+    pools: Mapping[RoleName, PoolServers],
+    counts: Mapping[RoleName, int],
+    strict: bool = True,
+    pinning: Pinning = "task",
+) -> Plan:
+    """Each role's tasks in its pool, roles in the table's order: a role the plan places
+    (`placed_by_plan`, the PS and the workers) in balanced contiguous blocks over its pool's servers,
+    unless the placement is `spread`; the others (the chief, the evaluator) are never pinned, the
+    scheduler puts them within their pool. With `pinning: count` every task is left to the
+    scheduler, within the servers' shares."""
+    servers_of: dict[RoleName, Sequence[Optional[str]]] = {}
+    for role in ROLES:
+        count = counts.get(role.name, 0)
+        servers = pools[role.name].servers if count else None
+        if role.placed_by_plan and strategy != "spread" and servers is not None:
+            servers_of[role.name] = block_assignment(count, servers)
+        else:
+            servers_of[role.name] = [None] * count
+    shares = _shares(pools, servers_of)
+    placements = tuple(
+        TaskPlacement(Task(role.name, index), pools[role.name].name, None if pinning == "count" else server)
+        for role in ROLES
+        for index, server in enumerate(servers_of[role.name])
+    )
+    return Plan(strategy, strict, placements, pinning if shares else "none", shares)
 
 
 def _shares(
-    ps_pool: PoolServers,
-    worker_pool: PoolServers,
-    ps_servers: Sequence[Optional[str]],
-    worker_servers: Sequence[Optional[str]],
+    pools: Mapping[RoleName, PoolServers], servers_of: Mapping[RoleName, Sequence[Optional[str]]]
 ) -> tuple[ServerShare, ...]:
-    """Each server of the pools with its counts of PS and workers; none when nothing is pinned."""
-    if ps_pool.servers is None or worker_pool.servers is None or None in ps_servers:
+    """Each server of the placed roles' pools, in pool order, with its count of each placed role's
+    tasks; none when the plan pins none of them."""
+    placed = [pools[role] for role in PLACED_ROLES if role in pools]
+    if any(pool.servers is None for pool in placed) or any(None in servers_of[role] for role in PLACED_ROLES):
         return ()
-    pools = [ps_pool] if ps_pool.name == worker_pool.name else [ps_pool, worker_pool]
-    ps_on, workers_on = Counter(ps_servers), Counter(worker_servers)
+    on_server = {role: Counter(servers_of[role]) for role in PLACED_ROLES}
+    in_order = list({pool.name: pool for pool in placed}.values())
     return tuple(
-        ServerShare(server, pool.name, ps_on[server], workers_on[server])
-        for pool in pools
+        ServerShare(server, pool.name, on_server[PS.name][server], on_server[WORKER.name][server])
+        for pool in in_order
         for server in pool.servers or ()
     )
 
@@ -260,21 +279,19 @@ def compress_names(names: Iterable[str]) -> str:
 
 
 def plan_stack(config: StackConfig) -> Plan:
-    """The plan of a validated stack."""
+    """The plan of a validated stack: each role in the pool its settings name (the chief in the PS')."""
     cluster = config.cluster
     counts = task_counts(config)
-    pools = {pool.name: PoolServers(pool.name, pool.nodes) for pool in config.node_pools}
-    return plan_placement(
-        cluster.placement,
-        pools[cluster.ps_pool],
-        pools[cluster.workers.pool],
-        counts[PS.name],
-        counts[WORKER.name],
-        strict=cluster.strict,
-        # A JobSet runs one Job per role, whose pods the scheduler spreads by count;
-        # a StatefulSet per role per server pins each task.
-        pinning="count" if cluster.workload == "jobset" else "task",
-        # A TF1 between-graph program has no chief task: its worker 0 is the chief.
-        chief=counts[CHIEF.name] > 0,
-        evaluator_pool=cluster.evaluator_pool if counts[EVALUATOR.name] else None,
+    servers = {pool.name: PoolServers(pool.name, pool.nodes) for pool in config.node_pools}
+    pools = {
+        role.name: servers.get(cluster.pool_of(role.name)) or PoolServers(cluster.pool_of(role.name), None)
+        for role in ROLES
+        if counts[role.name]
+    }
+    _check_pools(
+        cluster.placement, servers[cluster.ps_pool], servers[cluster.workers.pool], counts[PS.name], counts[WORKER.name]
     )
+    # A JobSet runs one Job per role, whose pods the scheduler spreads by count; a StatefulSet per
+    # role per server pins each task.
+    pinning: Pinning = "count" if cluster.workload == "jobset" else "task"
+    return place_roles(cluster.placement, pools, counts, cluster.strict, pinning)

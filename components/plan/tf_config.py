@@ -34,13 +34,13 @@ import json
 from typing import Mapping, Sequence
 
 from ..spec.models import Workload
+from ..spec.task_roles import TRAINING_CLUSTER, role_of
 from ..spec.trainer_contract import (  # the variables the trainer reads
     CLUSTER_ENV,
     TASK_INDEX_ENV,
     TF_PORT,  # noqa: F401 (where components/ looks it up)
 )
 from .object_names import ObjectNames
-from ..spec.task_roles import TRAINING_CLUSTER, role_of
 from .workloads import TaskGroup, pod_hostname, pod_subdomain
 
 

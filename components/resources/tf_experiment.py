@@ -46,7 +46,6 @@ from ..objects.experiment_objects import labelled_pools
 from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.labels import selector_text
-from ..spec.task_roles import CHIEF, ROLES, role_of
 from ..plan.trainer_bundle import load_trainer_bundle
 from ..spec.logs import LogsSpec
 from ..spec.models import CONFIG_NAMESPACE, ClusterSpec, StackConfig, StackConfigError
@@ -55,6 +54,7 @@ from ..spec.program import ProgramSpec
 from ..spec.reach_rules import stack_warnings
 from ..spec.secrets import ENV_PREFIX
 from ..spec.stack_files import PROJECT_ROOT
+from ..spec.task_roles import CHIEF, ROLES, role_of
 from ..spec.tensorboard import TensorBoardSpec
 from ..spec.trainer_contract import TrainerSettings
 from . import arguments

@@ -28,6 +28,7 @@ from .remote_storage import storage_url_problem
 from .roles import Tolerations
 from .shown_values import shown
 from .task_counts import task_counts
+from .task_roles import ROLES
 from .tensorboard_rules import tensorboard_log_dir
 from .trainer_contract import SETTINGS_ENV, TENSORBOARD_DIR_ENV
 
@@ -47,14 +48,10 @@ def kubernetes_limit_checks(config: StackConfig, secret_env: Collection[str] = (
     cluster = config.cluster
     if cluster.place_by == "hostname":
         errors += _hostname_problems(config)
-    roles = (
-        ("chief", cluster.chief.tolerations),
-        ("ps", cluster.ps.tolerations),
-        ("workers", cluster.workers.tolerations),
-        ("evaluator", cluster.evaluator.tolerations if cluster.evaluator is not None else ()),
-    )
-    for role, tolerations in roles:
-        errors += _toleration_problems(f"cluster.{role}.tolerations", tolerations)
+    for role in ROLES:
+        section = getattr(cluster, role.stack_key)  # None: an evaluator the stack leaves out
+        tolerations = section.tolerations if section is not None else ()
+        errors += _toleration_problems(f"cluster.{role.stack_key}.tolerations", tolerations)
     if config.tensorboard is not None:
         for index, peer in enumerate(config.tensorboard.allow_from):
             errors += _labels(f"tensorboard.allowFrom[{index}].podLabels", peer.pod_labels)
@@ -171,7 +168,7 @@ def _program_problems(program: ProgramSpec) -> list[str]:
         problem = exec_string_problem(f"{name}={value}")
         if problem:
             problems.append(f"{ns}:program.env.{name}: the variable {problem}; pass a file instead (program.volumes)")
-    for role in ("", "chief", "ps", "worker", "evaluator"):
+    for role in ("", *(row.name for row in ROLES)):
         command, args = program.command_of(role) if role else (program.command, program.args)
         own = next((given for name, given in program.roles.items() if name == role), None)
         for field, words in (("command", command), ("args", args)):

@@ -240,6 +240,16 @@ class ClusterSpec(_Model):
             return self.image
         return self.gpu_image or gpu_build(self.image)
 
+    def pool_of(self, task_type: RoleName) -> str:
+        """The node pool of a task type's tasks."""
+        pools = {
+            "chief": self.chief_pool,
+            "ps": self.ps_pool,
+            "worker": self.workers.pool,
+            "evaluator": self.evaluator_pool,
+        }
+        return pools[task_type]
+
     def role(self, task_type: RoleName) -> "ChiefSpec | PsSpec | WorkerSpec | EvaluatorSpec":
         """The settings of a task type's role (a `worker` task's are `workers`)."""
         roles: dict[str, ChiefSpec | PsSpec | WorkerSpec | EvaluatorSpec] = {

@@ -21,7 +21,8 @@ from .quantities import DnsSubdomain
 from .roles import RoleName
 from .shown_values import shown
 from .strict_yaml import described
-from .trainer_contract import references
+from .task_roles import ROLE_OF
+from .trainer_contract import references, stack_export
 
 # The variables every task of a program gets, in this order (later ones may refer to earlier).
 PROGRAM_VARIABLES = ("JOB_NAME", "TASK_INDEX", "PS_REPLICAS", "WORKER_REPLICAS", "PS_HOSTS", "WORKER_HOSTS")
@@ -184,7 +185,7 @@ class ProgramSpec(_Model):
     @property
     def has_chief(self) -> bool:
         """Whether a chief task runs: not with `done: workers` or `{workers: N}`, where worker 0 is the chief."""
-        return self.done == "chief"
+        return self.done == stack_export.DONE_BY_CHIEF
 
     def workers_to_finish(self, replicas: int) -> int:
         """How many of `replicas` workers must exit 0 for the experiment to succeed (without a chief)."""
@@ -210,7 +211,10 @@ class ProgramSpec(_Model):
                 given = str(count).lower() if isinstance(count, bool) else repr(count)
                 given = described(count) if isinstance(count, (dict, list)) else given
                 raise ValueError(f"workers: how many workers must exit 0, a whole number ≥ 1 (got {given})")
-        elif done not in ("chief", "workers") and not isinstance(done, WorkersDone):
+        elif not isinstance(done, WorkersDone) and done not in (
+            stack_export.DONE_BY_CHIEF,
+            stack_export.DONE_BY_WORKERS,
+        ):
             raise ValueError(f"must be {allowed}")
         return done
 
@@ -275,7 +279,9 @@ class ProgramSpec(_Model):
         """A role's command and args: its own where given, else the program's (the evaluator's, else
         the workers', as TFJob users write one program whose evaluator runs the worker's command)."""
         own = next((command for name, command in self.roles.items() if name == role), None)
-        command, args = self.command_of("worker") if role == "evaluator" else (self.command, self.args)
+        row = ROLE_OF.get(role)
+        borrowed = row.borrows_command_of if row is not None else None
+        command, args = self.command_of(borrowed) if borrowed else (self.command, self.args)
         if own is not None and own.command is not None:
             command = own.command
         if own is not None and own.args is not None:

@@ -12,9 +12,12 @@ scratch space, it keeps CHECKPOINTS_KEPT of them plus the one being written.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from .models import StackConfig
 from .trainer_contract import CHECKPOINTS_KEPT, TrainerSettings
+
+if TYPE_CHECKING:  # annotations only: models.py checks a stack by the role table, which sizes by this module
+    from .models import StackConfig
 
 BYTES_PER_FLOAT = 4
 MIB = 1024 * 1024

@@ -15,12 +15,14 @@ The trainer imports nothing from components/: its own copy of the role names
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal, get_args
+from typing import TYPE_CHECKING, Callable, Literal, Optional, get_args
 
-from .models import StackConfig
 from .roles import RoleName
 from .sizing import chief_memory_request, evaluator_memory_request, ps_memory_request
 from .trainer_contract import parse_task_name, task_name  # noqa: F401 (the one scheme, the trainer's)
+
+if TYPE_CHECKING:  # annotations only: the stack's models check it by this table
+    from .models import StackConfig
 
 CheckpointAccess = Literal["none", "read", "write"]
 # How a role's tasks are spread over the servers of their pool under `spread` placement:
@@ -54,6 +56,9 @@ class TaskRole:
     takes_gpus: bool  # the stack's workers.gpus; never a PS (seed 001: PS work is memory-bound)
     spread: Spread
     fails_on_exit_codes: bool  # takes the stack's `failOn`
+    # The role whose command and args it runs unless `program.roles` gives its own (TFJob users write
+    # one program, whose evaluator runs the worker's command); None: the program's.
+    borrows_command_of: Optional[RoleName]
     load: Load
     # Its memory request and limit: derived from what it holds unless the stack gives one (the PS, the
     # chief, the evaluator), or the stack's (workers). Its CPU is its settings' `cpu`.
@@ -81,6 +86,7 @@ CHIEF = TaskRole(
     takes_gpus=False,
     spread="none",
     fails_on_exit_codes=True,
+    borrows_command_of=None,
     load="coordination",
     memory=chief_memory_request,
 )
@@ -101,6 +107,7 @@ PS = TaskRole(
     takes_gpus=False,
     spread="apart",
     fails_on_exit_codes=True,
+    borrows_command_of=None,
     load="variables",
     memory=ps_memory_request,
 )
@@ -121,6 +128,7 @@ WORKER = TaskRole(
     takes_gpus=True,
     spread="even",
     fails_on_exit_codes=True,
+    borrows_command_of=None,
     load="steps",
     memory=_workers_memory,
 )
@@ -143,6 +151,7 @@ EVALUATOR = TaskRole(
     takes_gpus=False,
     spread="none",
     fails_on_exit_codes=False,
+    borrows_command_of="worker",
     load="evaluation",
     memory=evaluator_memory_request,
 )

@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import COMPONENT, GPU_PRODUCT_LABELS, GPU_RESOURCE
+from .facts import COMPONENT, GPU_PRODUCT_LABELS, GPU_RESOURCE, role_by_load
 from .reading import (
     as_list,
     clusters,
@@ -55,7 +55,8 @@ def _validate_ps_without_gpu(args: ResourceValidationArgs, report: ReportViolati
     for template in pod_templates(kind_of(args.resource_type), args.props):
         spec, name = template.spec, template.name
         workload_task = get(tf_config_of(spec), "task", "type")
-        if (workload_task or template.labels.get(COMPONENT)) != "ps":
+        # The role that serves the model's variables (the PS), by its trait in the role table.
+        if (workload_task or template.labels.get(COMPONENT)) != role_by_load("variables").name:
             continue
         if _gpu_limits(spec):
             report(f"PS {name} requests {GPU_RESOURCE}; PS do memory-bound lookups and updates", None)
@@ -101,7 +102,8 @@ def _validate_uniform_workers(args: StackValidationArgs, report: ReportViolation
     for (namespace, instance), group in clusters(list(args.resources)).items():
         shapes: dict[tuple[float, Optional[str]], list[Optional[str]]] = {}
         for workload in group:
-            if task_type_of(workload) != "worker":
+            # The tasks that compute the steps (the workers): the slowest one paces them all.
+            if task_type_of(workload) != role_by_load("steps").name:
                 continue
             count = sum(number(limit) or 0 for _, limit, _ in _gpu_limits(workload.spec))
             shapes.setdefault((count, _gpu_product(workload.spec) if count else None), []).append(workload.name)

@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import COMPONENT, REMOVED_API_VERSIONS
+from .facts import COMPONENT, REMOVED_API_VERSIONS, role_by_load
 from .reading import (
     api_version_of,
     as_list,
@@ -185,7 +185,9 @@ def _pod_defaults(args: ResourceValidationArgs, report: ReportViolation) -> None
         spec, name = template.spec, template.name
         if not serves_tf(spec):
             continue
-        is_ps = (get(tf_config_of(spec), "task", "type") or template.labels.get(COMPONENT)) == "ps"
+        task_type = get(tf_config_of(spec), "task", "type") or template.labels.get(COMPONENT)
+        # The PS (the role serving the variables) is ready when its gRPC server answers.
+        is_ps = task_type == role_by_load("variables").name
         if is_ps and not any(get(c, "readinessProbe", "tcpSocket") is not None for c in containers(spec)):
             report(f"PS {name}: no tcpSocket readiness probe on its gRPC port", None)
 

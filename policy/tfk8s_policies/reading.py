@@ -29,6 +29,7 @@ from .facts import (
     TF_PORT,
     TRAINER_PROGRAM,
     WORKLOAD_KINDS,
+    role_by_load,
 )
 from .pods import (  # noqa: F401 (re-exported for the rules)
     PodFields,
@@ -266,7 +267,8 @@ def settings_of(spec: Optional[Mapping[str, Any]], namespace: Optional[str], con
 
 def chief_settings(group: list["Workload"]) -> Optional[dict]:
     """The settings of the task that builds the model (the chief; any task if there is none)."""
-    chiefs = [w for w in group if task_type_of(w) == "chief"]
+    # The coordinator (the chief) builds the model: found by its load in the role table, not by name.
+    chiefs = [w for w in group if task_type_of(w) == role_by_load("coordination").name]
     return (chiefs or group)[0].settings
 
 

@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import OPTIMIZER_SLOTS, PROGRAM, SETTINGS_ENV, TRAINER_PROGRAM
+from .facts import OPTIMIZER_SLOTS, PROGRAM, SETTINGS_ENV, TRAINER_PROGRAM, checkpoint_writer, role_by_load
 from .reading import (
     as_list,
     chief_settings,
@@ -103,7 +103,7 @@ def _validate_ps_memory(args: StackValidationArgs, report: ReportViolation) -> N
         if needed is None:
             continue
         for workload in group:
-            if task_type_of(workload) != "ps":
+            if task_type_of(workload) != role_by_load("variables").name:  # the PS, which hold the shards
                 continue
             for container in containers(workload.spec):
                 requested = quantity_bytes(get(container, "resources", "requests", "memory"))
@@ -139,8 +139,9 @@ def _checkpoints_outlive_the_chief(args: StackValidationArgs, report: ReportViol
         path = str(settings.get("checkpointDir", "default"))
         if not steps or not every or steps <= limit * every or "://" in path:
             continue
-        chiefs = [w for w in group if task_type_of(w) == "chief"]
-        if path != "default" and chiefs and _on_a_claim(chiefs[0].spec, path):
+        # The role that writes the checkpoints (the chief): its pod is where the claim must be mounted.
+        writers = [w for w in group if task_type_of(w) == checkpoint_writer().name]
+        if path != "default" and writers and _on_a_claim(writers[0].spec, path):
             continue
         where = "the pod's scratch space" if path == "default" else f"{path}, which is on no volume claim"
         report(

@@ -14,7 +14,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import EVALUATOR, TF_PORT
+from .facts import TF_PORT, role_of
 from .pods import previewed_jobsets_named_back
 from .reading import (
     PodIdentity,
@@ -98,12 +98,16 @@ def _validate_tf_config(args: StackValidationArgs, report: ReportViolation) -> N
             if task in seen:
                 report(f"{where}: {pod_name} and {seen[task]} are both task {task[0]}-{task[1]}", workload.resource.urn)
             seen[task] = pod_name
-            if task[0] == EVALUATOR:
-                # TensorFlow's side-car evaluator is outside the cluster it evaluates, and there is one.
-                if task[1] != 0 or EVALUATOR in cluster:
+            role = role_of(task[0])
+            # A role outside the training cluster (TensorFlow's side-car evaluator) is decided by that
+            # trait, never by its name: no cluster lists it, and a role of one task runs task 0 only.
+            # A task type with no row in the table is checked against the cluster like any other.
+            if role is not None and not role.in_training_cluster:
+                kind, index = task
+                if (role.one_task and index != 0) or kind in cluster:
+                    runs = f"runs one {kind}, {kind}-0," if role.one_task else "runs it outside the cluster"
                     report(
-                        f"{where}: {pod_name} is task {task[0]}-{task[1]}: TensorFlow runs one evaluator, "
-                        f"{EVALUATOR}-0, and no cluster lists it",
+                        f"{where}: {pod_name} is task {kind}-{index}: TensorFlow {runs} and no cluster lists it",
                         workload.resource.urn,
                     )
                 continue

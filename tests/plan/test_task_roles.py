@@ -71,13 +71,28 @@ def test_the_plan_runs_the_tasks_the_counts_say(stack, counts):
 # or `task_type == PS` decides by name as much as `== "ps"` does.
 ROW_NAMES = frozenset({"CHIEF", "PS", "WORKER", "EVALUATOR"})
 # What may name roles: the table, the trainer's names module, the pack's copy of the table, and the
-# mapping of a TFJob's replica types (Chief, Master, PS, Worker, Evaluator) onto them.
+# import of a TFJob (components/migrate/: the mapping of its replica types, Chief, Master, PS, Worker
+# and Evaluator, whose rules TFJob decides by name).
 NAMES_ROLES = (
     "components/spec/task_roles.py",
     "trainer/shared_names.py",
     "policy/tfk8s_policies/facts.py",
-    "components/migrate/tfjob_roles.py",
+    "components/migrate/",
 )
+# A stack file's sections are named as its roles are (`tfk8s:cluster.ps`, `program.roles.chief`):
+# asking whether the file gives one is reading the file, not deciding a role's behaviour. Each
+# such line, word for word, and why it stays; a new role touches none of them.
+STACK_SECTIONS = {
+    # `ps` left out, no ratio: a workers-only cluster (its default).
+    ("components/spec/models.py", 'if "ps" not in data and data.get("ratio") is None:'),
+    # Settings for tasks the stack runs none of: each message says how to run one.
+    ("components/spec/combination_rules.py", 'if program is not None and "ps" in program.roles:'),
+    ("components/spec/combination_rules.py",
+     'if program is not None and "evaluator" in program.roles and cluster.evaluator_count == 0:'),
+    ("components/spec/cross_checks.py",
+     'if program is not None and not program.has_chief and "chief" in config.cluster.model_fields_set:'),
+    ("components/spec/program.py", 'if not self.has_chief and "chief" in self.roles:'),
+}
 SEARCHED = ("components", "trainer", "policy/tfk8s_policies")
 TEXT_MATCHES = frozenset({"startswith", "endswith", "match", "fullmatch", "search", "removeprefix"})
 
@@ -124,11 +139,23 @@ def test_no_role_is_compared_with_a_string_outside_the_table():
     for folder in SEARCHED:
         for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
             relative = str(path.relative_to(PROJECT_ROOT))
-            if relative in NAMES_ROLES or "/venv/" in relative:
+            if relative.startswith(NAMES_ROLES) or "/venv/" in relative:
                 continue
-            text = path.read_text(encoding="utf-8")
-            found += [f"{relative}:{line}: {text.splitlines()[line - 1].strip()}" for line in roles_compared(text)]
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for line in roles_compared("\n".join(lines)):
+                if (relative, lines[line - 1].strip()) not in STACK_SECTIONS:
+                    found.append(f"{relative}:{line}: {lines[line - 1].strip()}")
     assert found == [], "\n".join(found)
+
+
+def test_every_section_line_let_through_is_still_there():
+    """An entry of STACK_SECTIONS whose line changed or went would let a new comparison through."""
+    missing = [
+        f"{path}: {line}"
+        for path, line in sorted(STACK_SECTIONS)
+        if line not in {text.strip() for text in (PROJECT_ROOT / path).read_text(encoding="utf-8").splitlines()}
+    ]
+    assert missing == []
 
 
 def test_the_check_finds_a_role_compared_in_place():

@@ -3,9 +3,10 @@
 The pack runs in its own environment (pulumi-policy pins protobuf 5.29) and
 imports no tfk8s code, so it keeps copies: every name it shares with tfk8s
 (trainer/shared_names.py: the port, labels, variables, the trainer's mark),
-optimizer slots, quantity suffixes, the shard rule and its byte maths, the
-`$(NAME)` grammar. This test holds each copy against the module it was copied
-from and fails the day one of them changes alone.
+the role table's rows with the traits the rules read, optimizer slots,
+quantity suffixes, the shard rule and its byte maths, the `$(NAME)` grammar.
+This test holds each copy against the module it was copied from and fails the
+day one of them changes alone.
 """
 
 from __future__ import annotations
@@ -79,6 +80,30 @@ def test_the_kubelet_expansion_is_the_pods_and_the_validators_line_for_line():
         assert inspect.getsource(getattr(copy, name)) == inspect.getsource(getattr(original, name)), name
 
 
+def test_the_role_table_is_components_row_for_row():
+    """The pack treats one role unlike another by the traits it copies (never by a role's name): the
+    copy has the table's rows in its order, and every trait it keeps is the table's, value for value."""
+    from dataclasses import fields
+    from typing import get_args
+
+    from components.spec import task_roles
+
+    facts = importlib.import_module(f"{pack.__name__}.facts")
+    traits = [field.name for field in fields(facts.Role)]
+    assert set(traits) <= {field.name for field in fields(task_roles.TaskRole)}, "a trait the table does not have"
+    assert [[getattr(role, trait) for trait in traits] for role in facts.ROLES] == [
+        [getattr(role, trait) for trait in traits] for role in task_roles.ROLES
+    ]
+    assert get_args(facts.Load) == get_args(task_roles.Load)
+    assert get_args(facts.CheckpointAccess) == get_args(task_roles.CheckpointAccess)
+    # The rows the rules look up, found by the same traits as components/ finds them.
+    for load in {role.load for role in task_roles.ROLES}:
+        assert facts.role_by_load(load).name == task_roles.role_by_load(load).name
+    assert facts.checkpoint_writer().name == task_roles.checkpoint_writer().name
+    assert all(facts.role_of(role.name) is role for role in facts.ROLES)
+    assert facts.role_of("launcher") is None and facts.role_of(None) is None
+
+
 # The pack's facts that are not tfk8s's names, each with what holds it.
 PACK_ONLY = {
     "OPTIMIZER_SLOTS": "test_optimizer_slots_and_names_agree",
@@ -86,6 +111,7 @@ PACK_ONLY = {
     "GPU_PRODUCT_LABELS": "both GPU product labels, each compared here",
     "REMOVED_API_VERSIONS": "Kubernetes' removed API versions, a hygiene rule of the pack's own",
     "WORKLOAD_KINDS": "test_every_kind_tfk8s_runs_pods_in_is_a_workload_to_the_pack",
+    "ROLES": "test_the_role_table_is_components_row_for_row",
 }
 
 

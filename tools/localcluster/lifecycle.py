@@ -12,7 +12,17 @@ from typing import Iterable
 
 from components.objects.loading import load_experiment
 
-from . import addons, control_plane, host_claim, paths, processes, realnodes, training_operator
+from . import (
+    addons,
+    control_plane,
+    host_claim,
+    paths,
+    processes,
+    realnodes,
+    realnodes_record,
+    realnodes_teardown,
+    training_operator,
+)
 from .client import api_client
 from .experiments import Progress, quiet
 from .nodes import create_fake_nodes, label_real_nodes
@@ -32,7 +42,7 @@ def up(
     `tfjob`, Kubeflow's TFJob runs there too."""
     real = list(real)
     configs = [load_experiment(stack).config for stack in stacks]
-    realnodes.teardown(where, say)  # what a killed earlier run left behind
+    realnodes_teardown.teardown(where, say)  # what a killed earlier run left behind
     if real:
         _put_back_what_a_killed_cluster_left(where, say)
     plane = control_plane.up(where, tie_to_parent=tie_to_parent, tfjob=tfjob)
@@ -55,7 +65,7 @@ def up(
 
 def down(where: paths.ClusterDir = paths.DEFAULT_CLUSTER, say: Progress = quiet) -> list[str]:
     """Stop the real nodes (putting the host back), then the control plane; the names stopped."""
-    problems = realnodes.teardown(where, say)
+    problems = realnodes_teardown.teardown(where, say)
     stopped = control_plane.down(where)
     if problems:
         raise processes.ClusterError("could not undo: " + "; ".join(problems))
@@ -69,7 +79,7 @@ def _put_back_what_a_killed_cluster_left(where: paths.ClusterDir, say: Progress)
     if holder is None or holder == where.root.resolve():
         return
     other = paths.ClusterDir(holder)
-    left = realnodes.RealNodes.load(other)
+    left = realnodes_record.RealNodes.load(other)
     if left is None:  # its folder is gone, or it tore down: the claim alone is stale
         host_claim.release(holder)
         return
@@ -80,7 +90,7 @@ def _put_back_what_a_killed_cluster_left(where: paths.ClusterDir, say: Progress)
             "stop that cluster first (make cluster-down, or benchmarks/vs_tfjob.py --down, in its checkout)"
         )
     say(f"putting back what the killed cluster in {holder} left on this host")
-    problems = realnodes.teardown(other, say)
+    problems = realnodes_teardown.teardown(other, say)
     if problems:
         raise processes.ClusterError(f"could not undo what the cluster in {holder} left: " + "; ".join(problems))
 

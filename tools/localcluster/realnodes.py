@@ -21,26 +21,23 @@ What a real node needs on this machine, and why:
   kubelets and serving metrics.k8s.io through the API server (metrics_server.py).
 
 Everything lives under the cluster's folder; what is changed on the host
-(bridge, cgroups, sysctls, iptables chains, nftables tables) is recorded first and put
-back by `teardown` (tools/localcluster/host.py).
+(bridge, cgroups, sysctls, iptables chains, nftables tables) is recorded first
+(realnodes_record.py, host.py) and put back by `teardown` (realnodes_teardown.py).
+This module starts the nodes and imports images into their containerd, also into
+running nodes (`import_archive`, for `make image`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import yaml
 from kubernetes import client
 
-from components.spec.atomic_files import write_text_atomic
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
 from trainer.ports import free_port
 
@@ -62,39 +59,11 @@ from .node_files import (
     nodes_dir,
 )
 from .pki import Pki, issue_client_certificate, issue_serving_certificate, load_pki
-from .processes import ClusterError, Launcher, stop_processes, wait_until
+from .processes import ClusterError, Launcher, wait_until
+from .realnodes_record import RealNodes
+from .realnodes_teardown import teardown
 
 NODE_READY_TIMEOUT_S = 120.0
-STATE_FILE = "real-nodes.json"
-
-
-@dataclass
-class RealNodes:
-    """The real nodes of one cluster and the host state they changed; saved as JSON."""
-
-    nodes: dict[str, str] = field(default_factory=dict)  # name -> node IP
-    processes: dict[str, int] = field(default_factory=dict)  # name -> PID (= process group)
-    host_state: Optional[host.HostState] = None
-
-    @staticmethod
-    def path(where: paths.ClusterDir) -> Path:
-        return where.root / STATE_FILE
-
-    def save(self, where: paths.ClusterDir) -> None:
-        state = {
-            "nodes": self.nodes,
-            "processes": self.processes,
-            "host_state": self.host_state.to_json() if self.host_state else None,
-        }
-        write_text_atomic(self.path(where), json.dumps(state, indent=2))
-
-    @classmethod
-    def load(cls, where: paths.ClusterDir) -> Optional["RealNodes"]:
-        if not cls.path(where).exists():
-            return None
-        state = json.loads(cls.path(where).read_text())
-        host_state = host.HostState.from_json(state["host_state"]) if state.get("host_state") else None
-        return cls(nodes=state["nodes"], processes=state["processes"], host_state=host_state)
 
 
 def missing_prerequisites() -> list[str]:
@@ -113,9 +82,6 @@ def missing_prerequisites() -> list[str]:
         if not image.archive.is_file():
             missing.append(f"{image.reference} (make node-image)")
     return missing
-
-
-# -- configuration files ----------------------------------------------------------
 
 
 # -- start ------------------------------------------------------------------------
@@ -324,74 +290,3 @@ def _wait_ready(where: paths.ClusterDir, names: list[str], launcher: Launcher, s
 
     wait_until(all_ready, f"real nodes {', '.join(names)}", launcher, timeout_s=NODE_READY_TIMEOUT_S)
     say(f"real nodes {', '.join(names)} Ready in {time.monotonic() - started:.1f} s")
-
-
-# -- teardown ---------------------------------------------------------------------
-
-
-def teardown(where: paths.ClusterDir, say: Progress = quiet) -> list[str]:
-    """Stop the real nodes and everything they started; put the host back. What could not be undone."""
-    real = RealNodes.load(where)
-    if real is None:
-        return []
-    problems: list[str] = []
-    # Its API first: an aggregated API whose server is gone would stop namespaces from being deleted.
-    metrics_server.unregister(where)
-    network_policies.unregister(where)
-    kubelets = {name: pid for name, pid in real.processes.items() if name.startswith("kubelet-")}
-    stop_processes(kubelets)
-    for name in real.nodes:
-        _kill_containers(cgroup_name(name))
-    runtimes = {name: pid for name, pid in real.processes.items() if name not in kubelets}
-    stop_processes(runtimes)
-    for name in real.nodes:
-        node = NodeDir(nodes_dir(where) / name)
-        _kill_shims(node)
-        problems.extend(f"mount {point}" for point in host.unmount_all(node.root))
-    if real.host_state is not None:
-        problems.extend(host.restore(real.host_state))
-    if problems:
-        real.processes = {}
-        real.save(where)
-        say("could not undo: " + "; ".join(problems))
-    else:
-        for name in real.nodes:  # before the claim goes: the next start finds them kept
-            image_store.give_back(name, NodeDir(nodes_dir(where) / name).containerd_root)
-        RealNodes.path(where).unlink()
-        host_claim.release(where.root)
-        for name in real.nodes:
-            host.remove_tree(nodes_dir(where) / name)
-        host.remove_tree(cni_dir(where))
-    return problems
-
-
-def _kill_containers(cgroup: str) -> None:
-    """SIGKILL every process in the node's pods (their cgroups are under the node's root)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        pids = host.processes_in_cgroup(cgroup)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
-
-
-def _kill_shims(node: NodeDir) -> None:
-    """containerd's shims outlive containerd by design; ours name this node's socket."""
-    socket_arg = str(node.containerd_socket)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if command and command[0].endswith(b"containerd-shim-runc-v2") and socket_arg.encode() in command:
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-            except ProcessLookupError:
-                pass

@@ -49,7 +49,8 @@ def kubernetes_limit_checks(config: StackConfig, secret_env: Collection[str] = (
     if cluster.place_by == "hostname":
         errors += _hostname_problems(config)
     for role in ROLES:
-        section = getattr(cluster, role.stack_key)  # None: an evaluator the stack leaves out
+        # None: a role the stack leaves out (an evaluator), or one it has no section for yet
+        section = getattr(cluster, role.stack_key, None)
         tolerations = section.tolerations if section is not None else ()
         errors += _toleration_problems(f"cluster.{role.stack_key}.tolerations", tolerations)
     if config.tensorboard is not None:

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING or __package__ == "components.spec":
-    from trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
-else:
-    from ...trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
-
-# The log archive's protocol, re-exported whole: the shipper and the collector import it as a file
-# beside them in their pods, components/ (log_shipping, log_archive, task_shell, the archive's
+# The log archive's protocol is re-exported whole: the shipper and the collector import it as a file
+# beside them in their pods; components/ (log_shipping, log_archive, task_shell, the archive's
 # reader) reads its names from here.
 if TYPE_CHECKING or __package__ == "components.spec":
+    from trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
     from trainer import log_protocol as log_protocol
 else:
+    from ...trainer import cluster, kubelet_expansion, log_lines, peers, settings, shared_names, stack_export
     from ...trainer import log_protocol as log_protocol
 
 CLUSTER_ENV = cluster.CLUSTER_ENV

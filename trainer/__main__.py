@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The trainer uses no Keras, yet `import tensorflow` loads Keras 3's optimizers (2 of the 8.5 CPU
@@ -12,11 +13,47 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # is in use; tfk8s's image has no tf_keras, so then nothing is loaded. Team programs never run here.
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-from .cluster import EVALUATOR, TF_CONFIG_ENV, ClusterConfigError, read_settings, read_task_config, serve  # noqa: E402
+from .cluster import (  # noqa: E402
+    TF_CONFIG_ENV,
+    ClusterConfigError,
+    TaskConfig,
+    read_settings,
+    read_task_config,
+    serve,
+)
 from .lifeline import die_with_launcher  # noqa: E402
 from .peers import set_grpc_options  # noqa: E402
-from .settings import SettingsError  # noqa: E402
+from .settings import SettingsError, TrainerSettings  # noqa: E402
+from .shared_names import CHIEF, EVALUATOR, PS, WORKER, role_of  # noqa: E402
 from .termination import exit_on_termination  # noqa: E402
+
+
+def _serve(task: TaskConfig, settings: TrainerSettings, finish: threading.Event) -> int:
+    serve(task)
+    return 0
+
+
+# The chief's and the evaluator's programs import TensorFlow's training code: only the task that runs one.
+def _coordinate(task: TaskConfig, settings: TrainerSettings, finish: threading.Event) -> int:
+    from .chief import main as chief_main
+
+    return chief_main(task, settings, finish)
+
+
+def _evaluate(task: TaskConfig, settings: TrainerSettings, finish: threading.Event) -> int:
+    from .evaluator import main as evaluator_main
+
+    return evaluator_main(task, settings)
+
+
+# Each role's program. read_task_config knows the roles of trainer/shared_names.py's table: a role
+# added there without a program here is refused by name, never run as another role's.
+PROGRAMS: dict[str, Callable[[TaskConfig, TrainerSettings, threading.Event], int]] = {
+    CHIEF: _coordinate,
+    PS: _serve,
+    WORKER: _serve,
+    EVALUATOR: _evaluate,
+}
 
 
 def main() -> int:
@@ -29,25 +66,15 @@ def main() -> int:
     except (ClusterConfigError, SettingsError) as error:
         print(f"trainer: {error}", file=sys.stderr)
         return 2
+    program, role = PROGRAMS.get(task.task_type), role_of(task.task_type)
+    if program is None or role is None:
+        print(f"trainer: task type '{task.task_type}' has no program in tfk8s's trainer", file=sys.stderr)
+        return 2
     # Both before TensorFlow starts a thread or opens a channel.
-    finish = threading.Event()  # the chief's: set on SIGUSR1, it then finishes where it stands
-    exit_on_termination(task.name, on_finish=finish.set if task.task_type == "chief" else None)
+    finish = threading.Event()  # the coordinator's: set on SIGUSR1, it then finishes where it stands
+    exit_on_termination(task.name, on_finish=finish.set if role.coordinates else None)
     set_grpc_options()
-    if task.task_type in ("ps", "worker"):
-        serve(task)
-        return 0
-    if task.task_type == EVALUATOR:
-        from .evaluator import main as evaluator_main
-
-        return evaluator_main(task, settings)
-    if task.task_type == "chief":
-        from .chief import main as chief_main
-
-        return chief_main(task, settings, finish)
-    # read_task_config knows the same roles: a role added there without a program here is refused by
-    # name, never run as a chief.
-    print(f"trainer: task type '{task.task_type}' has no program in tfk8s's trainer", file=sys.stderr)
-    return 2
+    return program(task, settings, finish)
 
 
 if __name__ == "__main__":

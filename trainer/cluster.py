@@ -19,14 +19,18 @@ from .shared_names import (  # noqa: F401 (the variables a task reads, looked up
     POD_INDEX,
     TASK_INDEX_ENV,
     TASK_TYPE_ENV,
+    TRAINER_ROLES,
+    TRAINING_CLUSTER,
+    TrainerRole,
+    role_of,
     task_name,
 )
 
 TF_CONFIG_ENV = "TF_CONFIG"
 # The training cluster's roles, in TF_CONFIG's order; the evaluator (EVALUATOR) is outside it.
-# components/spec/task_roles.py holds every role's traits; tests/plan/test_task_roles.py holds this copy
-# (the trainer imports nothing from components/) equal to it.
-ROLES = ("chief", "ps", "worker")
+# components/spec/task_roles.py holds every role's traits; tests/plan/test_task_roles.py holds the
+# trainer's table (trainer/shared_names.py: the trainer imports nothing from components/) to it.
+ROLES = TRAINING_CLUSTER
 
 
 class ClusterConfigError(ValueError):
@@ -50,6 +54,14 @@ class TaskConfig:
     @property
     def name(self) -> str:
         return task_name(self.task_type, self.task_index)
+
+    @property
+    def role(self) -> TrainerRole:
+        """What the trainer does as this task: its row of trainer/shared_names.py's table."""
+        role = role_of(self.task_type)
+        if role is None:  # read_task_config refuses such a task first
+            raise ClusterConfigError(f"task type '{self.task_type}' has no row in tfk8s's trainer")
+        return role
 
     def tf_config_json(self) -> str:
         return json.dumps({"cluster": self.cluster, "task": {"type": self.task_type, "index": self.task_index}})
@@ -116,12 +128,14 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
         task_type, task_index = parsed["task"]["type"], int(parsed["task"]["index"])
     except (ValueError, KeyError, TypeError) as error:
         raise ClusterConfigError(f"{TF_CONFIG_ENV} is malformed: {error}") from None
-    if task_type not in (*ROLES, EVALUATOR):
-        raise ClusterConfigError(f"task type '{task_type}' is not one of {', '.join((*ROLES, EVALUATOR))}")
-    if task_type == EVALUATOR:
-        if task_index != 0:
-            raise ClusterConfigError(f"task {task_type}-{task_index}: an experiment has one evaluator, index 0")
-        if EVALUATOR in cluster:
+    role = role_of(task_type)
+    if role is None:
+        known = ", ".join(row.name for row in TRAINER_ROLES)
+        raise ClusterConfigError(f"task type '{task_type}' is not one of {known}")
+    if not role.in_training_cluster:
+        if role.one_task and task_index != 0:
+            raise ClusterConfigError(f"task {task_type}-{task_index}: an experiment has one {task_type}, index 0")
+        if task_type in cluster:
             raise ClusterConfigError(
                 f"the cluster lists an {EVALUATOR}: TensorFlow's side-car evaluator stays out of the training cluster"
             )
@@ -155,7 +169,7 @@ def serve(task: TaskConfig) -> None:
     from .data import write_task_index
     from .devices import log_devices
 
-    if task.task_type == "worker":
+    if task.role.runs_steps:
         write_task_index(task.task_index)
     server = tf.distribute.Server(
         tf.train.ClusterSpec(task.cluster),

@@ -39,8 +39,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from .cluster import ROLES
 from .shared_names import EVALUATOR as EVALUATOR_ROLE
+from .shared_names import TRAINER_ROLES, role_of
 
 # The top-level keys, in the order the export writes them.
 STACK = "stack"
@@ -70,7 +70,7 @@ SECRET = "secret"
 SECRET_KEY = "key"
 # The roles whose command the export gives, in its order: the trainer's roles (held equal to
 # components/spec/task_roles.py by tests/plan/test_task_roles.py).
-PROGRAM_ROLES = (*ROLES, EVALUATOR_ROLE)
+PROGRAM_ROLES = tuple(role.name for role in TRAINER_ROLES)
 DONE_BY_CHIEF = "chief"
 DONE_BY_WORKERS = "workers"
 
@@ -120,9 +120,18 @@ class ProgramExport:
     def workers_to_finish(self, replicas: int) -> int:
         return int(self.done[DONE_BY_WORKERS]) if isinstance(self.done, dict) else replicas
 
+    def argv_of(self, role: str) -> Optional[list[str]]:
+        """A role's command and args; where the export has none for it, those of the role it borrows
+        them from (the evaluator: the workers'), else None (the image's entrypoint)."""
+        row = role_of(role)
+        lender = row.borrows_command_of if row is not None else None
+        if role not in self.argv and lender is not None:
+            return self.argv.get(lender)
+        return self.argv.get(role)
+
     def evaluator_argv(self) -> Optional[list[str]]:
         """roles.evaluator's command and args; the workers' where the export has none for it."""
-        return self.argv["evaluator"] if "evaluator" in self.argv else self.argv["worker"]
+        return self.argv_of(EVALUATOR_ROLE)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..migrate.carry import DEFAULT_POOL, ImportOptions
 from ..objects.loading import load_experiment
+from ..plan.experiment_export import experiment_export
 from ..spec.models import StackConfigError
 from ..spec.reach_rules import stack_warnings
 from ..spec.stack_files import PROJECT_ROOT, stack_names
@@ -33,7 +34,6 @@ from ..spec.trainer_contract import export_text
 from . import argument_types
 from .diagnose_command import add_diagnose_parser, diagnose_command
 from .exit_codes import BAD_INPUT, exit_codes_help
-from .export_command import experiment_export
 from .import_tfjob import STACK_NAME_RULE, import_tfjob
 from .plan_view import plan_table
 from .render_command import render_command

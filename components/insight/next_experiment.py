@@ -29,6 +29,7 @@ from ..spec.quantities import QUANTITY_PATTERN, quantity_value
 from ..spec.ratio import ps_count_for_ratio
 from ..spec.stack_changes import Change
 from .bottleneck_figures import BUSY, ISOLATE_MIN_PS_SHARE, Figures, ServerLoad, load_of
+from .experiment_shape import ExperimentShape
 
 # The keys the next experiment changes, named by the models that read them.
 KEY_PS_REPLICAS = stack_key("cluster", "ps", "replicas")
@@ -41,28 +42,6 @@ KEY_PLACEMENT = stack_key("cluster", "placement")
 KEY_NODE_POOLS = stack_key("nodePools")
 KEY_PARTITION = stack_key("trainer", "partition")
 KEY_STEPS_PER_CALL = stack_key("trainer", "stepsPerCall")
-
-
-@dataclass(frozen=True)
-class ExperimentShape:
-    """What the stack file says, for the next experiment's changes. `pools`: each node pool's servers."""
-
-    placement: str  # colocated | isolated | spread
-    pools: dict[str, tuple[str, ...]]
-    ps_replicas: int
-    ps_pool: Optional[str]
-    ps_cpu: str  # the CPU request as the stack file has it (its default where left out)
-    worker_replicas: int
-    worker_pool: str
-    worker_cpu: str
-    worker_gpus: int
-    ratio: Optional[str]  # cluster.ratio where the stack gives the PS count that way
-    partition: Optional[str]  # tfk8s's trainer's partition; None for a team's program
-    # tfk8s:nodePools as the stack file writes it (every key of each pool), so that a pool split
-    # keeps what it does not change; empty: written from `pools` as {name, nodes}.
-    node_pools: tuple[dict[str, Any], ...] = ()
-    # The stack writes ps.replicas beside cluster.ratio: the two must agree, so both change.
-    ps_replicas_beside_ratio: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 (components/insight/bottleneck.py), so that a sweep of stacks reads as a list of findings.
 
 - A local run (`make report`): the rules' figures of what the launcher measured
-  (`local_measurements`, `local_shape`; trainer/report/local_diagnosis.py feeds them), one server,
+  (`local_measurements`, and the shape `experiment_shape` reads from the export;
+  trainer/report/local_diagnosis.py feeds them), one server,
   this machine, with its cores.
 - A run on a cluster (`trainer.report --cluster`): what `diagnose --json` says over a window while the
   chief trained (trainer/report/cluster.py runs diagnose's own functions).
@@ -18,36 +19,14 @@ import json
 import socket
 from typing import Any, Optional
 
-from ..spec.trainer_contract import StackExport, parse_task_name
-from .bottleneck import ExperimentShape, Finding, Measurements, ServerSample, TaskSample, TrainerFacts
+from ..spec.trainer_contract import parse_task_name
+from .bottleneck import Finding, Measurements, ServerSample, TaskSample, TrainerFacts
 
 LOCAL_SOURCE = "local processes"
 
 
 def no_finding(reason: str) -> dict[str, Any]:
     return {"bottleneck": None, "reason": reason}
-
-
-def local_shape(export: StackExport, partition: str) -> Optional[ExperimentShape]:
-    """The stack's shape as the rules read it, with the run's partition; None for an export without
-    its `cluster` (written by hand, or by an older tfk8s)."""
-    cluster = export.cluster
-    if cluster is None:
-        return None
-    return ExperimentShape(
-        placement=export.placement,
-        pools={name: tuple(nodes) for name, nodes in cluster.pools.items()},
-        ps_replicas=export.ps,
-        ps_pool=cluster.ps_pool,
-        ps_cpu=cluster.ps_cpu,
-        worker_replicas=export.workers,
-        worker_pool=cluster.worker_pool,
-        worker_cpu=cluster.worker_cpu,
-        worker_gpus=cluster.worker_gpus,
-        ratio=cluster.ratio,
-        partition=partition,
-        ps_replicas_beside_ratio=cluster.ratio is not None and cluster.ps_replicas is not None,
-    )
 
 
 def local_measurements(

@@ -16,9 +16,11 @@ from datetime import datetime
 from typing import Any, Mapping, Optional, Sequence
 
 from ..insight import bottleneck
+from ..insight.experiment_shape import experiment_shape as shape_of_export
 from ..plan.experiment import Experiment
+from ..plan.experiment_export import experiment_export
 from ..spec.models import CONFIG_NAMESPACE
-from ..spec.task_roles import PS, WORKER, parse_task_name, task_name
+from ..spec.task_roles import PS, parse_task_name, task_name
 from ..spec.trainer_contract import last_summary, read_progress_line
 from .usage import PodKey
 
@@ -185,21 +187,11 @@ def experiment_shape(experiment: Experiment, written: Mapping[str, Any]) -> bott
     """What the stack says, as the rules propose the next experiment from it: values as the models hold
     them (a key the stack file leaves out has its default), and the node pools as the stack file
     `written` (its `config:` values) writes them, every key of each, for a pool split to keep."""
-    config = experiment.config
-    cluster = config.cluster
     written_pools = written.get(f"{CONFIG_NAMESPACE}:nodePools")
-    return bottleneck.ExperimentShape(
-        placement=cluster.placement,
-        pools={pool.name: tuple(pool.nodes or ()) for pool in config.node_pools},
-        ps_replicas=experiment.plan.count(PS.name),
-        ps_pool=cluster.ps.pool,
-        ps_cpu=cluster.ps.cpu,
-        worker_replicas=experiment.plan.count(WORKER.name),
-        worker_pool=cluster.workers.pool,
-        worker_cpu=cluster.workers.cpu,
-        worker_gpus=cluster.workers.gpus,
-        ratio=cluster.ratio,
-        partition=config.trainer.partition if experiment.program is None else None,
+    shape = shape_of_export(
+        experiment_export(experiment),
+        partition=experiment.config.trainer.partition if experiment.program is None else None,
         node_pools=tuple(written_pools) if isinstance(written_pools, list) else (),
-        ps_replicas_beside_ratio=cluster.ratio is not None and cluster.ps.replicas is not None,
     )
+    assert shape is not None  # an experiment's export always has its cluster
+    return shape

@@ -64,7 +64,7 @@ EDITS = (
 # Each shipped stack as the program sees it: its plan, its export and every object it renders.
 DUMP = """
 import json, sys
-from components.cli.export_command import experiment_export
+from components.plan.experiment_export import experiment_export
 from components.objects.experiment_objects import experiment_objects
 from components.objects.loading import load_experiment
 from components.spec.trainer_contract import export_text

@@ -36,7 +36,9 @@ def test_cases_of_a_scene_differ_only_in_counts_and_nodes(scene):
 def test_a_trainer_change_rolls_the_pods():
     config = stack_config("scene1-case1")
     bundle = load_trainer_bundle(PROJECT_ROOT)
-    changed = dataclasses.replace(bundle, files={**bundle.files, "settings.py": bundle.files["settings.py"] + "\n# changed\n"})
+    changed = dataclasses.replace(
+        bundle, files={**bundle.files, "settings.py": bundle.files["settings.py"] + "\n# changed\n"}
+    )
     before, after = Experiment(config, bundle), Experiment(config, changed)
     group = before.groups[1]
 
@@ -76,9 +78,28 @@ def test_a_topology_change_rolls_every_pod_the_chief_included():
 def test_the_pods_get_only_the_modules_they_import(tmp_path):
     bundle = load_trainer_bundle(PROJECT_ROOT)
     assert sorted(bundle.files) == [
-        "__init__.py", "__main__.py", "checkpoints.py", "chief.py", "cluster.py", "data.py", "devices.py", "evaluator.py",
-        "failures.py", "ids.py", "kubelet_expansion.py", "lifeline.py", "log_lines.py", "model.py", "optimizers.py", "peers.py",
-        "scalars.py", "settings.py", "shared_names.py", "termination.py", "tf_private.py",
+        "__init__.py",
+        "__main__.py",
+        "checkpoints.py",
+        "chief.py",
+        "cluster.py",
+        "data.py",
+        "devices.py",
+        "evaluator.py",
+        "failures.py",
+        "ids.py",
+        "kubelet_expansion.py",
+        "lifeline.py",
+        "log_lines.py",
+        "model.py",
+        "optimizers.py",
+        "peers.py",
+        "scalars.py",
+        "settings.py",
+        "shared_names.py",
+        "termination.py",
+        "tf_private.py",
+        "training_loop.py",
     ]
     # Editing the local launcher or the report changes no pod.
     copy_root = tmp_path / "project"

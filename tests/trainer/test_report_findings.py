@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -268,14 +269,18 @@ TOP_VIEWS = [("Running", None), ("Running", 100), ("Running", 300), ("Succeeded"
 
 @pytest.fixture
 def cluster(monkeypatch):
-    """What the report reads of a cluster, faked at the three calls it makes into components/ (`top`'s
-    views, `status`'s summary, `diagnose`'s object); returns the calls they got, and sets what
-    diagnose says."""
+    """What the report reads of a cluster, faked at the calls it makes into components/ (the stack's
+    experiment, loaded once, then `top`'s views, `status`'s summary, `diagnose`'s object); returns
+    the calls they got, and sets what diagnose says."""
     calls: list[tuple] = []
     said: list[dict] = []
 
-    def read_views(stack, kubeconfig, interval_s, seen, stop):
-        calls.append(("top", stack, kubeconfig))
+    def load_stack(stack):
+        calls.append(("load", stack))
+        return SimpleNamespace(stack=stack)
+
+    def read_views(experiment, kubeconfig, interval_s, seen, stop):
+        calls.append(("top", experiment.stack, kubeconfig))
         for phase, step in TOP_VIEWS:
             tasks = [{"task": t, "node": "srv-00", "cpu_cores": 0.1, "memory_bytes": 1} for t in ("chief-0", "ps-0")]
             progress = {"step": step, "steps": 400, "loss": 0.5 if step else None, "examples_per_sec": 5000.0}
@@ -284,14 +289,16 @@ def cluster(monkeypatch):
                 return None
         return None
 
-    def read_summary(stack, kubeconfig):
-        calls.append(("status", stack, kubeconfig))
+    def read_summary(experiment, kubeconfig):
+        calls.append(("status", experiment.stack, kubeconfig))
         return None
 
-    def read_diagnosis(stack, kubeconfig, seconds):
+    def read_diagnosis(stack, experiment, kubeconfig, seconds):
+        assert experiment.stack == stack, "the sampling's own experiment"
         calls.append(("diagnose", stack, kubeconfig, seconds))
         return said[0]
 
+    monkeypatch.setattr(cluster_report, "load_stack", load_stack)
     monkeypatch.setattr(cluster_report, "read_views", read_views)
     monkeypatch.setattr(cluster_report, "read_summary", read_summary)
     monkeypatch.setattr(cluster_report, "read_diagnosis", read_diagnosis)
@@ -311,6 +318,7 @@ def view(step) -> dict:
 def test_diagnose_starts_with_the_chiefs_first_step_and_its_json_is_the_runs_finding(cluster):
     calls = cluster(RECORDED)
     sampling = Sampling("scene1-case1-hot-none", "/home/me/kubeconfig", 2.0, diagnose_s=30.0)
+    sampling.experiment = SimpleNamespace(stack="scene1-case1-hot-none")  # as its reader loads it
     sampling.seen(Sample(0.0, view(None)))
     assert sampling.diagnosing is None  # not before the training: its window would hold the start
     sampling.seen(Sample(2.0, view(100)))
@@ -322,14 +330,26 @@ def test_diagnose_starts_with_the_chiefs_first_step_and_its_json_is_the_runs_fin
 def test_where_diagnose_cannot_read_the_cluster_the_run_says_why_in_diagnoses_words(tmp_path):
     """diagnose's own functions, run here: its line for a kubeconfig that is not there."""
     missing = tmp_path / "kubeconfig"
-    said = cluster_report.read_diagnosis("scene1-case1", str(missing), 30.0)
+    said = cluster_report.read_diagnosis("scene1-case1", cluster_report.load_stack("scene1-case1"), str(missing), 30.0)
     assert said["bottleneck"] is None
     assert said["reason"].startswith(f"diagnose: stack 'scene1-case1': no kubeconfig at {missing}"), said
 
 
-def test_a_stack_diagnose_cannot_read_is_the_runs_reason():
-    said = cluster_report.read_diagnosis("no-such-stack", None, 30.0)
-    assert said["bottleneck"] is None and said["reason"].startswith("diagnose: stack 'no-such-stack': no file"), said
+def test_a_stack_file_gone_by_diagnoses_window_is_the_runs_reason(tmp_path):
+    experiment = cluster_report.load_stack("scene1-case1")
+    said = cluster_report.read_diagnosis(str(tmp_path / "Pulumi.gone.yaml"), experiment, None, 30.0)
+    assert said["bottleneck"] is None and said["reason"].startswith("diagnose: stack 'scene1-case1': "), said
+
+
+def test_a_stack_that_cannot_be_loaded_is_the_samplings_error_and_nothing_is_read_of_a_cluster(monkeypatch):
+    read = []
+    for call in ("read_views", "read_summary", "read_diagnosis"):
+        monkeypatch.setattr(cluster_report, call, lambda *args, call=call: read.append(call))
+    sampling = Sampling("no-such-stack", None, 0.1)
+    sampling.start(0.0)
+    sampling.stop()
+    assert sampling.error.startswith("stack 'no-such-stack': no file"), sampling.error
+    assert read == []
 
 
 def test_a_cluster_report_prints_and_writes_diagnoses_finding(cluster, tmp_path, capsys):
@@ -346,7 +366,7 @@ def test_a_cluster_report_prints_and_writes_diagnoses_finding(cluster, tmp_path,
     report = json.loads((out / "r" / "report.json").read_text())
     assert report["runs"][0]["diagnosis"] == RECORDED
     assert report["findings"][0]["bottleneck"] == "hot-ps"
-    assert sorted(call[0] for call in calls) == ["diagnose", "status", "top"]
+    assert sorted(call[0] for call in calls) == ["diagnose", "load", "status", "top"]  # the stack loaded once
 
 
 def test_a_diagnose_window_shorter_than_diagnose_takes_is_refused_before_sampling(cluster, tmp_path, capsys):

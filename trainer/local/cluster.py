@@ -23,7 +23,7 @@ from ..lifeline import LAUNCHER_PID_ENV
 from ..log_lines import SUMMARY, read_event, read_progress_line
 from ..ports import free_ports
 from ..settings import SETTINGS_ENV, TrainerSettings
-from ..shared_names import CHECKPOINT_DIR_ENV, EVALUATOR
+from ..shared_names import CHECKPOINT_DIR_ENV, EVALUATOR, SERVING_ROLES, role_of_task
 from .cpu_sampling import CpuSampler
 from .drills import FaultDrills
 from .errors import LaunchError, PortClash
@@ -100,7 +100,7 @@ class LocalCluster:
         """
         for attempt in range(1, PORT_ATTEMPTS + 1):
             cluster = self.topology()
-            for task_type in ("ps", "worker"):
+            for task_type in SERVING_ROLES:
                 for index in range(len(cluster[task_type])):
                     name = f"{task_type}-{index}"
                     task = Task(name, self.task_env(cluster, task_type, index), self.workdir / name)
@@ -248,7 +248,7 @@ class LocalCluster:
         port, a connection would reach that process instead.
         """
         started = time.monotonic()
-        pending = {f"{t}-{i}": address for t in ("ps", "worker") for i, address in enumerate(cluster[t])}
+        pending = {f"{t}-{i}": address for t in SERVING_ROLES for i, address in enumerate(cluster[t])}
         while pending:
             for name, address in list(pending.items()):
                 task = self.tasks[name]
@@ -306,7 +306,7 @@ class LocalCluster:
         """
         while not self._stopping:
             with self._lock:
-                workers = [t for t in self.tasks.values() if t.name.startswith("worker-")]
+                workers = [t for t in self.tasks.values() if role_of_task(t.name).runs_steps]
                 for task in workers:
                     if not task.alive() and not self._stopping:
                         if self.restart_workers and task.restarts < WORKER_RESTARTS:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from ..cluster import ROLES
-from ..shared_names import parse_task_name
+from ..shared_names import parse_task_name, role_of
 
 
 def parse_kill(text: str) -> tuple[str, int]:
     try:
         name, step = text.split("@")
         task_type, index = parse_task_name(name)
-        if task_type not in ROLES or (task_type == "chief" and index != 0):
+        role = role_of(task_type)
+        # A drill kills a task of the training cluster; the evaluator beside it decides nothing.
+        if role is None or not role.in_training_cluster or (role.one_task and index != 0):
             raise ValueError
         return name, int(step)
     except ValueError:

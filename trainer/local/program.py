@@ -25,6 +25,7 @@ from typing import Any, Optional, TextIO
 from ..kubelet_expansion import expand
 from ..lifeline import LAUNCHER_PID_ENV
 from ..ports import free_ports
+from ..shared_names import EVALUATOR, TRAINER_ROLES, role_of_task
 from ..stack_export import ProgramExport
 from .errors import LaunchError
 from .evaluator import EVALUATOR_TASK, LocalEvaluator
@@ -57,8 +58,8 @@ class LocalProgram:
                 f"tfk8s:program.done: {needed} workers must exit 0, and {self.workers} run here; "
                 f"run at least {needed} (--workers)"
             )
-        for role in [*self.roles(), *(["evaluator"] if self.evaluator else [])]:
-            if (self.program.evaluator_argv() if role == "evaluator" else self.program.argv.get(role)) is None:
+        for role in [*self.roles(), *([EVALUATOR] if self.evaluator else [])]:
+            if self.program.argv_of(role) is None:
                 raise LaunchError(
                     f"tfk8s:program gives {role} no command: the image's entrypoint cannot run as a local "
                     "process; give command (or roles.<role>.command)"
@@ -127,8 +128,8 @@ class LocalProgram:
         return self._follow(out)
 
     def _evaluator_task(self, cluster: dict[str, list[str]]) -> Task:
-        env = self.task_env(cluster, "evaluator", 0)
-        argv = tuple(expand(word, env)[0] for word in self.program.evaluator_argv() or ())
+        env = self.task_env(cluster, EVALUATOR, 0)
+        argv = tuple(expand(word, env)[0] for word in self.program.argv_of(EVALUATOR) or ())
         cwd = Path(self.program.source) if self.program.source else self.workdir / EVALUATOR_TASK
         return Task(EVALUATOR_TASK, env, self.workdir / EVALUATOR_TASK, command=argv, cwd=cwd, tie_to_launcher=True)
 
@@ -138,6 +139,9 @@ class LocalProgram:
 
     def _follow(self, out: TextIO) -> dict[str, Any]:
         started = time.monotonic()
+        # Whose exit ends the run: the first role in the table's order that may decide it and runs here
+        # (the chief, else the workers: done: workers).
+        deciding = next(role for role in TRAINER_ROLES if role.may_decide_outcome and role.name in self.roles())
         done: set[str] = set()
         restarts = 0
         while True:
@@ -145,21 +149,20 @@ class LocalProgram:
                 if name in done or task.alive():
                     continue
                 code = task.process.returncode if task.process is not None else None
-                role = name.split("-")[0]
-                if code == 0 and (role == "worker" or role == "chief"):
+                role = role_of_task(name)
+                if code == 0 and role.may_decide_outcome:
                     done.add(name)
                     print(f"{name} exited 0", file=out, flush=True)
                     continue
                 said = last_lines(task.output_since_start())
-                if role == "worker" and task.restarts < WORKER_RESTARTS:
+                if role.restarted_when_lost and task.restarts < WORKER_RESTARTS:
                     print(f"{name} exited {code}: {said}; starting it again", file=out, flush=True)
                     task.restarts += 1
                     restarts += 1
                     task.start()
                     continue
                 raise LaunchError(f"{name} exited {code}: {said} (logs in {task.directory})")
-            finisher = "chief-" if self.program.has_chief else "worker-"
-            finished = sorted(name for name in done if name.startswith(finisher))
+            finished = sorted(name for name in done if role_of_task(name) is deciding)
             needed = 1 if self.program.has_chief else self.program.workers_to_finish(self.workers)
             if len(finished) >= needed:
                 summary = {

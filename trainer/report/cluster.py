@@ -31,16 +31,20 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from components.insight.report_figures import imbalance, per_ps
 from components.insight.report_findings import no_finding
 from components.live.diagnose import DEFAULT_SECONDS as DEFAULT_DIAGNOSE_S
+from components.spec.task_roles import parse_task_name, role_of
 
 from ..local import LaunchError
 from ..local.stacks import StackExperiment
 from ..settings import TrainerSettings
 from .replay import REPLAY_BATCHES
+
+if TYPE_CHECKING:
+    from components.plan.experiment import Experiment
 
 DEFAULT_INTERVAL_S = 2.0
 # diagnose reads the chief's log and each server's cores after its window: time for the API server.
@@ -50,24 +54,26 @@ DIAGNOSE_GRACE_S = 120.0
 # -- what a sampling asks of the cluster: components/'s own functions ------------------
 
 
+def load_stack(stack: str) -> Experiment:
+    """The stack's experiment, derived as `top`, `status` and `diagnose` derive it; StackConfigError
+    where it cannot be. Loaded once per sampling: its reader and its diagnose window share it, and
+    only read it."""
+    from components.objects.loading import load_experiment
+
+    return load_experiment(stack)
+
+
 def read_views(
-    stack: str,
+    experiment: Experiment,
     kubeconfig: Optional[str],
     interval_s: float,
     seen: Callable[[dict[str, Any]], None],
     stop: threading.Event,
 ) -> Optional[str]:
     """Each view `top --watch --json` would print, given to `seen`, until the experiment ends or `stop`
-    is set; the one line `top` would say where the stack or the cluster cannot be read, else None."""
+    is set; the one line `top` would say where the cluster cannot be read, else None."""
     from components.live.cluster_access import with_cluster
     from components.live.top import read_top
-    from components.objects.loading import load_experiment
-    from components.spec.models import StackConfigError
-
-    try:
-        experiment = load_experiment(stack)
-    except StackConfigError as error:
-        return str(error)
 
     def watch(api: Any) -> int:
         while True:
@@ -81,13 +87,12 @@ def read_views(
     return (said.getvalue().strip() or "the cluster cannot be read") if unreadable else None
 
 
-def read_summary(stack: str, kubeconfig: Optional[str]) -> Optional[dict[str, Any]]:
+def read_summary(experiment: Experiment, kubeconfig: Optional[str]) -> Optional[dict[str, Any]]:
     """The chief's summary once it finished (`status --json`'s `summary`); None before, or unread."""
     from components.live.cluster_access import with_cluster
     from components.live.status import read_status
-    from components.objects.loading import load_experiment
 
-    experiment, read = load_experiment(stack), []
+    read = []
 
     def summary(api: Any) -> int:
         read.append(read_status(api, experiment).summary)
@@ -97,21 +102,16 @@ def read_summary(stack: str, kubeconfig: Optional[str]) -> Optional[dict[str, An
     return read[0] if read else None
 
 
-def read_diagnosis(stack: str, kubeconfig: Optional[str], seconds: float) -> dict[str, Any]:
+def read_diagnosis(stack: str, experiment: Experiment, kubeconfig: Optional[str], seconds: float) -> dict[str, Any]:
     """What `diagnose <stack> --json --seconds <seconds>` says: its object, else why there is no finding."""
     from components.live.cluster_access import with_cluster
     from components.live.diagnose_view import diagnose_json
     from components.live.diagnosis import diagnose_running, nothing_measured
-    from components.objects.loading import load_experiment
-    from components.spec.models import StackConfigError
     from components.spec.stack_files import stack_path
     from components.spec.user_files import UnreadableFile, read_user_text
 
     try:
-        experiment = load_experiment(stack)
-    except StackConfigError as error:
-        return no_finding(f"diagnose: {error}")
-    try:
+        # The file diagnose writes its next stack from, the finding's changes made.
         text = read_user_text(stack_path(stack))
     except UnreadableFile as unreadable:
         return no_finding(f"diagnose: stack '{experiment.stack}': {unreadable}")
@@ -158,14 +158,22 @@ class Sampling:
     diagnosing: Optional[threading.Thread] = None  # diagnose's window, from the chief's first step
     diagnosis: Optional[dict[str, Any]] = None  # what it said (components/insight/report_findings.py)
     stopping: threading.Event = field(default_factory=threading.Event)
+    experiment: Optional[Experiment] = None  # loaded by the reader, before the first sample
 
     def start(self, started: float) -> None:
         self.reader = threading.Thread(target=self._read, args=(started,), daemon=True)
         self.reader.start()
 
     def _read(self, started: float) -> None:
+        from components.spec.models import StackConfigError
+
+        try:
+            self.experiment = experiment = load_stack(self.stack)
+        except StackConfigError as unloadable:
+            self.error = str(unloadable)
+            return
         error = read_views(
-            self.stack,
+            experiment,
             self.kubeconfig,
             self.interval_s,
             lambda view: self.seen(Sample(time.monotonic() - started, view)),
@@ -175,7 +183,7 @@ class Sampling:
             self.error = error
         elif self.samples and self.samples[-1].view["phase"] == "Succeeded":
             # Now, before anyone deletes the experiment and its chief's log with it.
-            self.summary = read_summary(self.stack, self.kubeconfig)
+            self.summary = read_summary(experiment, self.kubeconfig)
 
     def seen(self, sample: Sample) -> None:
         """A sample of `top`; the first that shows the chief's step starts diagnose's window."""
@@ -186,7 +194,8 @@ class Sampling:
 
     def _diagnose(self) -> None:
         say(f"{self.stack}: the chief's first step: diagnose samples {self.diagnose_s:g} s")
-        self.diagnosis = read_diagnosis(self.stack, self.kubeconfig, self.diagnose_s)
+        assert self.experiment is not None, "diagnose starts from a sample, read once the stack was loaded"
+        self.diagnosis = read_diagnosis(self.stack, self.experiment, self.kubeconfig, self.diagnose_s)
         said = self.diagnosis.get("bottleneck") or f"no finding ({self.diagnosis.get('reason')})"
         say(f"{self.stack}: diagnosed: {said}")
 
@@ -243,6 +252,11 @@ def sample_experiments(
     return samplings
 
 
+def serves_variables(task: str) -> bool:
+    """A PS: the role whose CPU the analysis counts as serving the model's variables, as `top` counts it."""
+    return role_of(parse_task_name(task)[0]).load == "variables"
+
+
 def ps_cpu_timeline(samples: list[Sample]) -> dict[str, list[list[float]]]:
     """PS task -> [[seconds, cores], ...] over the samples that had a figure for it; seconds from
     the experiment's first such sample (it may have been applied after sampling started)."""
@@ -250,7 +264,7 @@ def ps_cpu_timeline(samples: list[Sample]) -> dict[str, list[list[float]]]:
     first: Optional[float] = None
     for sample in samples:
         for task in sample.view["tasks"]:
-            if task["task"].startswith("ps-") and task["cpu_cores"] is not None:
+            if serves_variables(task["task"]) and task["cpu_cores"] is not None:
                 first = sample.at if first is None else first
                 timeline.setdefault(task["task"], []).append([round(sample.at - first, 1), task["cpu_cores"]])
     return timeline
@@ -344,7 +358,7 @@ def progress_printer(out: TextIO = sys.stderr) -> Callable[[list[Sampling]], Non
             ps = " ".join(
                 f"{t['cpu_cores']:.2f}" if t["cpu_cores"] is not None else "-"
                 for t in view["tasks"]
-                if t["task"].startswith("ps-")
+                if serves_variables(t["task"])
             )
             print(
                 f"{sampling.stack}: {view['phase']}, step {step if step is not None else '-'} of "

@@ -13,7 +13,8 @@ import os
 from typing import Any, Optional
 
 from components.insight.bottleneck import diagnose
-from components.insight.report_findings import finding_json, local_measurements, local_shape, no_finding
+from components.insight.experiment_shape import experiment_shape
+from components.insight.report_findings import finding_json, local_measurements, no_finding
 
 from ..local.stacks import cpu_allowance
 from ..stack_export import StackExport
@@ -38,7 +39,7 @@ def local_diagnosis(
     if export is None:
         return no_finding("the run has no stack to judge it by")
     cores = os.cpu_count() or 1
-    shape = local_shape(export, partition)
+    shape = experiment_shape(export, partition)
     allowance = local_allowance(export, ps, workers, cores)
     if shape is None or allowance is None:
         return no_finding(

@@ -1,5 +1,6 @@
-"""`export`: the validated experiment as JSON, for a tool without the program's environment
-(trainer.local); one schema, trainer/stack_export.py."""
+"""The validated experiment as `export` prints it (JSON, for a tool without the program's
+environment: trainer.local, `make report`) and as the bottleneck rules read its shape; one schema,
+trainer/stack_export.py."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from ..spec.stack_files import PROJECT_ROOT
 from ..spec.trainer_contract import PROGRAM_ROLES, ProgramExport, StackExport, secret_env_value, stack_export
 
 if TYPE_CHECKING:
-    from ..plan.experiment import Experiment
     from ..spec.program import EnvValue, ProgramSpec
+    from .experiment import Experiment
 
 
 def experiment_export(experiment: Experiment) -> StackExport:
@@ -31,8 +32,8 @@ def experiment_export(experiment: Experiment) -> StackExport:
 
 
 def _cluster_export(experiment: Experiment) -> stack_export.ClusterExport:
-    """What the stack gives its tasks, for the bottleneck rules of `make report` (as diagnose's
-    experiment_shape reads it from the models)."""
+    """What the stack gives its tasks, for the bottleneck rules (`diagnose`'s and `make report`'s:
+    components/insight/next_experiment.py, experiment_shape)."""
     cluster = experiment.config.cluster
     return stack_export.ClusterExport(
         pools={pool.name: list(pool.nodes or ()) for pool in experiment.config.node_pools},

@@ -24,7 +24,7 @@ PARTITIONS ?= none auto
 # default model the PS work is mostly fixed per-call overhead and no PS stands out.
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
-.PHONY: setup demo plan local test test-local below-real-pods lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-start bench-cluster \
+.PHONY: setup demo plan local tune test test-local below-real-pods lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-start bench-cluster \
 	test-real bench-real bench-program bench-engine bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 # Each environment is kept outside the clone, keyed by its pins, and linked (tools/toolchain/venv.sh).
@@ -194,6 +194,12 @@ delete: $(STAMP)
 preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
 	$(call require,STACK,STACK=<stack> [KUBECONFIG=<file>])
 	$(VENV)/bin/python -m tools.engine $@ $(call quote,$(STACK)) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(call quote,$(KUBECONFIG)))
+
+# tune's rounds (components/tune/, docs/observing.md) with the same engine and backend:
+# make tune STACK=<stack> [ARGS='--rounds 3 --round-seconds 60 --json'].
+tune: $(STAMP) $(POLICY_STAMP) toolchain
+	$(call require,STACK,STACK=<stack> [ARGS='--rounds N --round-seconds S --json'])
+	$(VENV)/bin/python -m tools.engine tune $(call quote,$(STACK)) $(ARGS)
 
 # The built CLI on the same backend, for what does not run the program:
 # make pulumi STACK=<stack> ARGS='config set --secret --path tfk8s:program.env.TOKEN' (docs/secrets.md).

@@ -34,6 +34,14 @@ def local_port(text: str) -> int:
     return int(digits)
 
 
+def whole_number(text: str, low: int, high: int) -> int:
+    """A whole number from `low` to `high`, ASCII digits only (as local_port reads one)."""
+    digits = text.lstrip("0") or "0"
+    if not (text.isascii() and text.isdigit()) or len(digits) > len(str(high)) or not low <= int(digits) <= high:
+        raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high} (got {shown(text)})")
+    return int(digits)
+
+
 def positive_seconds(text: str) -> float:
     try:
         seconds = float(text)

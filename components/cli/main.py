@@ -5,6 +5,7 @@
   python -m components status <stack>    the plan against what a cluster did
   python -m components top <stack>       each task's CPU and memory, the PS imbalance, the chief's progress
   python -m components diagnose <stack>  the running experiment's bottleneck, and the next stack to run
+  python -m components tune <stack>      rounds of up, measure, diagnose and the next stack, until nothing helps
   python -m components logs <stack> [TASK]   a task's log: from its pod, then from the log archive (tfk8s:logs)
   python -m components tensorboard <stack>   the experiment's TensorBoard (tfk8s:tensorboard) on a local port
   python -m components export <stack>    the validated experiment as JSON (for trainer.local)
@@ -23,6 +24,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Optional
 
 from ..migrate.carry import DEFAULT_POOL, ImportOptions
 from ..objects.loading import load_experiment
@@ -31,12 +33,14 @@ from ..spec.models import StackConfigError
 from ..spec.reach_rules import stack_warnings
 from ..spec.stack_files import PROJECT_ROOT, stack_names
 from ..spec.trainer_contract import export_text
+from ..tune.engine import RoundEngine
 from . import argument_types
 from .diagnose_command import add_diagnose_parser, diagnose_command
 from .exit_codes import BAD_INPUT, exit_codes_help
 from .import_tfjob import STACK_NAME_RULE, import_tfjob
 from .plan_view import plan_table
 from .render_command import render_command
+from .tune_command import add_tune_parser, tune_command
 
 DEFAULT_RENDER_ROOT = PROJECT_ROOT / "out"
 
@@ -117,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--json", action="store_true", help="print one JSON object (one per line under --watch)")
     add_diagnose_parser(commands, stack_help, _cluster_arguments)
+    add_tune_parser(commands, stack_help, _cluster_arguments)
 
     tensorboard = commands.add_parser(
         "tensorboard",
@@ -246,7 +251,7 @@ exit codes:
 """
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, tune_engine: Optional[RoundEngine] = None) -> int:
     """The command's exit code (components/cli/exit_codes.py). Ctrl-C is components/__main__.py's to turn
     into its code, since it may come while this module is still being imported."""
     parser = _parser()
@@ -310,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "diagnose":
         return diagnose_command(experiment, args)
+    if args.command == "tune":
+        return tune_command(experiment, args, tune_engine)
 
     if args.command == "top":
         from ..live.top import cluster_top

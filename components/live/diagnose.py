@@ -165,11 +165,16 @@ def server_cores(api: Any, nodes: list[str]) -> tuple[dict[str, Optional[float]]
 def chief_log(api: Any, experiment: Experiment, status: ExperimentStatus, seconds: float) -> Optional[str]:
     """The timestamped log of the task that reports progress, over the last `seconds`: for tfk8s's own
     trainer; None for a team's program (its progress lines, if any, say nothing of its model)."""
+    return None if experiment.program is not None else progress_log(api, experiment, status, seconds)
+
+
+def progress_log(api: Any, experiment: Experiment, status: ExperimentStatus, seconds: float) -> str:
+    """The timestamped log of the task whose end is the experiment's (the chief, or worker 0 without
+    one: the task that prints progress lines), over the last `seconds`; empty where it has no pod or
+    its node serves no logs."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    if experiment.program is not None:
-        return None
     pod = status.pods.get(Task(experiment.plan.deciding_role().name, 0).name)
     if pod is None:
         return ""

@@ -94,6 +94,16 @@ def _dump(project: Path) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in done.stdout.splitlines())
 
 
+def _pytest(project: Path, tests: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 @pytest.fixture(scope="module")
 def with_a_fifth_role(tmp_path_factory) -> Path:
     project = _project_copy(tmp_path_factory.mktemp("fifth-role"))
@@ -114,13 +124,7 @@ def test_the_stacks_are_planned_and_rendered_as_before(with_a_fifth_role, tmp_pa
 
 def test_the_role_guard_finds_nothing_to_change(with_a_fifth_role):
     """No module decides by a role's name, so the new row reaches them through its traits."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/plan/test_task_roles.py"],
-        cwd=with_a_fifth_role,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = _pytest(with_a_fifth_role, "tests/plan/test_task_roles.py")
     assert done.returncode != 0  # the copies of the table, below, are not yet told
     failed = set(re.findall(r"^FAILED \S+::(\w+)", done.stdout, re.MULTILINE))
     assert failed == {"test_the_trainers_copy_of_the_roles_is_the_tables"}, done.stdout[-3000:]
@@ -129,13 +133,7 @@ def test_the_role_guard_finds_nothing_to_change(with_a_fifth_role):
 def test_the_other_copies_of_the_table_say_what_is_left(with_a_fifth_role):
     """The pack's copy (facts.py) and the trainer's names are held to the table: each check names
     the new role."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/policy/test_copies.py"],
-        cwd=with_a_fifth_role,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = _pytest(with_a_fifth_role, "tests/policy/test_copies.py")
     assert done.returncode != 0 and NEW_ROLE in done.stdout, done.stdout[-3000:]
 
 

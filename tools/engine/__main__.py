@@ -4,6 +4,7 @@
   python -m tools.engine up STACK          create or update the experiment, with the policy pack
   python -m tools.engine destroy STACK     delete everything the stack created
   python -m tools.engine pulumi STACK -- ARGS   the CLI itself (`make pulumi`: config set --secret ...)
+  python -m tools.engine tune STACK [TUNE ARGS]  `python -m components tune` with this engine (`make tune`)
 
 STACK is a stack name (stacks/Pulumi.STACK.yaml) or a stack file. The engine's
 own output is printed as it comes. Exit 0 on success, 1 when the engine failed
@@ -59,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["pulumi"]:
         return passthrough.main(argv[1:])
+    if argv[:1] == ["tune"]:
+        from components.cli.main import main as components_main
+
+        from .tune import ToolchainEngine
+
+        return components_main(["tune", *argv[1:], "--kubeconfig", str(KUBECONFIG)], ToolchainEngine(KUBECONFIG))
     parser = argparse.ArgumentParser(
         prog="python -m tools.engine", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -198,8 +198,8 @@ preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
 # tune's rounds (components/tune/, docs/observing.md) with the same engine and backend:
 # make tune STACK=<stack> [ARGS='--rounds 3 --round-seconds 60 --json'].
 tune: $(STAMP) $(POLICY_STAMP) toolchain
-	$(call require,STACK,STACK=<stack> [ARGS='--rounds N --round-seconds S --json'])
-	$(VENV)/bin/python -m tools.engine tune $(call quote,$(STACK)) $(ARGS)
+	$(call require,STACK,STACK=<stack> [ARGS='--rounds N --round-seconds S --json'] [KUBECONFIG=<file>])
+	$(VENV)/bin/python -m tools.engine tune $(call quote,$(STACK)) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(call quote,$(KUBECONFIG))) $(ARGS)
 
 # The built CLI on the same backend, for what does not run the program:
 # make pulumi STACK=<stack> ARGS='config set --secret --path tfk8s:program.env.TOKEN' (docs/secrets.md).

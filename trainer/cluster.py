@@ -137,7 +137,8 @@ def read_task_config(environ: Mapping[str, str] = os.environ) -> TaskConfig:
             raise ClusterConfigError(f"task {task_type}-{task_index}: an experiment has one {task_type}, index 0")
         if task_type in cluster:
             raise ClusterConfigError(
-                f"the cluster lists an {EVALUATOR}: TensorFlow's side-car evaluator stays out of the training cluster"
+                f"the cluster lists {task_type}: a role outside the training cluster (TensorFlow's side-car "
+                "evaluator) stays out of the training cluster"
             )
     elif not 0 <= task_index < len(cluster.get(task_type, [])):
         raise ClusterConfigError(f"task {task_type}-{task_index} is not in the cluster")

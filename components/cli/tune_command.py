@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 from ..live.diagnose import DEFAULT_SECONDS, SAMPLE_EVERY_S
 from ..plan.experiment import Experiment
 from ..spec.stack_files import STACKS_DIR, stack_path
-from ..tune.engine import RoundEngine
+from ..tune.engine import EngineFailed, RoundEngine
 from ..tune.round_run import RoundRun
 from ..tune.rounds import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_GAIN, tuning_json
 from . import argument_types
@@ -89,10 +89,15 @@ def tune_command(experiment: Experiment, args: argparse.Namespace, engine: Optio
         )
         return BAD_INPUT
     chosen = engine or UserEngine()
-    if chosen.is_up(first):
+    try:
+        already_up = chosen.is_up(first)
+    except EngineFailed as why:
+        print(f"tune: {why}", file=sys.stderr)
+        return BAD_INPUT
+    if already_up:
         print(
             f"tune: stack '{experiment.stack}' is already up: tune brings each round up and takes it down, and "
-            f"never touches what it did not bring up; `pulumi destroy --stack {experiment.stack}` first",
+            f"never touches what it did not bring up; `{chosen.destroy_hint(first)}` first",
             file=sys.stderr,
         )
         return BAD_INPUT

@@ -247,6 +247,8 @@ def _shares(
         return ()
     on_server = {role: Counter(servers_of[role]) for role in PLACED_ROLES}
     in_order = list({pool.name: pool for pool in placed}.values())
+    # A share is the PS and workers a server holds, the shape `perServer` and `plan` show (public): a
+    # placed role besides them would need a column of its own there first.
     return tuple(
         ServerShare(server, pool.name, on_server[PS.name][server], on_server[WORKER.name][server])
         for pool in in_order

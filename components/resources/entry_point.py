@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 from pathlib import Path
-from typing import Any, Collection, Mapping, Optional
+from typing import Any, Collection, Iterator, Mapping, Optional
 
 import pulumi
 
@@ -96,6 +97,19 @@ def build(
 def pause_garbage_collector() -> None:
     gc.freeze()  # what the imports built is never scanned again either
     gc.disable()
+
+
+@contextlib.contextmanager
+def collector_restored() -> Iterator[None]:
+    """Around an inline run of the program by a process that goes on (tools/engine, tune): the
+    collector back as the process had it."""
+    collecting = gc.isenabled()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
 
 
 def stack_file_values(stack_file: Path) -> Optional[dict[str, Any]]:

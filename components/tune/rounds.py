@@ -111,13 +111,6 @@ def tuning_json(tuning: Tuning) -> dict[str, Any]:
             }
             for r in tuning.rounds
         ],
-        "best": None
-        if best is None
-        else {
-            "stack": best.stack,
-            "file": best.file,
-            "examples_per_s": best.examples_per_s,
-            "ratio": tuning.ratio(best),
-        },
+        "best": best_json,
         "stopped": tuning.stopped,
     }

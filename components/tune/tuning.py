@@ -8,24 +8,25 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..spec.atomic_files import write_text_atomic
+from .engine import stack_name
 from .round_names import round_names
 from .round_run import RoundRun, run_round
 from .rounds import Round, Tuning, stop_reason
 
-RunRound = Callable[[RoundRun, Path, str], tuple[Round, Optional[str]]]
+RunRound = Callable[[RoundRun, Path, str, bool], tuple[Round, Optional[str]]]
 
 
 def tune(run: RoundRun, first_file: Path, rounds: int, one_round: RunRound = run_round) -> Tuning:
     """Run the rounds; the tuning, with why it stopped and what it could not take down. Ctrl-C
     ends it after the round in flight is taken down (KeyboardInterrupt, with `run.left_behind`)."""
-    names = round_names(first_file.name.removeprefix("Pulumi.").removesuffix(".yaml"), first_file.parent)
+    names = round_names(stack_name(first_file), first_file.parent)
     tuning = Tuning()
     stack_file = first_file
     while True:
         next_name = next(names)
         number = len(tuning.rounds)
         run.say(f"round {number}: {stack_file.name}")
-        round_, next_text = one_round(run, stack_file, next_name)
+        round_, next_text = one_round(run, stack_file, next_name, stack_file != first_file)
         tuning = replace(tuning, rounds=(*tuning.rounds, round_))
         reason = stop_reason(tuning, rounds)
         if reason is not None or next_text is None:
@@ -33,7 +34,10 @@ def tune(run: RoundRun, first_file: Path, rounds: int, one_round: RunRound = run
         stack_file = stack_file.parent / f"Pulumi.{next_name}.yaml"
         if stack_file.exists():  # written since the names were read: never over a file
             return _stopped(tuning, f"{stack_file} appeared while tune ran; tune never writes over a file", run)
-        write_text_atomic(stack_file, next_text)
+        try:
+            write_text_atomic(stack_file, next_text)
+        except OSError as why:
+            return _stopped(tuning, f"the next stack {stack_file} cannot be written: {why}", run)
         run.say(f"round {number}: wrote {stack_file} ({', '.join(c.key for c in round_.changes)})")
 
 

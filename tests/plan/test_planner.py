@@ -63,6 +63,16 @@ def test_spread_pins_nothing():
     assert (plan.pinning, plan.per_server()) == ("none", {})
 
 
+@pytest.mark.parametrize("ps_count", [0, 2])
+def test_spread_over_listed_servers_pins_nothing_and_has_no_shares(ps_count):
+    """Spread leaves every task to the scheduler, with PS or without (workers only): no server's share is
+    planned, so `plan` prints none (a plan of all-zero shares with pinning kept, before 2026-12-07,
+    for spread without PS)."""
+    pool = PoolServers("servers", servers("srv", 2))
+    plan = plan_placement("spread", pool, pool, ps_count=ps_count, worker_count=3)
+    assert (plan.by_server(), plan.shares, plan.pinning) == ({}, (), "none")
+
+
 @pytest.mark.parametrize(
     "strategy, ps_pool, worker_pool, message",
     [

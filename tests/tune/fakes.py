@@ -16,6 +16,9 @@ class RecordingEngine:
         self.calls: list[tuple[str, str]] = []
         self.up_already, self.fail_up, self.fail_destroy = set(up_already), fail_up, fail_destroy
 
+    def destroy_hint(self, stack_file: Path) -> str:
+        return f"destroy {stack_file.name}"
+
     def is_up(self, stack_file: Path) -> bool:
         return stack_file.name in self.up_already
 
@@ -24,8 +27,8 @@ class RecordingEngine:
         if self.fail_up:
             raise EngineFailed(f"pulumi up failed for stack '{stack_file.name}': a mandatory policy")
 
-    def destroy(self, stack_file: Path) -> None:
-        self.calls.append(("destroy", stack_file.name))
+    def destroy(self, stack_file: Path, forget: bool) -> None:
+        self.calls.append(("destroy", stack_file.name) if not forget else ("destroy and forget", stack_file.name))
         if self.fail_destroy:
             raise EngineFailed(f"pulumi destroy failed for stack '{stack_file.name}': the API server does not answer")
 

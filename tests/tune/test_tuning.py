@@ -23,7 +23,8 @@ def _scripted(throughputs):
     """A round function that reports the given examples/s in turn and proposes one more line of text."""
     ran = []
 
-    def one_round(run, stack_file, next_name):
+    def one_round(run, stack_file, next_name, made_by_tune):
+        assert made_by_tune == (len(ran) > 0)
         ran.append((stack_file.name, next_name))
         examples = throughputs[len(ran) - 1]
         text = stack_file.read_text() + f"# round {len(ran)}\n"

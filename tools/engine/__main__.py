@@ -4,7 +4,8 @@
   python -m tools.engine up STACK          create or update the experiment, with the policy pack
   python -m tools.engine destroy STACK     delete everything the stack created
   python -m tools.engine pulumi STACK -- ARGS   the CLI itself (`make pulumi`: config set --secret ...)
-  python -m tools.engine tune STACK [TUNE ARGS]  `python -m components tune` with this engine (`make tune`)
+  python -m tools.engine tune STACK [--kubeconfig F] [--state DIR] [TUNE FLAGS]   `python -m components
+                                           tune` with this engine (`make tune`)
 
 STACK is a stack name (stacks/Pulumi.STACK.yaml) or a stack file. The engine's
 own output is printed as it comes. Exit 0 on success, 1 when the engine failed
@@ -56,16 +57,26 @@ def run(command: str, stack_or_path: str, kubeconfig: Path, dirs: EngineDirs) ->
     return 0
 
 
+def tune_main(argv: list[str]) -> int:
+    """`tune STACK [--kubeconfig F] [--state DIR] [tune's own flags]`: components' tune, this engine's rounds."""
+    from components.cli.main import main as components_main
+
+    from .tune import ToolchainEngine
+
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--kubeconfig", type=Path, default=KUBECONFIG)
+    where.add_argument("--state", type=Path, default=DEFAULT_DIRS.root)
+    known, rest = where.parse_known_args(argv)
+    engine = ToolchainEngine(known.kubeconfig, EngineDirs(known.state))
+    return components_main(["tune", *rest, "--kubeconfig", str(known.kubeconfig)], engine)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["pulumi"]:
         return passthrough.main(argv[1:])
     if argv[:1] == ["tune"]:
-        from components.cli.main import main as components_main
-
-        from .tune import ToolchainEngine
-
-        return components_main(["tune", *argv[1:], "--kubeconfig", str(KUBECONFIG)], ToolchainEngine(KUBECONFIG))
+        return tune_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m tools.engine", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -9,7 +9,6 @@ cluster they describe).
 from __future__ import annotations
 
 import functools
-import gc
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, Callable
 import yaml
 from pulumi import automation as auto
 
+from components.resources.entry_point import collector_restored
 from components.resources.entry_point import main as tfk8s_program
 from components.resources.private_apis import kubernetes_sdk_version
 from components.spec.atomic_files import write_text_atomic
@@ -219,10 +219,5 @@ def run_engine(stack: auto.Stack, command: str, **options: Any) -> Any:
         options.setdefault("policy_packs", [str(POLICY_PACK)])
     # The inline program pauses this process's garbage collector for its run (entry_point.py);
     # this process goes on, so it gets the collector back as it had it.
-    collecting = gc.isenabled()
-    try:
+    with collector_restored():
         return getattr(stack, command)(**options)
-    finally:
-        gc.unfreeze()
-        if collecting:
-            gc.enable()

@@ -12,7 +12,8 @@ Each `--load` puts the training's work where one of diagnose's findings says it 
   would) and the step is small: nobody is busy.
 
 The chief prints where the matrix lives (`matrix on <device>`), so that a test can check which PS
-a finding names. PS and workers only serve. Nothing of tfk8s's is used: the cluster comes from
+a finding names; with `--progress`, tfk8s's progress line every 100 steps too (`tune` reads its
+throughput from it). PS and workers only serve. Nothing of tfk8s's is used: the cluster comes from
 TF_CONFIG through TensorFlow's own resolver.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
@@ -33,6 +35,7 @@ LOADS = ("hot-ps", "ps-bound", "worker-bound", "idle")
 MATRIX = 384  # the side of the matrices multiplied
 PRODUCTS_PER_BLOCK = 8
 IDLE_DELAY_US = 500_000
+BATCH = 16
 
 
 def serve(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None:
@@ -53,7 +56,7 @@ def products(matrix: tf.Tensor) -> tf.Tensor:
     return total
 
 
-def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, load: str, steps: int) -> None:
+def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, load: str, steps: int, progress: bool) -> None:
     strategy = tf.distribute.ParameterServerStrategy(resolver)  # no partitioner: a variable lives on one PS
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     ps_count = resolver.cluster_spec().num_tasks("ps")
@@ -68,7 +71,7 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, load: s
     print(f"matrix on {matrix.device}", flush=True)
 
     def dataset_fn(_context=None) -> tf.data.Dataset:
-        batches = tf.data.Dataset.random(seed=7).batch(16)
+        batches = tf.data.Dataset.random(seed=7).batch(BATCH)
         return batches.apply(input_delay(IDLE_DELAY_US)) if load == "idle" else batches
 
     iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
@@ -92,11 +95,17 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver, load: s
         return strategy.run(replica_step, args=(next(iterator),))
 
     print(f"chief: training under {load} load", flush=True)
+    since = time.monotonic()
     for done in range(steps):
         coordinator.schedule(step, args=(iterator,))
         if done % 100 == 99:
             coordinator.join()
             print(f"chief: {done + 1} steps", flush=True)
+            if progress:  # the line tfk8s reads throughput from (docs/programs.md)
+                now = time.monotonic()
+                rate = 100 * BATCH / (now - since)
+                print(f"step {done + 1:>7}  loss {0.0:.4f}  {rate:>10.1f} examples/s", flush=True)
+                since = now
     coordinator.join()
     print(f"chief: {steps} steps done", flush=True)
 
@@ -105,12 +114,13 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--load", choices=LOADS, required=True)
     parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--progress", action="store_true", help="print tfk8s's progress line every 100 steps")
     options = parser.parse_args()
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if resolver.task_type in ("ps", "worker"):
         serve(resolver)
         return 0
-    coordinate(resolver, options.load, options.steps)
+    coordinate(resolver, options.load, options.steps, options.progress)
     return 0
 
 

@@ -73,10 +73,11 @@ def run_round(run: RoundRun, stack_file: Path, next_name: str, made_by_tune: boo
     try:
         run.say(f"{stack}: up ({run.engine.where})")
         run.engine.up(stack_file)
-        status = wait_until_training(run, experiment, started)
+        wait_until_training(run, experiment, started)
         run.say(f"{stack}: every task runs and the chief trains; measuring for {run.seconds:g} s")
+        measuring_from = run.clock()
         diagnosis = diagnose_running(run.api, experiment, read_user_text(stack_file), run.seconds, next_name)
-        return judged(run, experiment, stack_file, diagnosis, status)
+        return judged(run, experiment, stack_file, diagnosis, measuring_from)
     except (EngineFailed, RoundFailed) as why:
         return Round(stack, str(stack_file), failed=str(why)), None
     except cluster_errors() as error:
@@ -86,9 +87,10 @@ def run_round(run: RoundRun, stack_file: Path, next_name: str, made_by_tune: boo
 
 
 def judged(
-    run: RoundRun, experiment: Experiment, stack_file: Path, diagnosis: Diagnosis, status: ExperimentStatus
+    run: RoundRun, experiment: Experiment, stack_file: Path, diagnosis: Diagnosis, measuring_from: float
 ) -> tuple[Round, Optional[str]]:
-    """The round's figures: examples/s over the window diagnose sampled, and its finding."""
+    """The round's figures: examples/s over the window diagnose sampled (from `measuring_from`), and
+    its finding."""
     stack = experiment.stack
     window = diagnosis.sampled.window
     if diagnosis.finding is None:
@@ -97,13 +99,7 @@ def judged(
         raise RoundFailed(
             f"the experiment ended ({window.ended}) during the window: its figures are of a run cut short"
         )
-    log = progress_log(run.api, experiment, read_status(run.api, experiment), window.seconds)
-    throughput = examples_per_s(log)
-    if throughput is None:
-        raise RoundFailed(
-            f"{_reporter(experiment)} printed no progress line in the window: tune measures examples/s from "
-            f"{PROGRESS_FORM} lines (docs/programs.md)"
-        )
+    throughput = window_throughput(run, experiment, measuring_from)
     finding = diagnosis.finding
     round_ = Round(
         stack,
@@ -117,6 +113,25 @@ def judged(
     if finding.changes and diagnosis.new_text is None:
         raise RoundFailed(diagnosis.next_stack.refused or "the finding's changes could not be written")
     return round_, diagnosis.new_text
+
+
+def window_throughput(run: RoundRun, experiment: Experiment, measuring_from: float) -> float:
+    """examples/s from the progress lines the chief printed since the window began. A program prints
+    one every so many steps, which may be longer apart than the window: without one yet, the next
+    line is waited for (it reports the steps that ran in the window), for at most the first-line
+    ceiling."""
+    status = read_status(run.api, experiment)
+    while True:
+        since = run.clock() - measuring_from
+        throughput = examples_per_s(progress_log(run.api, experiment, status, since))
+        if throughput is not None:
+            return throughput
+        if since > run.seconds + run.first_line_ceiling_s:
+            raise RoundFailed(
+                f"{_reporter(experiment)} printed no progress line in the {since:.0f} s from the window's start: "
+                f"tune measures examples/s from {PROGRESS_FORM} lines (docs/programs.md)"
+            )
+        run.sleep(POLL_S)
 
 
 def wait_until_training(run: RoundRun, experiment: Experiment, started: float) -> ExperimentStatus:

@@ -33,5 +33,19 @@ class RecordingEngine:
             raise EngineFailed(f"pulumi destroy failed for stack '{stack_file.name}': the API server does not answer")
 
 
+class FakeClock:
+    """Time that passes only as the code under test sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def round_run(engine: RecordingEngine, said: Optional[list[str]] = None) -> RoundRun:
-    return RoundRun(api=object(), engine=engine, seconds=30.0, say=(said if said is not None else []).append, sleep=lambda s: None)
+    clock = FakeClock()
+    return RoundRun(object(), engine, 30.0, (said if said is not None else []).append, clock=clock, sleep=clock.sleep)

@@ -25,7 +25,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local tune test test-local below-real-pods lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-start bench-cluster \
-	test-real bench-real bench-program bench-engine bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
+	test-real bench-real bench-program bench-tune bench-engine bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 # Each environment is kept outside the clone, keyed by its pins, and linked (tools/toolchain/venv.sh).
 $(STAMP): requirements.txt requirements-live.txt requirements-dev.txt policy/requirements.txt
@@ -118,6 +118,10 @@ bench-real: $(STAMP) $(TRAINER_STAMP) toolchain node-image
 # A team's TF2 program from a program stack against a hand-written JobSet, on a real node.
 bench-program: $(STAMP) toolchain node-image
 	$(VENV)/bin/python benchmarks/program_overhead.py
+
+# tune against a grid of 8 configurations around its starting stack, on two real nodes (root).
+bench-tune: $(STAMP) $(POLICY_STAMP) toolchain node-image
+	flock $(CLUSTER_LOCK) $(VENV)/bin/python benchmarks/tune.py
 
 # The real Pulumi engine beside tfk8s's own applier on the local control plane.
 bench-engine: $(STAMP) $(POLICY_STAMP) toolchain

@@ -76,7 +76,7 @@ def assert_all_taken_down(cluster: RealCluster, state: Path, *stack_files: Path)
         assert not engine.is_up(stack_file), f"{stack}: the engine's state still holds objects"
 
 
-def test_tune_partitions_the_hot_ps_and_trains_faster(real_cluster, tmp_path, capsys):
+def test_tune_finds_the_hot_ps_and_runs_it_partitioned(real_cluster, tmp_path, capsys):
     stack_file = hot_ps_stack(real_cluster)
     flags = ("--rounds", "2", "--round-seconds", ROUND_SECONDS)
     code, result, err = tuned(real_cluster, stack_file, tmp_path / "engine", capsys, *flags)

@@ -4,12 +4,19 @@ for its run (components/resources/entry_point.py): `run_engine` gives the proces
 from __future__ import annotations
 
 import gc
+from types import SimpleNamespace
 
 from tools.engine.workspace import run_engine
 
 
 class InlineStack:
     """An automation stack whose command runs the program as the engine does: in this process."""
+
+    name = "inline"
+    workspace = SimpleNamespace(env_vars={})  # no file backend: no lock of a killed run to look for
+
+    def export_stack(self):
+        return SimpleNamespace(deployment={})
 
     def preview(self, **options):
         gc.freeze()

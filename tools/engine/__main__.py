@@ -47,6 +47,9 @@ def run(command: str, stack_or_path: str, kubeconfig: Path, dirs: EngineDirs) ->
         return 2
     try:
         run_engine(stack, command, on_output=_print_out, on_error=_print_err)
+    except EngineError as error:  # another run holds the stack
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except auto.CommandError:
         # The engine has printed why; its exit status is all that is left to say.
         print(f"error: pulumi {command} failed for stack '{stack.name}' (its output is above)", file=sys.stderr)

@@ -31,6 +31,8 @@ class ToolchainEngine:
         stack = self._stack(stack_file)
         try:
             run_engine(stack, command, on_output=to_stderr, on_error=to_stderr)
+        except EngineError as why:  # another run holds the stack
+            raise EngineFailed(str(why)) from None
         except engine_errors():
             raise EngineFailed(f"pulumi {command} failed for stack '{stack.name}' (its output is above)") from None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -26,6 +27,8 @@ from components.spec.stack_files import PROJECT_ROOT, read_stack_values, stack_p
 from components.spec.strict_yaml import TextKeepingDumper
 from tools.localcluster.paths import CLUSTER_ROOT
 from tools.toolchain.versions import recorded_versions
+
+from . import interrupted
 
 # `make toolchain` builds .tools/bin/pulumi (the Automation API runs <root>/bin/pulumi)
 # and .tools/bin/pulumi-resource-kubernetes.
@@ -212,12 +215,26 @@ COMMANDS = ("preview", "up", "destroy")
 
 def run_engine(stack: auto.Stack, command: str, **options: Any) -> Any:
     """`command` on the stack, as `make preview|up|destroy` runs it: the policy pack on
-    preview and up. Raises auto.CommandError when the engine fails (it printed why)."""
+    preview and up, after putting right what a killed earlier run left. Raises auto.CommandError
+    when the engine fails (it printed why), EngineError when another run holds the stack."""
     if command not in COMMANDS:
         raise ValueError(f"unknown engine command {command!r}: one of {', '.join(COMMANDS)}")
     if command != "destroy":
         options.setdefault("policy_packs", [str(POLICY_PACK)])
+    say = options.get("on_error") or _to_stderr
+    # What a run killed half-way left (interrupted.py): its lock, its unfinished operations.
+    try:
+        interrupted.release_a_killed_runs_lock(stack, project_name(), say)
+    except interrupted.StackHeld as held:
+        raise EngineError(str(held)) from None
+    pending = interrupted.say_what_is_pending(stack, command, say)
     # The inline program pauses this process's garbage collector for its run (entry_point.py);
     # this process goes on, so it gets the collector back as it had it.
     with collector_restored():
-        return getattr(stack, command)(**options)
+        result = getattr(stack, command)(**options)
+    interrupted.settle_pending_creates(stack, command, pending, say)
+    return result
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -16,6 +16,7 @@ read and which permission would show it.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, cast
 
@@ -26,6 +27,7 @@ from ..spec.task_roles import role_of
 from ..spec.trainer_contract import last_summary
 from .cluster_access import JOBSET_CRD, NoJobSetError, no_jobset_message, with_cluster
 from .failures import failed_jobs
+from .lost_servers import LostServer, lost_servers
 from .phase import (
     Phase,
     jobset_phase,
@@ -114,6 +116,8 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
         )
         for placement in experiment.plan.placements
     ]
+    lost = lost_servers(nodes, _task_servers(experiment, all_pods, pods, first_index))
+    tasks = [_waiting_on(task, lost, pods.get(task.task)) for task in tasks]
     tasks, servers = against_shares(experiment, tasks)
     # The evaluator does not decide whether the experiment runs (it may have finished, or be replaced).
     side_tasks = {p.task.name for p in experiment.plan.placements if not role_of(p.task.type).in_training_cluster}
@@ -158,7 +162,51 @@ def read_status(api: Any, experiment: Experiment) -> ExperimentStatus:
             failed_task(core, all_pods, first_index),
         ]
         phase = Phase(phase.name, "; ".join(filter(None, why)))
-    return ExperimentStatus(phase, tasks, summary, pods, servers, unread)
+    elif lost:
+        phase = Phase(phase.name, "; ".join(filter(None, [phase.detail, f"waiting on {_names(lost)}, NotReady"])))
+    return ExperimentStatus(phase, tasks, summary, pods, servers, unread, lost)
+
+
+def _task_servers(
+    experiment: Experiment, all_pods: list[Any], current: dict[str, Any], first_index: dict[str, int]
+) -> dict[str, tuple[str, ...]]:
+    """Task -> the node its pod is on (its current pod's, else one being deleted: a pod on a lost server
+    stays Terminating for good); for a pod not placed yet, the servers it may go to."""
+    servers = {task: (pod.spec.node_name,) for task, pod in current.items() if pod.spec.node_name}
+    for pod in all_pods:
+        task = pod_task(pod, first_index)
+        if task is not None and task not in current and pod.metadata.deletion_timestamp and pod.spec.node_name:
+            servers[task] = (pod.spec.node_name,)
+    pools = {pool.name: tuple(pool.nodes or ()) for pool in experiment.config.node_pools}
+    for placement in experiment.plan.placements:
+        if placement.task.name in current and placement.task.name not in servers:
+            servers[placement.task.name] = (placement.server,) if placement.server else pools[placement.pool]
+    return servers
+
+
+def _waiting_on(task: TaskStatus, lost: list[LostServer], pod: Any) -> TaskStatus:
+    """A task that waits on a lost server: its phase as far as anyone can know it, and why it is stuck."""
+    server = next((server for server in lost if task.task in server.tasks), None)
+    if server is None or task.phase in ("Succeeded", "Failed"):
+        return task
+    if pod is None:
+        where, phase = "terminating", "Terminating"
+    elif not pod.spec.node_name:
+        where, phase = "pending", task.phase
+    else:
+        where, phase = "running", "Unknown"
+    reason = server.task_reason(where)
+    return dataclasses.replace(
+        task,
+        node=task.node or (server.name if where == "terminating" else None),
+        phase=phase,
+        as_planned=False,
+        reason=reason if where != "pending" else "; ".join(filter(None, [reason, task.reason])),
+    )
+
+
+def _names(lost: list[LostServer]) -> str:
+    return ", ".join(server.name for server in lost)
 
 
 def _listed_job(job: V1Job) -> tuple[V1ObjectMeta, V1JobStatus]:

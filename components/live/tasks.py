@@ -13,6 +13,7 @@ from ..plan import labels as L
 from ..plan.experiment import Experiment
 from ..plan.planner import TaskPlacement
 from ..spec.task_roles import ROLE_OF, task_name
+from .lost_servers import LostServer
 from .phase import Phase
 from .shares import ServerStatus, crowded_tasks, server_statuses, servers_json, servers_table
 from .table import aligned
@@ -121,6 +122,7 @@ class ExperimentStatus:
     servers: list[ServerStatus] = field(default_factory=list)  # each server against its share (pinning counts)
     # What the user may not read and status went on without, one line each, with the permission.
     not_read: list[str] = field(default_factory=list)
+    lost_servers: list[LostServer] = field(default_factory=list)  # NotReady servers the tasks wait on
 
 
 def against_shares(experiment: Experiment, tasks: list[TaskStatus]) -> tuple[list[TaskStatus], list[ServerStatus]]:
@@ -164,6 +166,8 @@ def status_table(experiment: Experiment, status: ExperimentStatus, stack_given: 
         lines += ["", logs_after_the_run(experiment, stack_given)]
     if status.servers:
         lines += ["", *servers_table(status.servers)]
+    for server in status.lost_servers:
+        lines += ["", *server.lines(experiment.plan.strict)]
     if status.not_read:
         lines += ["", *status.not_read]
     return "\n".join(lines)
@@ -204,6 +208,7 @@ def status_json(experiment: Experiment, status: ExperimentStatus) -> str:
                 for s in statuses
             ],
             **({"servers": servers_json(status.servers)} if status.servers else {}),
+            **({"lostServers": [server.to_json() for server in status.lost_servers]} if status.lost_servers else {}),
             **({"notRead": status.not_read} if status.not_read else {}),
         },
         indent=2,

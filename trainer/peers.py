@@ -36,6 +36,14 @@ GRPC_OPTIONS = {
     # A replaced pod keeps its DNS name and gets a new IP: look the name up again
     # within a second of a failure (gRPC's default waits 30 s between lookups).
     "grpc.dns_min_time_between_resolutions_ms": 1000,
+    # A peer whose machine died in silence (power or network lost: no reset, no FIN) holds a call
+    # open until the kernel gives up retransmitting, about 15 minutes: a chief stuck so on its lost
+    # workers never saw their replacements (real pods, tests/realpods/test_faults.py). A ping
+    # unanswered for 15 s, or data unacknowledged as long (gRPC sets TCP_USER_TIMEOUT with it),
+    # fails the connection, and the coordinator treats the task as lost. 30 s between pings stays
+    # within what a gRPC server accepts while it sends data (the PS and workers answer every step).
+    "grpc.keepalive_time_ms": 30000,
+    "grpc.keepalive_timeout_ms": 15000,
 }
 POLL_S = 0.25
 WAIT_REPORT_EVERY_S = 15.0

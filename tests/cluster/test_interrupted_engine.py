@@ -40,7 +40,10 @@ def started_up(kubeconfig: Path, state: Path, log: Path) -> subprocess.Popen:
     with log.open("wb") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "tools.engine", "up", STACK, "--kubeconfig", str(kubeconfig), "--state", str(state)],
-            cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=PROJECT_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
@@ -72,7 +75,10 @@ def wait_for(check, what: str, process: subprocess.Popen, log: Path, timeout_s: 
 def cli(command: str, kubeconfig: Path, state: Path) -> tuple[int, str]:
     done = subprocess.run(
         [sys.executable, "-m", "tools.engine", command, STACK, "--kubeconfig", str(kubeconfig), "--state", str(state)],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=ENGINE_TIMEOUT_S,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=ENGINE_TIMEOUT_S,
     )
     return done.returncode, done.stdout + done.stderr
 

@@ -30,10 +30,19 @@ def node(name: str, ready: bool, out_of_service: bool = False) -> dict:
     condition = (
         {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastTransitionTime": STARTED.isoformat()}
         if ready
-        else {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
-              "message": "Kubelet stopped posting node status.", "lastTransitionTime": "2026-11-24T02:10:16Z"}
+        else {
+            "type": "Ready",
+            "status": "Unknown",
+            "reason": "NodeStatusUnknown",
+            "message": "Kubelet stopped posting node status.",
+            "lastTransitionTime": "2026-11-24T02:10:16Z",
+        }
     )
-    taints = [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}] if out_of_service else []
+    taints = (
+        [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}]
+        if out_of_service
+        else []
+    )
     return {"metadata": {"name": name}, "spec": {"taints": taints}, "status": {"conditions": [condition]}}
 
 
@@ -43,8 +52,13 @@ def nodes(cluster: FakeCluster, lost_ready: bool, out_of_service: bool = False) 
 
 def running_pods() -> dict[str, dict]:
     experiment = load_experiment(STACK)
-    return task_pods(experiment, {p.task.name: p.server or ("ps-srv-00" if p.pool == "ps-servers" else LOST)
-                                  for p in experiment.plan.placements})
+    return task_pods(
+        experiment,
+        {
+            p.task.name: p.server or ("ps-srv-00" if p.pool == "ps-servers" else LOST)
+            for p in experiment.plan.placements
+        },
+    )
 
 
 def status(cluster: FakeCluster, capsys, *flags: str) -> tuple[int, str]:
@@ -65,8 +79,15 @@ def test_a_server_that_stopped_answering_is_named_with_its_tasks_and_the_command
     assert code == 1
     assert "phase: Pending (waiting on wk-srv-00, NotReady)" in text
     assert "2/12 tasks running as planned" in text
-    rows = {line.lstrip("! ").split()[0]: line for line in text.splitlines() if line.lstrip("! ").startswith(("ps-", "worker-"))}
-    assert "Unknown" in rows["worker-3"] and "its pod is still listed on wk-srv-00, NotReady since 02:10:16 UTC" in rows["worker-3"]
+    rows = {
+        line.lstrip("! ").split()[0]: line
+        for line in text.splitlines()
+        if line.lstrip("! ").startswith(("ps-", "worker-"))
+    }
+    assert (
+        "Unknown" in rows["worker-3"]
+        and "its pod is still listed on wk-srv-00, NotReady since 02:10:16 UTC" in rows["worker-3"]
+    )
     assert "Running" in rows["ps-0"] and not rows["ps-0"].startswith("!")
     assert (
         "server wk-srv-00 NotReady since 02:10:16 UTC (NodeStatusUnknown: Kubelet stopped posting node status.): "
@@ -77,10 +98,16 @@ def test_a_server_that_stopped_answering_is_named_with_its_tasks_and_the_command
 
     code, as_json = status(cluster, capsys, "--json")
     report = json.loads(as_json)
-    assert report["lostServers"] == [{
-        "server": LOST, "since": "02:10:16 UTC", "why": "NodeStatusUnknown: Kubelet stopped posting node status.",
-        "tasks": [f"worker-{i}" for i in range(10)], "outOfService": False, "release": RELEASE,
-    }]
+    assert report["lostServers"] == [
+        {
+            "server": LOST,
+            "since": "02:10:16 UTC",
+            "why": "NodeStatusUnknown: Kubelet stopped posting node status.",
+            "tasks": [f"worker-{i}" for i in range(10)],
+            "outOfService": False,
+            "release": RELEASE,
+        }
+    ]
     assert {t["task"]: t["phase"] for t in report["tasks"]}["worker-0"] == "Unknown"
 
 
@@ -99,16 +126,26 @@ def test_pods_left_terminating_on_the_lost_server_are_shown_as_such_not_as_missi
     assert f"release its pods: {RELEASE}" in text
 
 
-def test_once_out_of_service_the_pending_replacements_wait_for_the_server_and_the_taint_is_to_be_removed(cluster, capsys):
+def test_once_out_of_service_the_pending_replacements_wait_for_the_server_and_the_taint_is_to_be_removed(
+    cluster, capsys
+):
     pods = running_pods()
     for task, pod in list(pods.items()):
         if task.startswith("worker-"):
             replacement = copy.deepcopy(pod)
             replacement["metadata"]["name"] += "-new"
             replacement["spec"].pop("nodeName")
-            replacement["status"] = {"phase": "Pending", "conditions": [{
-                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                "message": "0/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/out-of-service: nodeshutdown}."}]}
+            replacement["status"] = {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/out-of-service: nodeshutdown}.",
+                    }
+                ],
+            }
             pods[task] = replacement
     cluster.experiment_routes(load_experiment(STACK), pods)
     nodes(cluster, lost_ready=False, out_of_service=True)

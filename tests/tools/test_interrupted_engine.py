@@ -17,7 +17,9 @@ from pulumi import automation as auto
 from tools.engine import interrupted
 
 PROJECT, STACK = "tfk8s", "scene1-case2"
-JOBSET_URN = f"urn:pulumi:{STACK}::tfk8s::tfk8s:tf_cluster:TFCluster$kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::{STACK}-tf"
+JOBSET_URN = (
+    f"urn:pulumi:{STACK}::tfk8s::tfk8s:tf_cluster:TFCluster$kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::{STACK}-tf"
+)
 NAMESPACE_URN = f"urn:pulumi:{STACK}::tfk8s::tfk8s:tf_cluster:TFCluster$kubernetes:core/v1:Namespace::{STACK}-namespace"
 
 
@@ -31,7 +33,12 @@ def write_lock(state: Path, pid: int, host: str = "") -> Path:
     folder = state / ".pulumi" / "locks" / "organization" / PROJECT / STACK
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"lock-{pid}.json"
-    held = {"pid": pid, "username": "root", "hostname": host or socket.gethostname(), "timestamp": "2026-12-07T15:04:12Z"}
+    held = {
+        "pid": pid,
+        "username": "root",
+        "hostname": host or socket.gethostname(),
+        "timestamp": "2026-12-07T15:04:12Z",
+    }
     path.write_text(json.dumps(held))
     return path
 
@@ -39,7 +46,11 @@ def write_lock(state: Path, pid: int, host: str = "") -> Path:
 def operation(urn: str, kind: str, name: str, namespace: str | None, kind_of_op: str = "creating") -> dict:
     metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
     api_version = "v1" if kind == "Namespace" else "jobset.x-k8s.io/v1alpha2"
-    resource = {"urn": urn, "type": f"kubernetes:{kind}", "inputs": {"apiVersion": api_version, "kind": kind, "metadata": metadata}}
+    resource = {
+        "urn": urn,
+        "type": f"kubernetes:{kind}",
+        "inputs": {"apiVersion": api_version, "kind": kind, "metadata": metadata},
+    }
     return {"resource": resource, "type": kind_of_op}
 
 
@@ -55,7 +66,7 @@ class FakeStack:
 
     def cancel(self) -> None:
         self.cancelled += 1
-        for lock in (Path(self.workspace.env_vars["PULUMI_BACKEND_URL"][len("file://"):]) / ".pulumi").rglob("*.json"):
+        for lock in (Path(self.workspace.env_vars["PULUMI_BACKEND_URL"][len("file://") :]) / ".pulumi").rglob("*.json"):
             lock.unlink()
 
     def export_stack(self) -> auto.Deployment:
@@ -101,12 +112,19 @@ def test_no_lock_no_backend_folder_nothing_to_do(tmp_path):
 
 
 def test_unfinished_operations_are_named_by_kind_and_object():
-    deployment = {"pending_operations": [
-        operation(JOBSET_URN, "JobSet", "tf", "tf-scene1-case2"),
-        operation(NAMESPACE_URN, "Namespace", "tf-scene1-case2", None, "updating"),
-        {"resource": {"urn": "urn:pulumi:x::tfk8s::pulumi:providers:kubernetes::default", "type": "pulumi:providers:kubernetes"},
-         "type": "creating"},
-    ]}
+    deployment = {
+        "pending_operations": [
+            operation(JOBSET_URN, "JobSet", "tf", "tf-scene1-case2"),
+            operation(NAMESPACE_URN, "Namespace", "tf-scene1-case2", None, "updating"),
+            {
+                "resource": {
+                    "urn": "urn:pulumi:x::tfk8s::pulumi:providers:kubernetes::default",
+                    "type": "pulumi:providers:kubernetes",
+                },
+                "type": "creating",
+            },
+        ]
+    }
     found = interrupted.pending_operations(deployment)
     assert [p.describe() for p in found] == [
         "JobSet tf-scene1-case2/tf (interrupted while creating)",

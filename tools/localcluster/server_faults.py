@@ -35,7 +35,8 @@ def node_daemons(where: paths.ClusterDir, name: str) -> list[int]:
     return [pid for process, pid in real.processes.items() if process.endswith(f"-{name}")]
 
 
-def _shims(node: NodeDir) -> list[int]:
+def node_shims(node: NodeDir) -> list[int]:
+    """containerd's shims of the node's pods: they outlive containerd by design; ours name its socket."""
     socket_arg = str(node.containerd_socket).encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -100,7 +101,7 @@ def dead_server(where: paths.ClusterDir, name: str, pod_addresses: Iterable[str]
     real = RealNodes.load(where)
     assert real is not None
     freezer = _freezer(name)
-    daemons, shims = node_daemons(where, name), _shims(NodeDir(nodes_dir(where) / name))
+    daemons, shims = node_daemons(where, name), node_shims(NodeDir(nodes_dir(where) / name))
     with dropped([real.nodes[name], *pod_addresses]):
         freezer.write_text(FROZEN)
         _signal_all(daemons, shims, signal.SIGSTOP)

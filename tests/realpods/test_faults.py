@@ -1,0 +1,213 @@
+"""Faults beyond a lost pod, each injected while a real experiment trains on the real nodes, each undone
+(docs/lifecycle.md, "When the cluster fails").
+
+A server that dies: srv-01, holding both workers, goes silent as a machine that loses its power or its
+network does (tools/localcluster/server_faults.py: its pods frozen, its kubelet, containerd and
+NetworkPolicy agent stopped, its addresses dropped on the pod bridge; its Node left in place). Its
+Node turns NotReady, its pods stay listed, and nothing replaces them: `status` names the server, the
+tasks that wait on it and the taint that releases them. The operator applies it, as status says; the
+replacements wait for srv-01 (strict placement). The server comes back: its kubelet ends the pods it
+had, and no second copy of any task runs. The taint removed, the replacements run and training goes
+on. Two pods of one task never run at once, sampled throughout from the API server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from components.cli.main import main
+from components.live.lost_servers import OUT_OF_SERVICE, OUT_OF_SERVICE_VALUE
+from components.objects.loading import load_experiment
+from components.plan import labels as L
+from tests.realpods.conftest import POD_WAIT_S, REAL_CLUSTER, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.stack_variants import write_variant
+from tools.localcluster import host
+from tools.localcluster.node_files import NodeDir, cgroup_name, nodes_dir
+from tools.localcluster.server_faults import dead_server, dropped, node_shims
+from trainer.log_lines import read_progress_line
+
+LOST = "srv-01"
+# Kubernetes' node-monitor-grace-period (50 s) and the node controller's own period, with room for a
+# slow machine: the Node is NotReady well within it.
+NOT_READY_WITHIN_S = 150.0
+
+
+def isolated_stack(cluster: RealCluster, name: str) -> str:
+    """scene2-case1's shape on the real nodes: the chief and the PS on srv-00, both workers on srv-01."""
+    edit = scaled_to_real_nodes("ps-servers", "worker-servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 0}, ps=1)
+    return str(write_variant(cluster.stacks_dir, "scene2-case1", name, edit))
+
+
+def wait(check, what: str, timeout_s: float = POD_WAIT_S, every_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(every_s)
+    pytest.fail(f"no {what} within {timeout_s:.0f} s")
+
+
+class TwoCopiesWatch:
+    """Samples the experiment's pods every half second: a task with two pods running at once (neither
+    being deleted) is recorded."""
+
+    def __init__(self, cluster: RealCluster, stack: str) -> None:
+        self.cluster, self.namespace, self.selector = (
+            cluster,
+            load_experiment(stack).namespace,
+            L.selector_text(load_experiment(stack).stack),
+        )
+        self.seen: list[str] = []
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        core = self.cluster.core
+        while not self._stop.wait(0.5):
+            pods = core.list_namespaced_pod(self.namespace, label_selector=self.selector).items
+            running = Counter(
+                (pod.metadata.labels.get(L.WORKLOAD), pod.metadata.labels.get(L.COMPLETION_INDEX))
+                for pod in pods
+                if pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
+            )
+            self.seen += [f"{group}-{index}: {count} pods" for (group, index), count in running.items() if count > 1]
+            self.samples += 1
+
+    def __enter__(self) -> "TwoCopiesWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def status_json(cluster: RealCluster, stack: str, capsys) -> tuple[int, dict]:
+    code = main(["status", stack, "--kubeconfig", str(cluster.kubeconfig), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def taint(cluster: RealCluster, present: bool) -> None:
+    node = cluster.core.read_node(LOST)
+    taints = [t for t in node.spec.taints or [] if t.key != OUT_OF_SERVICE]
+    if present:
+        taints.append({"key": OUT_OF_SERVICE, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"})
+    cluster.core.patch_node(LOST, {"spec": {"taints": taints}})
+
+
+def ready(cluster: RealCluster) -> bool:
+    conditions = cluster.core.read_node(LOST).status.conditions or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def last_step(cluster: RealCluster, stack: str, after: float = 0.0) -> tuple[float, int] | None:
+    """The chief's latest progress line logged after `after` (seconds since the epoch): (when, step)."""
+    found = None
+    for log in cluster.running_logs(stack, "chief"):
+        for stamp, line in log.lines:
+            progress = read_progress_line(line)
+            if progress is not None and stamp > after:
+                found = (stamp, progress.step)
+    return found
+
+
+def test_a_dead_server_is_named_by_status_released_by_the_taint_and_training_goes_on(real_cluster, tmp_path, capsys):
+    stack = isolated_stack(real_cluster, "real-dead-server")
+    with real_cluster.running(stack, tmp_path):
+        wait(lambda: last_step(real_cluster, stack), "progress line from the chief", 300.0)
+        workers = {pod.metadata.name: pod.status.pod_ip for pod in real_cluster.pods(stack, "worker")}
+        assert {pod.spec.node_name for pod in real_cluster.pods(stack, "worker")} == {LOST}
+        node = NodeDir(nodes_dir(REAL_CLUSTER) / LOST)
+        tainted = False
+        with TwoCopiesWatch(real_cluster, stack) as watch:
+            try:
+                with dead_server(REAL_CLUSTER, LOST, workers.values()):
+                    lost_at = time.time()
+                    wait(lambda: not ready(real_cluster), f"{LOST} NotReady", NOT_READY_WITHIN_S)
+                    not_ready_s = time.time() - lost_at
+                    code, seen = status_json(real_cluster, stack, capsys)
+                    assert code == 1
+                    (server,) = seen["lostServers"]
+                    assert server["server"] == LOST and server["tasks"] == ["worker-0", "worker-1"]
+                    assert (
+                        server["release"]
+                        == f"kubectl taint node {LOST} {OUT_OF_SERVICE}={OUT_OF_SERVICE_VALUE}:NoExecute"
+                    )
+                    phases = {task["task"]: task["phase"] for task in seen["tasks"]}
+                    assert phases["worker-0"] == phases["worker-1"] == "Unknown" and phases["ps-0"] == "Running"
+
+                    taint(real_cluster, True)  # what status says to do, once the machine is known to be down
+                    tainted = True
+                    released_at = time.time()
+
+                    def replacements_wait() -> bool:
+                        pods = real_cluster.pods(stack, "worker")
+                        return len(pods) == 2 and all(
+                            p.metadata.name not in workers and not p.spec.node_name for p in pods
+                        )
+
+                    wait(replacements_wait, "replacement worker pods, waiting for the server")
+                    replaced_s = time.time() - released_at
+                    code, seen = status_json(real_cluster, stack, capsys)
+                    assert seen["lostServers"][0]["outOfService"] is True
+                    assert all(
+                        "waits for srv-01, out of service" in t["reason"]
+                        for t in seen["tasks"]
+                        if t["task"].startswith("worker-")
+                    )
+
+                # Back: its kubelet ends the pods it had (deleted from the API meanwhile); none runs again.
+                wait(lambda: ready(real_cluster), f"{LOST} Ready again", NOT_READY_WITHIN_S)
+                wait(
+                    lambda: not node_shims(node) and not host.processes_in_cgroup(cgroup_name(LOST)),
+                    f"the old workers' processes on {LOST} ended",
+                )
+                assert all(not p.spec.node_name for p in real_cluster.pods(stack, "worker")), (
+                    "a replacement ran before the taint went"
+                )
+            finally:
+                if tainted:
+                    taint(real_cluster, False)  # the command status names once the server is back
+            untainted_at = time.time()
+            resumed = wait(
+                lambda: last_step(real_cluster, stack, after=untainted_at), "progress after the server came back", 300.0
+            )
+        assert watch.samples > 20 and watch.seen == [], watch.seen
+        print(
+            f"{LOST} NotReady {not_ready_s:.0f} s after it died; replacements created {replaced_s:.0f} s after the "
+            f"taint; training on {resumed[0] - untainted_at:.0f} s after the taint was removed"
+        )
+
+
+PARTITION_S = 30.0
+
+
+def test_a_worker_cut_off_from_the_ps_for_30_s_trains_on_once_the_link_returns(real_cluster, tmp_path):
+    """Every packet between worker-1's pod and the PS' pod dropped on the pod bridge for 30 s, then let
+    through: the experiment goes on after the link returns (or would end naming the worker); it never
+    hangs, and nothing is restarted."""
+    stack = isolated_stack(real_cluster, "real-partition")
+    with real_cluster.running(stack, tmp_path):
+        wait(lambda: last_step(real_cluster, stack), "progress line from the chief", 300.0)
+        (ps,) = real_cluster.pods(stack, "ps")
+        worker = real_cluster.task_pod(stack, "worker", 1)
+        with dropped([worker.status.pod_ip], [ps.status.pod_ip]):
+            cut_at = time.time()
+            time.sleep(PARTITION_S)  # the fault's own length, not a race: nothing is awaited here
+            during = last_step(real_cluster, stack, after=cut_at + 5.0)
+        healed_at = time.time()
+        resumed = wait(
+            lambda: last_step(real_cluster, stack, after=healed_at + 1.0), "progress after the link returned", 300.0
+        )
+        assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0, "a partition restarted the experiment"
+        assert {pod.metadata.name for pod in real_cluster.pods(stack, "ps")} == {ps.metadata.name}
+        print(
+            f"partition of {PARTITION_S:.0f} s: the chief {'went on with worker-0' if during else 'waited'} meanwhile;"
+            f" training on {resumed[0] - healed_at:.1f} s after the link returned"
+        )

@@ -172,7 +172,9 @@ def _task_servers(
 ) -> dict[str, tuple[str, ...]]:
     """Task -> the node its pod is on (its current pod's, else one being deleted: a pod on a lost server
     stays Terminating for good); for a pod not placed yet, the servers it may go to."""
-    servers = {task: (pod.spec.node_name,) for task, pod in current.items() if pod.spec.node_name}
+    servers: dict[str, tuple[str, ...]] = {
+        task: (pod.spec.node_name,) for task, pod in current.items() if pod.spec.node_name
+    }
     for pod in all_pods:
         task = pod_task(pod, first_index)
         if task is not None and task not in current and pod.metadata.deletion_timestamp and pod.spec.node_name:

@@ -13,9 +13,12 @@ on. Two pods of one task never run at once, sampled throughout from the API serv
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +30,7 @@ from tests.realpods.conftest import POD_WAIT_S, REAL_CLUSTER, UNTIL_STOPPED, Rea
 from tests.stack_variants import write_variant
 from tools.localcluster import host
 from tools.localcluster.node_files import NodeDir, cgroup_name, nodes_dir
+from tools.localcluster.outages import control_plane_away
 from tools.localcluster.server_faults import dead_server, dropped, node_shims
 from trainer.log_lines import read_progress_line
 
@@ -211,3 +215,95 @@ def test_a_worker_cut_off_from_the_ps_for_30_s_trains_on_once_the_link_returns(r
             f"partition of {PARTITION_S:.0f} s: the chief {'went on with worker-0' if during else 'waited'} meanwhile;"
             f" training on {resumed[0] - healed_at:.1f} s after the link returned"
         )
+
+
+def chief_log_file(cluster: RealCluster, stack: str) -> Path:
+    """The chief container's log as its kubelet writes it on the host: readable with the API away."""
+    chief = cluster.running_chief(stack)
+    folder = f"{chief.metadata.namespace}_{chief.metadata.name}_{chief.metadata.uid}"
+    return nodes_dir(REAL_CLUSTER) / chief.spec.node_name / "pod-logs" / folder / "tensorflow" / "0.log"
+
+
+def step_in_file(log: Path) -> int:
+    """The chief's latest step in its container log (CRI lines: time, stream, tag, text)."""
+    steps = [read_progress_line(line.split(" ", 3)[-1]) for line in log.read_text(errors="replace").splitlines()]
+    return max((progress.step for progress in steps if progress is not None), default=-1)
+
+
+def trainer_processes(pod_uid: str) -> list[int]:
+    """The trainer's processes in one pod (its cgroup carries the pod's UID), not the sandbox's."""
+    found = []
+    for pid in host.processes_in_cgroup(cgroup_name(LOST)):
+        try:
+            cgroups = Path(f"/proc/{pid}/cgroup").read_text()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if pod_uid.replace("-", "_") in cgroups.replace("-", "_") and b"trainer" in command:
+            found.append(pid)
+    return found
+
+
+def test_the_control_plane_restarted_mid_run_training_goes_on_and_a_worker_lost_meanwhile_comes_back_once(
+    real_cluster, tmp_path, capsys
+):
+    """etcd and the API server stopped (by PID) while the experiment trains, and worker-1's trainer killed
+    while they are away: the chief's step keeps advancing, `status`, `top` and `logs` each say in one
+    line that the API server does not answer, and once they are started again status reads the cluster
+    within seconds and the Job replaces worker-1, once."""
+    stack = isolated_stack(real_cluster, "real-control-plane")
+    with real_cluster.running(stack, tmp_path):
+        wait(lambda: last_step(real_cluster, stack), "progress line from the chief", 300.0)
+        log = chief_log_file(real_cluster, stack)
+        lost = real_cluster.task_pod(stack, "worker", 1)
+        with control_plane_away(REAL_CLUSTER, ("etcd", "kube-apiserver")):
+            for command in (["status", stack], ["top", stack], ["logs", stack, "chief-0"]):
+                code = main([*command, "--kubeconfig", str(real_cluster.kubeconfig)])
+                out, err = capsys.readouterr()
+                assert code == 2 and out == "" and "Traceback" not in err, (command, out, err)
+                assert "does not answer" in err and len(err.strip().splitlines()) == 1, (command, err)
+
+            killed = trainer_processes(lost.metadata.uid)
+            assert killed, "worker-1's trainer was not found on the host"
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+            before = step_in_file(log)
+            wait(lambda: step_in_file(log) > before + 100, "the chief's steps while the API server is away", 120.0)
+        back_at = time.monotonic()
+        wait(lambda: main(["status", stack, "--kubeconfig", str(real_cluster.kubeconfig)]) in (0, 1), "status answering")
+        answered_s = time.monotonic() - back_at
+        capsys.readouterr()
+
+        def worker_1_pods() -> list:
+            return [p for p in real_cluster.pods(stack, "worker") if p.metadata.labels.get(L.COMPLETION_INDEX) == "1"]
+
+        def replaced() -> bool:
+            return any(p.metadata.uid != lost.metadata.uid and p.status.phase == "Running" for p in worker_1_pods())
+
+        wait(replaced, "worker-1's replacement running")
+        assert len(worker_1_pods()) == 2, [p.metadata.name for p in worker_1_pods()]  # the lost pod, one replacement
+        resumed_at = time.time()
+        wait(lambda: last_step(real_cluster, stack, after=resumed_at), "progress after the restart", 300.0)
+        print(f"control plane back: status answered {answered_s:.1f} s after the restart")
+
+
+def test_the_jobset_and_kueue_controllers_stopped_while_a_worker_is_lost_it_comes_back_once(real_cluster, tmp_path):
+    """The JobSet and Kueue controllers stopped (by PID), worker-1's pod deleted meanwhile: the Job
+    replaces it (the Job controller runs on), and the controllers, started again, restart nothing and
+    replace it no second time."""
+    stack = isolated_stack(real_cluster, "real-controllers")
+    with real_cluster.running(stack, tmp_path):
+        wait(lambda: last_step(real_cluster, stack), "progress line from the chief", 300.0)
+        lost = real_cluster.task_pod(stack, "worker", 1)
+        others = {p.metadata.uid for role in ("chief", "ps") for p in real_cluster.pods(stack, role)}
+        with control_plane_away(REAL_CLUSTER, ("jobset-controller", "kueue-controller")):
+            real_cluster.core.delete_namespaced_pod(lost.metadata.name, lost.metadata.namespace)
+            wait(lambda: (p := real_cluster.task_pod(stack, "worker", 1)) is not None and p.metadata.uid != lost.metadata.uid
+                 and p.status.phase == "Running", "worker-1's replacement running while the controllers are away")
+        replacement = real_cluster.task_pod(stack, "worker", 1)
+        resumed_at = time.time()
+        wait(lambda: last_step(real_cluster, stack, after=resumed_at), "progress after the controllers' restart", 300.0)
+        # The controllers caught up: nothing restarted, no second replacement.
+        assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0
+        assert real_cluster.task_pod(stack, "worker", 1).metadata.uid == replacement.metadata.uid
+        assert {p.metadata.uid for role in ("chief", "ps") for p in real_cluster.pods(stack, role)} == others

@@ -5,12 +5,15 @@ test leaves nothing behind; waited for until ready, or until one of them exits."
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Callable, Optional
+
+from components.spec.atomic_files import write_text_atomic
 
 from . import paths
 
@@ -120,6 +123,11 @@ def _exited(pid: int) -> bool:
         return False
 
 
+def start_record(where: paths.ClusterDir, name: str) -> Path:
+    """Where the Launcher keeps how it started process `name`: its arguments and extra environment."""
+    return where.log_dir / f"{name}.start.json"
+
+
 class Launcher:
     """Starts processes of the control plane and remembers them for cleanup."""
 
@@ -139,11 +147,22 @@ class Launcher:
     def start(
         self, name: str, args: list[str], executable: Optional[Path] = None, env: Optional[dict[str, str]] = None
     ) -> int:
-        """Start `executable` (default: the toolchain's binary `name`) logging to logs/<name>.log; its PID."""
-        log = open(self.where.log_dir / f"{name}.log", "wb")
+        """Start `executable` (default: the toolchain's binary `name`) logging to logs/<name>.log; its PID.
+        How it was started is kept beside its log (logs/<name>.start.json), for `restart`."""
+        argv = [str(executable or paths.binary(name)), *args]
+        write_text_atomic(start_record(self.where, name), json.dumps({"argv": argv, "env": env or {}}))
+        return self._run(name, argv, env, "wb")
+
+    def restart(self, name: str) -> int:
+        """Start `name` again exactly as `start` did (after it was stopped), logging after its earlier log."""
+        started_as = json.loads(start_record(self.where, name).read_text())
+        return self._run(name, started_as["argv"], started_as["env"], "ab")
+
+    def _run(self, name: str, argv: list[str], env: Optional[dict[str, str]], log_mode: str) -> int:
+        log = open(self.where.log_dir / f"{name}.log", log_mode)
         try:
             process = subprocess.Popen(
-                [str(executable or paths.binary(name)), *args],
+                argv,
                 env={**os.environ, **env} if env else None,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -81,10 +81,12 @@ def dropped(addresses: Iterable[str], peers: Iterable[str] = ()) -> Iterator[Non
         for hook in ("FORWARD", "INPUT", "OUTPUT"):
             _iptables("-I", hook, "1", "-j", DROP_CHAIN)
         for address in addresses:
-            for other in peers or [None]:
-                for source, target in ((address, other), (other, address)):
-                    rule = [*(["-s", source] if source else []), *(["-d", target] if target else [])]
-                    _iptables("-A", DROP_CHAIN, *rule, "-j", "DROP")
+            if not peers:
+                _iptables("-A", DROP_CHAIN, "-s", address, "-j", "DROP")
+                _iptables("-A", DROP_CHAIN, "-d", address, "-j", "DROP")
+            for peer in peers:
+                _iptables("-A", DROP_CHAIN, "-s", address, "-d", peer, "-j", "DROP")
+                _iptables("-A", DROP_CHAIN, "-s", peer, "-d", address, "-j", "DROP")
         yield
     finally:
         for hook in ("FORWARD", "INPUT", "OUTPUT"):

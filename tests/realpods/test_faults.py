@@ -12,15 +12,20 @@ on. Two pods of one task never run at once, sampled throughout from the API serv
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+from kubernetes import client
 
 from components.cli.main import main
 from components.live.lost_servers import OUT_OF_SERVICE, OUT_OF_SERVICE_VALUE
@@ -30,7 +35,7 @@ from tests.realpods.conftest import POD_WAIT_S, REAL_CLUSTER, UNTIL_STOPPED, Rea
 from tests.stack_variants import write_variant
 from tools.localcluster import host
 from tools.localcluster.node_files import NodeDir, cgroup_name, nodes_dir
-from tools.localcluster.outages import control_plane_away
+from tools.localcluster.outages import processes_away
 from tools.localcluster.server_faults import dead_server, dropped, node_shims
 from trainer.log_lines import read_progress_line
 
@@ -256,7 +261,7 @@ def test_the_control_plane_restarted_mid_run_training_goes_on_and_a_worker_lost_
         wait(lambda: last_step(real_cluster, stack), "progress line from the chief", 300.0)
         log = chief_log_file(real_cluster, stack)
         lost = real_cluster.task_pod(stack, "worker", 1)
-        with control_plane_away(REAL_CLUSTER, ("etcd", "kube-apiserver")):
+        with processes_away(REAL_CLUSTER, ("etcd", "kube-apiserver")):
             for command in (["status", stack], ["top", stack], ["logs", stack, "chief-0"]):
                 code = main([*command, "--kubeconfig", str(real_cluster.kubeconfig)])
                 out, err = capsys.readouterr()
@@ -296,7 +301,7 @@ def test_the_jobset_and_kueue_controllers_stopped_while_a_worker_is_lost_it_come
         wait(lambda: last_step(real_cluster, stack), "progress line from the chief", 300.0)
         lost = real_cluster.task_pod(stack, "worker", 1)
         others = {p.metadata.uid for role in ("chief", "ps") for p in real_cluster.pods(stack, role)}
-        with control_plane_away(REAL_CLUSTER, ("jobset-controller", "kueue-controller")):
+        with processes_away(REAL_CLUSTER, ("jobset-controller", "kueue-controller")):
             real_cluster.core.delete_namespaced_pod(lost.metadata.name, lost.metadata.namespace)
             wait(lambda: (p := real_cluster.task_pod(stack, "worker", 1)) is not None and p.metadata.uid != lost.metadata.uid
                  and p.status.phase == "Running", "worker-1's replacement running while the controllers are away")
@@ -307,3 +312,115 @@ def test_the_jobset_and_kueue_controllers_stopped_while_a_worker_is_lost_it_come
         assert real_cluster.jobset(stack)["status"].get("restarts", 0) == 0
         assert real_cluster.task_pod(stack, "worker", 1).metadata.uid == replacement.metadata.uid
         assert {p.metadata.uid for role in ("chief", "ps") for p in real_cluster.pods(stack, role)} == others
+
+
+def test_metrics_server_stopped_top_and_diagnose_name_the_missing_source_and_read_the_kubelets(
+    real_cluster, tmp_path, capsys
+):
+    """metrics-server stopped (by PID) while the experiment trains: `top` and `diagnose` say that the
+    metrics API's server does not answer and read each node's kubelet summary instead (the cluster's
+    admin may), with figures for every task; no traceback. Started again, `top` reads the metrics API."""
+    stack = isolated_stack(real_cluster, "real-metrics-down")
+    kubeconfig = ["--kubeconfig", str(real_cluster.kubeconfig)]
+    with real_cluster.running(stack, tmp_path):
+        wait(lambda: last_step(real_cluster, stack), "progress line from the chief", 300.0)
+        with processes_away(REAL_CLUSTER, ("metrics-server",)):
+            code = main(["top", stack, *kubeconfig])
+            out, err = capsys.readouterr()
+            assert code == 0 and "Traceback" not in err, err
+            assert (
+                "CPU and memory from the kubelet summary (each node's kubelet through the API server's node proxy), "
+                "instead of the metrics API: metrics.k8s.io is registered, but its server does not answer" in out
+            ), out
+
+            def every_task_measured() -> dict | None:
+                # A container's first CPU figure comes with its kubelet's second sample, seconds after its start.
+                code = main(["top", stack, "--json", *kubeconfig])
+                seen = json.loads(capsys.readouterr().out)
+                assert code == 0 and seen["metrics_source"] == "kubelet summary", seen
+                return seen if all(task["cpu_cores"] is not None for task in seen["tasks"]) else None
+
+            wait(every_task_measured, "CPU figures of every task from the kubelet summary", 120.0, every_s=2.0)
+
+            code = main(["diagnose", stack, "--seconds", "30", "--json", *kubeconfig])
+            out, err = capsys.readouterr()
+            assert code in (0, 1) and "Traceback" not in err, err
+            assert json.loads(out)["metrics_source"] == "kubelet summary"
+
+        def metrics_api_back() -> bool:
+            code = main(["top", stack, "--json", *kubeconfig])
+            out, _ = capsys.readouterr()
+            return code == 0 and json.loads(out)["metrics_source"] == "metrics.k8s.io"
+
+        wait(metrics_api_back, "top reading the metrics API again", 120.0, every_s=2.0)
+
+
+@contextlib.contextmanager
+def small_filesystem(folder: Path, size: str) -> Iterator[None]:
+    """A tmpfs of `size` mounted on `folder` (under the cluster's own folder) for the block: a disk
+    that can fill up. Unmounted after, lazily where a pod's bind mount of it lingers."""
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tfk8s-fault", str(folder)], check=True)
+    try:
+        yield
+    finally:
+        if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def fill(folder: Path) -> Path:
+    """Write a file into `folder` until its filesystem has no space left; the file."""
+    filler = folder / "filler"
+    with filler.open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 2**20)
+                out.flush()
+        except OSError as error:
+            assert error.errno == errno.ENOSPC, error
+    return filler
+
+
+def chief_events(cluster: RealCluster, stack: str, name: str) -> list[dict]:
+    """Event `name` as every chief pod of the experiment logged it, ended ones too, oldest pod first."""
+    namespace = load_experiment(stack).namespace
+    found = []
+    for pod in sorted(cluster.pods(stack, "chief"), key=lambda p: p.metadata.creation_timestamp):
+        try:
+            found += [event for _, event in cluster.log(namespace, pod.metadata.name).events(name)]
+        except client.ApiException:
+            continue  # its container is starting
+    return found
+
+
+def test_a_full_checkpoint_volume_fails_the_chief_naming_it_and_a_restart_resumes_once_space_is_freed(
+    real_cluster, local_volume, tmp_path
+):
+    """The chief's checkpoint volume fills up mid-run: the chief stops, naming the checkpoint it could not
+    write and why (no space left), and its Job starts it again from the last complete checkpoint, which
+    stays readable. Once space is freed, the restarted chief resumes from that checkpoint, not from step
+    0, and writes the next one."""
+
+    def durable(values: dict) -> None:
+        scaled_to_real_nodes("servers", "servers", {"steps": UNTIL_STOPPED, "checkpointEvery": 200}, ps=1, workers=1)(
+            values
+        )
+        values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
+
+    stack = str(write_variant(real_cluster.stacks_dir, "scene1-case1", "real-full-disk", durable))
+    folder = real_cluster.kubeconfig.parent / "volumes" / "checkpoints"
+    with small_filesystem(folder, "64m"):
+        with real_cluster.running(stack, tmp_path):
+            first = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)
+            filler = fill(folder)
+            failed = wait(lambda: chief_events(real_cluster, stack, "failed"), "the chief's failure", 300.0)[0]
+            assert "could not write the checkpoint of step" in failed["error"], failed
+            assert "No space left on device" in failed["error"], failed
+            filler.unlink()  # space freed
+            restored = wait(lambda: chief_events(real_cluster, stack, "restored"), "a restarted chief", 300.0)[0]
+            assert restored["step"] >= first["step"] > 0, "resumed from the last complete checkpoint, not step 0"
+            wait(
+                lambda: [e for e in chief_events(real_cluster, stack, "checkpoint") if e["step"] > restored["step"]],
+                "a checkpoint after the resume",
+                300.0,
+            )
+            print(f"full volume: the chief stopped ({failed['error']}); resumed from step {restored['step']}")

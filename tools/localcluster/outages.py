@@ -1,42 +1,51 @@
 """Processes of a running local cluster stopped for a while, then started again as they were: the fault
-drills' control plane restart (tests/realpods/test_faults.py), as a managed cluster's upgrade or an
-etcd leader change does it.
+drills' control plane restart and metrics pipeline outage (tests/realpods/test_faults.py), as a managed
+cluster's upgrade or an etcd leader change does it.
 
-Each process is started again exactly as it was first started (Launcher.restart), in the order it
-was first started, logging after its earlier log; the cluster's record is updated, so `make
-cluster-down` stops the new processes.
+A process is named as its cluster records it: the control plane's (etcd, kube-apiserver,
+jobset-controller, kueue-controller, ...) or the real nodes' (metrics-server, coredns, ...). Each is
+started again exactly as it was first started (Launcher.restart), in the order it was first
+started, logging after its earlier log; its record is updated, so `make cluster-down` stops the new
+processes.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence
 
 from . import paths
 from .control_plane import ControlPlane
 from .processes import Launcher, stop_processes
+from .realnodes_record import RealNodes
+
+
+class ProcessRecord(Protocol):
+    processes: dict[str, int]
+
+    def save(self, where: paths.ClusterDir) -> None: ...
 
 
 @contextlib.contextmanager
-def control_plane_away(where: paths.ClusterDir, names: Sequence[str], tie_to_parent: bool = True) -> Iterator[None]:
-    """The control plane's processes `names` (etcd, kube-apiserver, jobset-controller, ...) stopped for
-    the block, then started again as they were started; their new PIDs recorded."""
-    plane = ControlPlane.load(where)
-    if plane is None:
-        raise ValueError(f"no local cluster in {where.root}")
-    unknown = [name for name in names if name not in plane.processes]
+def processes_away(where: paths.ClusterDir, names: Sequence[str], tie_to_parent: bool = True) -> Iterator[None]:
+    """The cluster's processes `names` stopped for the block, then started again as they were started;
+    their new PIDs recorded."""
+    records: list[ProcessRecord] = [record for record in (ControlPlane.load(where), RealNodes.load(where)) if record]
+    owner = {name: record for record in records for name in record.processes if name in names}
+    unknown = [name for name in names if name not in owner]
     if unknown:
         raise ValueError(f"not processes of the cluster in {where.root}: {', '.join(unknown)}")
-    order = [name for name in plane.processes if name in names]  # as first started: etcd before the API server
-    stop_processes({name: plane.processes[name] for name in order})
+    # As first started: etcd before the API server.
+    order = [name for record in records for name in record.processes if name in names]
+    stop_processes({name: owner[name].processes[name] for name in order})
     try:
         yield
     finally:
-
-        def record(started: dict[str, int]) -> None:
-            plane.processes.update(started)
-            plane.save(where)
-
-        launcher = Launcher(where, tie_to_parent, record)
         for name in order:
-            launcher.restart(name)
+            record = owner[name]
+
+            def update(started: dict[str, int], record: ProcessRecord = record) -> None:
+                record.processes.update(started)
+                record.save(where)
+
+            Launcher(where, tie_to_parent, update).restart(name)

@@ -36,7 +36,8 @@ from tests.stack_variants import write_variant
 from tools.localcluster import host
 from tools.localcluster.node_files import NodeDir, cgroup_name, nodes_dir
 from tools.localcluster.outages import processes_away
-from tools.localcluster.server_faults import dead_server, dropped, node_shims
+from tools.localcluster.realnodes_teardown import node_shims
+from tools.localcluster.server_faults import dead_server, dropped
 from trainer.log_lines import read_progress_line
 
 LOST = "srv-01"

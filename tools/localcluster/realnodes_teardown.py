@@ -74,8 +74,18 @@ def _kill_containers(cgroup: str) -> None:
 
 
 def _kill_shims(node: NodeDir) -> None:
-    """containerd's shims outlive containerd by design; ours name this node's socket."""
-    socket_arg = str(node.containerd_socket)
+    """containerd's shims outlive containerd by design: SIGKILL this node's."""
+    for pid in node_shims(node):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def node_shims(node: NodeDir) -> list[int]:
+    """containerd's shims of the node's pods (they outlive containerd by design): ours name its socket."""
+    socket_arg = str(node.containerd_socket).encode()
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -83,8 +93,6 @@ def _kill_shims(node: NodeDir) -> None:
             command = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if command and command[0].endswith(b"containerd-shim-runc-v2") and socket_arg.encode() in command:
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if command and command[0].endswith(b"containerd-shim-runc-v2") and socket_arg in command:
+            found.append(int(entry.name))
+    return found

@@ -22,6 +22,7 @@ from . import paths
 from .host import cgroup_hierarchies
 from .node_files import NodeDir, cgroup_name, nodes_dir
 from .realnodes_record import RealNodes
+from .realnodes_teardown import node_shims
 
 DROP_CHAIN = "TFK8S-FAULTS"
 FROZEN, THAWED = "FROZEN", "THAWED"
@@ -33,22 +34,6 @@ def node_daemons(where: paths.ClusterDir, name: str) -> list[int]:
     if real is None or name not in real.nodes:
         raise ValueError(f"{name} is not a real node of the cluster in {where.root}")
     return [pid for process, pid in real.processes.items() if process.endswith(f"-{name}")]
-
-
-def node_shims(node: NodeDir) -> list[int]:
-    """containerd's shims of the node's pods: they outlive containerd by design; ours name its socket."""
-    socket_arg = str(node.containerd_socket).encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if command and command[0].endswith(b"containerd-shim-runc-v2") and socket_arg in command:
-            found.append(int(entry.name))
-    return found
 
 
 def _freezer(name: str) -> Path:

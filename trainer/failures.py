@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import tensorflow as tf
@@ -17,10 +18,17 @@ PS_CONNECTION_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError, tf
 PS_FAILURES = (*PS_CONNECTION_FAILURES, tf.errors.FailedPreconditionError, tf.errors.NotFoundError)
 
 
+# What TensorFlow wraps a failed op's own message in: where in the program the op was defined, the
+# op's name and a hint that fits one error of many (an OOM hint on a full disk).
+_TF_CONTEXT = re.compile(r"^\s*(Graph execution error:|Detected at node|File \"|\[\[|\[Op:|Hint: )")
+
+
 def describe_cause(cause: Exception) -> str:
-    """TensorFlow's whole message: its first line is often only "Graph execution error:"."""
+    """TensorFlow's own message, without the context it wraps it in (its first line is often only
+    "Graph execution error:"): `ResourceExhaustedError: /checkpoints/...; No space left on device`."""
     text = getattr(cause, "message", None) or str(cause)
-    return f"{type(cause).__name__}: {text.strip()}"
+    said = [line.strip() for line in text.splitlines() if line.strip() and not _TF_CONTEXT.match(line)]
+    return f"{type(cause).__name__}: {' '.join(said) or text.strip()}"
 
 
 class PsLostError(RuntimeError):

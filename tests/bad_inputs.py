@@ -81,6 +81,13 @@ def tfjob(**replica_types: dict) -> dict:
     }
 
 
+def worker_pod(**fields) -> dict:
+    """tfjob() whose Worker pod template has `fields` beside its container."""
+    job = tfjob()
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].update(fields)
+    return job
+
+
 def tfjob_file(tmp_path: Path, job: dict | str | bytes) -> str:
     path = tmp_path / "tfjob.yaml"
     if isinstance(job, dict):

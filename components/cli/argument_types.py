@@ -61,14 +61,19 @@ INF = {"inf", "+inf", "infinity", "+infinity"}
 # the API server, and the kubelet renews a pod's figures only every 10-15 s, so a shorter interval shows
 # nothing new; it only loads the API server (a near-zero one without pause).
 MIN_WATCH_SECONDS = 1.0
+# Its ceiling, as `diagnose --seconds`': a view refreshed less than hourly is not watched; and a
+# wait past the platform's clock (1e23 s) ended the watch in a traceback after its first view.
+MAX_WATCH_SECONDS = 3600.0
 
 
 def watch_seconds(text: str) -> float:
-    """--watch SECONDS: a number of seconds, at least MIN_WATCH_SECONDS."""
+    """--watch SECONDS: a number of seconds, from MIN_WATCH_SECONDS to MAX_WATCH_SECONDS."""
     seconds = positive_seconds(text)
     if seconds < MIN_WATCH_SECONDS:
         raise argparse.ArgumentTypeError(
             f"must be at least {MIN_WATCH_SECONDS:g} second (got {shown(text)}): every refresh asks the API "
             "server again, and a pod's CPU and memory change only every 10-15 s"
         )
+    if seconds > MAX_WATCH_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WATCH_SECONDS:g} seconds, an hour (got {shown(text)})")
     return seconds

@@ -9,7 +9,7 @@ from typing import Any, Union
 
 from ..spec.strict_yaml import described
 
-# A field's shape: "text", "mapping", "list of text", a nested schema (a mapping whose fields are
+# A field's shape: "text", "boolean", "mapping", "list of text", a nested schema (a mapping whose fields are
 # checked in turn) or a one-item list holding the schema of each item of a list of mappings.
 Shape = Union[str, dict, list]
 
@@ -26,15 +26,17 @@ CONTAINER: dict[str, Shape] = {
     "workingDir": "text",
     "env": [ENV_VAR],
     "envFrom": [{}],
-    "volumeMounts": [{"name": "text", "mountPath": "text"}],
+    "volumeMounts": [{"name": "text", "mountPath": "text", "readOnly": "boolean"}],
     "ports": [{}],
     "resources": {"requests": "mapping", "limits": "mapping"},
 }
 POD: dict[str, Shape] = {
     "containers": [{}],
-    "volumes": [{"name": "text", "persistentVolumeClaim": {"claimName": "text"}}],
+    "volumes": [{"name": "text", "persistentVolumeClaim": {"claimName": "text", "readOnly": "boolean"}}],
     "tolerations": [{}],
     "nodeSelector": "mapping",
+    "priorityClassName": "text",
+    "imagePullSecrets": [{"name": "text"}],
 }
 RUN_POLICY: dict[str, Shape] = {"schedulingPolicy": {"queue": "text", "priorityClass": "text"}}
 
@@ -52,7 +54,10 @@ def check_shape(value: Any, schema: dict[str, Shape], where: str) -> None:
 
 
 def _check(value: Any, shape: Shape, where: str) -> None:
-    if shape == "text":
+    if shape == "boolean":
+        if not isinstance(value, bool):
+            raise ShapeError(f"{where} is {described(value)}; it must be true or false, unquoted")
+    elif shape == "text":
         if not isinstance(value, str):
             quote = ": quote it" if isinstance(value, (bool, int, float)) else ""
             raise ShapeError(f"{where} is {described(value)}; it must be text{quote}")

@@ -30,6 +30,7 @@ from tests.bad_inputs import (
     stacks_folder,
     tfjob,
     tfjob_file,
+    worker_pod,
 )
 from tests.harness import PROJECT_ROOT
 from tests.terminal import ctrl_c_as_in_a_terminal
@@ -410,6 +411,24 @@ BAD_INPUTS = {
         ), 1,
         r"spec\.tfReplicaSpecs\.PS\.template\.spec\.tolerations is a mapping; it must be a list",
     ),
+    # Each ended in a traceback (AttributeError, TypeError) or was read as something else.
+    "a TFJob whose imagePullSecrets is text": Case(
+        import_of(worker_pod(imagePullSecrets="regcred")), 1,
+        r"spec\.tfReplicaSpecs\.Worker\.template\.spec\.imagePullSecrets is the text 'regcred'; it must be a list",
+    ),
+    "a TFJob whose imagePullSecrets lists names": Case(
+        import_of(worker_pod(imagePullSecrets=["regcred"])), 1,
+        r"template\.spec\.imagePullSecrets\[0\] is the text 'regcred'; it must be a mapping",
+    ),
+    "a TFJob whose priorityClassName is a list": Case(
+        import_of(worker_pod(priorityClassName=["a"])), 1,
+        r"template\.spec\.priorityClassName is a list.*; it must be text",
+    ),
+    "a TFJob whose volumeMount readOnly is quoted": Case(
+        import_of(tfjob(Worker={"replicas": 2, "container": {"volumeMounts": [
+            {"name": "data", "mountPath": "/data", "readOnly": "false"}]}})), 1,
+        r"containers\[0\]\.volumeMounts\[0\]\.readOnly is the text 'false'; it must be true or false, unquoted",
+    ),
 }
 
 
@@ -672,6 +691,15 @@ def test_a_number_of_seconds_is_finite_and_above_0(seconds, capsys):
         main(["top", "scene1-case1", f"--watch={seconds}"])
     assert exited.value.code == 2
     assert f"argument --watch: must be a number of seconds above 0 (got '{seconds}')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seconds", ["3600.5", "1e23"])
+def test_top_refuses_to_wait_more_than_an_hour_between_views(seconds, capsys):
+    """1e23 s lay past the platform's clock: the first view, then a traceback."""
+    with pytest.raises(SystemExit) as exited:
+        main(["top", "scene1-case1", "--watch", seconds])
+    assert exited.value.code == 2
+    assert f"argument --watch: must be at most 3600 seconds, an hour (got '{seconds}')" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("seconds", ["1e-9", "0.001", "0.999"])

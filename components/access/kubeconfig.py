@@ -115,7 +115,26 @@ def read_kubeconfig(files: KubeconfigFiles, context: Optional[str]) -> Kubeconfi
             f"context '{_chosen_name(document, context)}' names cluster '{cluster}', which it does not list; "
             f"it has: {_names(document.get('clusters'))}"
         )
+    user = chosen.get("user")
+    if isinstance(user, str) and user and _named(document.get("users"), user) is None:
+        # The client would go on without credentials, and the API server's refusal would be all it said.
+        raise KubeconfigError(
+            f"context '{_chosen_name(document, context)}' names user '{user}', which it does not list; "
+            f"it has: {_names(document.get('users'))}"
+        )
+    _check_server(_named(document.get("clusters"), cluster) or {}, cluster)
     return Kubeconfig(files, context, document, chosen)
+
+
+def _check_server(entry: dict[str, Any], name: Any) -> None:
+    """A server the client can reach: a URL with its scheme (without one, the client warns with its
+    own source line and then fails to connect)."""
+    server = (entry.get("cluster") or {}).get("server") if isinstance(entry.get("cluster"), dict) else None
+    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+        shown = "no server" if server in (None, "") else f"server {server!r}"
+        raise KubeconfigError(
+            f"cluster '{name}' has {shown}: it must be the API server's URL, such as https://host:6443"
+        )
 
 
 def merged(documents: list[dict[str, Any]]) -> dict[str, Any]:

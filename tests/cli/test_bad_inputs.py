@@ -362,6 +362,18 @@ BAD_INPUTS = {
         status_with(kubeconfig_yaml().replace("{name: a, context: {cluster: c,", "{name: a, context: {cluster: z,")), 2,
         r"context 'a' names cluster 'z', which it does not list; it has: c$",
     ),
+    "a context whose user is not listed": Case(
+        status_with(kubeconfig_yaml().replace("{name: a, context: {cluster: c, user: u}}", "{name: a, context: {cluster: c, user: x}}")), 2,
+        r"context 'a' names user 'x', which it does not list; it has: u$",
+    ),
+    "a cluster whose server has no scheme": Case(
+        status_with(kubeconfig_yaml().replace("'https://127.0.0.1:1'", "'127.0.0.1:1'")), 2,
+        r"cluster 'c' has server '127\.0\.0\.1:1': it must be the API server's URL, such as https://host:6443$",
+    ),
+    "a cluster whose server is empty": Case(
+        status_with(kubeconfig_yaml().replace("'https://127.0.0.1:1'", "''")), 2,
+        r"cluster 'c' has no server: it must be the API server's URL, such as https://host:6443$",
+    ),
     "an exec plugin that is not installed": Case(
         status_with(MISSING_EXEC_PLUGIN), 2,
         r"\(given with --kubeconfig\): the exec plugin '/nonexistent-helper', which gets user 'u' its credentials, "

@@ -16,7 +16,7 @@ from ..objects.loading import load_experiment_values
 from ..plan.experiment import Experiment
 from ..plan.trainer_bundle import load_trainer_bundle
 from ..spec.models import StackConfigError
-from ..spec.stack_edit import StackEditError, apply_changes, stack_diff
+from ..spec.stack_edit import SharedValuesError, StackEditError, apply_changes, stack_diff
 from ..spec.stack_files import PROJECT_ROOT
 from ..spec.strict_yaml import load_yaml, plain_values
 from .diagnose import Sampled, sample_experiment
@@ -44,6 +44,8 @@ def diagnose_running(api: Any, experiment: Experiment, stack_text: str, seconds:
     try:
         new_text = apply_changes(stack_text, finding.changes)
         check_stack(next_name, new_text)
+    except SharedValuesError as error:
+        return Diagnosis(sampled, finding, NextStack(next_name, refused=f"the next stack is not written: {error}"))
     except (StackEditError, StackConfigError) as error:
         what = "a stack that plan refuses" if isinstance(error, StackConfigError) else "a change it cannot write"
         refused = f"the rules proposed {what} (a fault of tfk8s's rules: please report it): {error}"

@@ -31,11 +31,33 @@ class StackEditError(ValueError):
     """A change that cannot be made to the stack file as written; the message names the key."""
 
 
+class SharedValuesError(StackEditError):
+    """The stack file shares values through YAML anchors: no key of it is changed alone."""
+
+
 def apply_changes(text: str, changes: Sequence[Change]) -> str:
     """`text` with each change made, in order."""
+    if changes:
+        _refuse_shared_values(text, changes[0].key)
     for change in changes:
         text = _apply(text, change.key, change.new)
     return text
+
+
+def _refuse_shared_values(text: str, key: str) -> None:
+    """A file whose values are shared through YAML anchors (`ps: &r {...}`, then `workers: *r`) is not
+    edited: changing one key would change every key that shares it, and a key added inside the shared
+    value would land where the alias is read, not written."""
+    try:
+        shared = [event.anchor for event in yaml.parse(text) if isinstance(event, yaml.AliasEvent)]
+    except yaml.YAMLError:
+        return  # read as it is by the steps that follow, which say what is wrong
+    if shared:
+        aliases = ", ".join(sorted({f"*{anchor}" for anchor in shared}))
+        raise SharedValuesError(
+            f"{key}: the stack file shares values through YAML anchors ({aliases}), so one key cannot be changed "
+            "alone; make the change by hand"
+        )
 
 
 def stack_diff(old_text: str, new_text: str, old_stack: str, new_stack: str) -> str:

@@ -261,3 +261,29 @@ def test_every_change_the_rules_propose_is_written_and_plan_loads_it(stack, scen
             held = held[name]
         assert held == change.new, change.key
     assert loaded.stack == f"{stack}-next"
+
+
+ANCHORED = """config:
+  tfk8s:nodePools:
+    - {name: servers, nodes: [srv-00]}
+  tfk8s:cluster:
+    placement: colocated
+    ps: &same {replicas: 2, pool: servers}
+    workers: *same
+"""
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        Change("tfk8s:cluster.ps.replicas", 2, 4),  # would change the workers' too
+        Change("tfk8s:trainer.partition", None, "auto"),  # a new section, where *same is read
+    ],
+)
+def test_a_stack_that_shares_values_through_anchors_is_not_edited(change):
+    with pytest.raises(StackEditError) as refused:
+        apply_changes(ANCHORED, [change])
+    assert str(refused.value) == (
+        f"{change.key}: the stack file shares values through YAML anchors (*same), so one key cannot be changed "
+        "alone; make the change by hand"
+    )

@@ -60,7 +60,18 @@ def within_kubernetes(text: str) -> str:
     return text
 
 
+# Suffixes of bytes: a CPU written with one (`1.5Gi`) is a unit slip, not 1.6 billion cores.
+BYTE_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+# The least storage a volume of tfk8s's is given: a size in bytes (`20`, `1m`: a thousandth of a byte)
+# is a missing suffix, and the API server refuses a claim of 0.
+MIN_STORAGE_BYTES = 2**20
+
+
 def at_least_cpu(text: str) -> str:
+    if text.endswith(BYTE_SUFFIXES):
+        raise ValueError(
+            f"CPU '{text}' is written in bytes ({text[-2:]}); CPU is cores, whole or in thousandths (e.g. '500m', '2')"
+        )
     if quantity_value(text) < MIN_CPU:
         raise ValueError(f"CPU '{text}' is below {MIN_CPU * 1000:.0f}m; give at least '10m' (e.g. '500m', '2')")
     return text
@@ -72,6 +83,12 @@ def at_least_memory(text: str) -> str:
             f"memory '{text}' is below 128Mi, too little for a TensorFlow task; quantities are bytes "
             "unless suffixed (e.g. '512Mi', '4Gi')"
         )
+    return text
+
+
+def at_least_storage(text: str) -> str:
+    if quantity_value(text) < MIN_STORAGE_BYTES:
+        raise ValueError(f"storage '{text}' is below 1Mi; quantities are bytes unless suffixed (e.g. '512Mi', '20Gi')")
     return text
 
 
@@ -94,6 +111,7 @@ Quantity = Annotated[
 ]
 CpuQuantity = Annotated[Quantity, AfterValidator(at_least_cpu)]
 MemoryQuantity = Annotated[Quantity, AfterValidator(at_least_memory)]
+StorageQuantity = Annotated[Quantity, AfterValidator(at_least_storage)]
 # Kubernetes' names, by its own rules (kubernetes_limits.py).
 DnsLabel = Annotated[str, Field(pattern=DNS1123_LABEL_PATTERN, max_length=DNS1123_LABEL_MAX)]  # pools, namespaces
 DnsSubdomain = Annotated[str, Field(pattern=DNS1123_SUBDOMAIN_PATTERN, max_length=DNS1123_SUBDOMAIN_MAX)]  # nodes, ...

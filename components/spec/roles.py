@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from .exit_codes import FAIL_ON_HELP, FailOn
 from .model_base import StackModel as _Model
-from .quantities import INT64_MAX, CpuQuantity, DnsLabel, DnsSubdomain, MemoryQuantity, Quantity
+from .quantities import INT64_MAX, CpuQuantity, DnsLabel, DnsSubdomain, MemoryQuantity, StorageQuantity
 from .trainer_contract import LARGEST_NUMBER as INT32_MAX
 
 # The task roles a stack file configures; components/spec/task_roles.py holds each one's traits.
@@ -112,7 +112,7 @@ class WorkerSpec(_Model):
 
 
 class CheckpointVolumeSpec(_Model):
-    size: Quantity = Field(description="storage the chief's checkpoint volume requests (e.g. 20Gi)")
+    size: StorageQuantity = Field(description="storage the chief's checkpoint volume requests (e.g. 20Gi)")
     storage_class: Optional[DnsSubdomain] = Field(
         default=None, description="StorageClass of the volume (default: the cluster's default class)"
     )

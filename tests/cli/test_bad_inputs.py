@@ -310,6 +310,19 @@ BAD_INPUTS = {
         plan(edited(STACK, "tfk8s:trainer: {}", f"tfk8s:trainer: {{embeddingRows: {10**30}}}")), 2,
         r"tfk8s:trainer\.embeddingRows: must be at most 2,147,483,647",
     ),
+    # Units that make no sense (accepted before: 1.6 billion cores; a claim the API server refuses).
+    "a PS CPU in bytes": Case(
+        plan(edited(STACK, "ps: {replicas: 1, pool: servers}", "ps: {replicas: 1, pool: servers, cpu: 1.5Gi}")), 2,
+        r"tfk8s:cluster\.ps\.cpu: .*CPU '1\.5Gi' is written in bytes \(Gi\); CPU is cores, whole or in thousandths",
+    ),
+    "a checkpoint volume of 0 bytes": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpointVolume: {size: '0'}}")), 2,
+        r"tfk8s:cluster\.chief\.checkpointVolume\.size: .*storage '0' is below 1Mi; quantities are bytes unless suffixed",
+    ),
+    "a checkpoint volume of 20 bytes": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpointVolume: {size: 20}}")), 2,
+        r"checkpointVolume\.size: .*storage '20' is below 1Mi",
+    ),
     # Each kind of name with its own help.
     "a claim named Bad_Claim": Case(
         plan(PROGRAM_STACK + "    volumes: [{claim: Bad_Claim, mountPath: /data}]\n"), 2,

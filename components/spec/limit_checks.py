@@ -24,7 +24,7 @@ from .kubernetes_limits import (
 )
 from .models import CONFIG_NAMESPACE, StackConfig
 from .program import ProgramSpec, SecretRef
-from .remote_storage import storage_url_problem
+from .remote_storage import storage_url_problem, web_address_problem
 from .roles import Tolerations
 from .shown_values import shown
 from .task_counts import task_counts
@@ -61,7 +61,7 @@ def kubernetes_limit_checks(config: StackConfig, secret_env: Collection[str] = (
         errors += _workload_size_problems(config, secret_env)
     else:
         for key, value in (("checkpointDir", config.trainer.checkpoint_dir), ("data", config.trainer.data)):
-            problem = storage_url_problem(value)
+            problem = storage_url_problem(value) or web_address_problem(value)
             if problem:
                 errors.append(f"{CONFIG_NAMESPACE}:trainer.{key}: {shown(value)} {problem}")
         settings = f"{SETTINGS_ENV}={config.trainer.to_json()}"

@@ -14,6 +14,8 @@ BUCKET_SCHEMES = ("gs", "s3")
 # What TensorBoard reads besides a folder in its pod: tf.io.gfile's file systems and those of its own
 # stub (gs:// and hdfs:// in TensorFlow, s3:// through boto3 or tensorflow-io).
 TENSORBOARD_SCHEMES = ("gs", "s3", "hdfs")
+# Addresses no file system of tf.io.gfile (nor TensorBoard) reads: a page, not a file.
+WEB_SCHEMES = ("http", "https")
 # HDFS' NameNode port when a URL names none.
 HDFS_DEFAULT_PORT = 8020
 # Object stores answer on HTTPS.
@@ -66,4 +68,13 @@ def storage_url_problem(text: str) -> Optional[str]:
         return "starts or ends with a space"
     if url.scheme in BUCKET_SCHEMES and not url.authority:
         return f"names no bucket ({url.scheme}://<bucket>/<folder>)"
+    return None
+
+
+def web_address_problem(text: str) -> Optional[str]:
+    """Why the trainer could not read or write at `text`: a web address, which no file system of
+    tf.io.gfile serves. None otherwise."""
+    url = remote_url(text)
+    if url is not None and url.scheme.lower() in WEB_SCHEMES:
+        return "is a web address, which tf.io.gfile cannot read or write; give gs://, s3://, hdfs:// or a path"
     return None

@@ -323,6 +323,10 @@ BAD_INPUTS = {
         plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpointVolume: {size: 20}}")), 2,
         r"checkpointVolume\.size: .*storage '20' is below 1Mi",
     ),
+    "trainer.data at a web address": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {data: 'http://example.com/train-*.tfrecord'}")), 2,
+        r"tfk8s:trainer\.data: 'http://example\.com/train-\*\.tfrecord' is a web address, which tf\.io\.gfile cannot",
+    ),
     # Each kind of name with its own help.
     "a claim named Bad_Claim": Case(
         plan(PROGRAM_STACK + "    volumes: [{claim: Bad_Claim, mountPath: /data}]\n"), 2,

@@ -138,7 +138,9 @@ def _judged(stack: str, given: Mapping[str, Any], required_keys: list[str], secr
         sections = {key: given[key] for key in StackConfig.file_keys() if key in given}
         sections[TRAINER_KEY] = trainer or TrainerSettings()
         try:
-            config = StackConfig.model_validate({"stack": stack, **sections})
+            # By the keys a stack file writes only: a snake_case name is an unknown key there, as the
+            # reference and `tfk8s:trainer` have it (models accept both from Python).
+            config = StackConfig.model_validate({"stack": stack, **sections}, by_alias=True, by_name=False)
         except ValidationError as exc:
             invalid = exc
     # The size bound first, alone: the other checks size memory from the task counts, and from the

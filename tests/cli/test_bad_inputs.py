@@ -323,6 +323,16 @@ BAD_INPUTS = {
         plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpointVolume: {size: 20}}")), 2,
         r"checkpointVolume\.size: .*storage '20' is below 1Mi",
     ),
+    # snake_case names were read as their camelCase keys, though the reference and tfk8s:trainer have
+    # camelCase only.
+    "a snake_case key": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    place_by: hostname")), 2,
+        r"tfk8s:cluster\.place_by: unknown key \(did you mean 'placeBy'\?\)",
+    ),
+    "a snake_case section of a role": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpoint_volume: {size: 1Gi}}")), 2,
+        r"tfk8s:cluster\.chief\.checkpoint_volume: unknown key \(did you mean 'checkpointVolume'\?\)",
+    ),
     "trainer.data at a web address": Case(
         plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {data: 'http://example.com/train-*.tfrecord'}")), 2,
         r"tfk8s:trainer\.data: 'http://example\.com/train-\*\.tfrecord' is a web address, which tf\.io\.gfile cannot",

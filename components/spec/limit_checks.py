@@ -24,9 +24,11 @@ from .kubernetes_limits import (
 )
 from .models import CONFIG_NAMESPACE, StackConfig
 from .program import ProgramSpec, SecretRef
+from .quantities import INT64_MAX
 from .remote_storage import storage_url_problem, web_address_problem
 from .roles import Tolerations
 from .shown_values import shown
+from .sizing import chief_memory_bytes, ps_memory_bytes
 from .task_counts import task_counts
 from .task_roles import ROLES
 from .tensorboard_rules import tensorboard_log_dir
@@ -60,6 +62,7 @@ def kubernetes_limit_checks(config: StackConfig, secret_env: Collection[str] = (
         errors += _program_problems(config.program)
         errors += _workload_size_problems(config, secret_env)
     else:
+        errors += _derived_memory_problems(config)
         for key, value in (("checkpointDir", config.trainer.checkpoint_dir), ("data", config.trainer.data)):
             problem = storage_url_problem(value) or web_address_problem(value)
             if problem:
@@ -80,6 +83,24 @@ def kubernetes_limit_checks(config: StackConfig, secret_env: Collection[str] = (
                 f"{TENSORBOARD_DIR_ENV}, which {problem}; give a shorter folder"
             )
     return errors
+
+
+def _derived_memory_problems(config: StackConfig) -> list[str]:
+    """The memory tfk8s derives from the model, where the stack gives none, within what Kubernetes holds
+    (2^63 - 1 bytes, as for a quantity given directly)."""
+    derived = []
+    if config.cluster.ps_count and config.cluster.ps.memory is None:
+        derived.append(("each PS's", ps_memory_bytes(config.trainer, config.cluster.ps_count), "ps.memory"))
+    if config.cluster.chief.memory is None:
+        derived.append(("the chief's", chief_memory_bytes(config.trainer), "chief.memory"))
+    model = f"embeddingRows {config.trainer.embedding_rows:,} x embeddingDim {config.trainer.embedding_dim:,}"
+    return [
+        f"{CONFIG_NAMESPACE}:trainer: {model} "
+        f"sizes {whose} memory at {size:,} bytes, past the 2^63 - 1 Kubernetes holds; make the model smaller, or set "
+        f"{CONFIG_NAMESPACE}:cluster.{key}"
+        for whose, size, key in derived
+        if size > INT64_MAX
+    ]
 
 
 def program_secret_problems(secret_env: Mapping[str, str]) -> list[str]:

@@ -333,6 +333,12 @@ BAD_INPUTS = {
         plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpoint_volume: {size: 1Gi}}")), 2,
         r"tfk8s:cluster\.chief\.checkpoint_volume: unknown key \(did you mean 'checkpointVolume'\?\)",
     ),
+    "a model whose derived memory Kubernetes cannot hold": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {embeddingRows: 2147483647, embeddingDim: 2147483647}")), 2,
+        r"tfk8s:trainer: embeddingRows 2,147,483,647 x embeddingDim 2,147,483,647 sizes each PS's memory at "
+        r"55,340,232,170,394,353,672 bytes, past the 2\^63 - 1 Kubernetes holds; make the model smaller, or set "
+        r"tfk8s:cluster\.ps\.memory",
+    ),
     "trainer.data at a web address": Case(
         plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {data: 'http://example.com/train-*.tfrecord'}")), 2,
         r"tfk8s:trainer\.data: 'http://example\.com/train-\*\.tfrecord' is a web address, which tf\.io\.gfile cannot",

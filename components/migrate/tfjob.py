@@ -10,7 +10,7 @@ from typing import Any, Optional
 import yaml
 
 from ..objects.jobset import QUEUE_LABEL
-from ..spec.strict_yaml import described, load_all_yaml, yaml_problem
+from ..spec.strict_yaml import ManifestLoader, described, load_all_yaml, yaml_problem
 from .manifest_shapes import CONTAINER, POD, RUN_POLICY, ShapeError, check_shape
 
 TFJOB_API = "kubeflow.org/v1"
@@ -76,7 +76,7 @@ def read_tfjob(text: str, source: str) -> TFJob:
     """The first TFJob of `text` (one YAML document or several); NotImportable, naming `source`, for
     anything else."""
     try:
-        documents = [document for document in load_all_yaml(text) if document is not None]
+        documents = [document for document in load_all_yaml(text, ManifestLoader) if document is not None]
     except yaml.YAMLError as error:
         raise NotImportable(f"{source}: not YAML: {yaml_problem(error)}") from None
     if not documents:

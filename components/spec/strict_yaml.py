@@ -262,9 +262,24 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def load_all_yaml(text: str) -> Iterator[Any]:
+class ManifestLoader(UniqueKeyLoader):
+    """A Kubernetes manifest's loader: `1:30` is the text Kubernetes reads, not YAML 1.1's base-60 number 90."""
+
+
+def _without_base_60(construct: Any) -> Any:
+    def constructor(loader: Any, node: yaml.ScalarNode) -> Any:
+        return node.value if ":" in node.value else construct(loader, node)
+
+    return constructor
+
+
+ManifestLoader.add_constructor("tag:yaml.org,2002:int", _without_base_60(UniqueKeyLoader.construct_yaml_int))
+ManifestLoader.add_constructor("tag:yaml.org,2002:float", _without_base_60(UniqueKeyLoader.construct_yaml_float))
+
+
+def load_all_yaml(text: str, loader_class: type[UniqueKeyLoader] = UniqueKeyLoader) -> Iterator[Any]:
     """Each YAML document of `text`."""
-    loader = UniqueKeyLoader(text)
+    loader = loader_class(text)
     try:
         while loader.check_node():
             node = loader.get_node()

@@ -457,6 +457,10 @@ BAD_INPUTS = {
         r"spec\.tfReplicaSpecs\.PS\.template\.spec\.tolerations is a mapping; it must be a list",
     ),
     # Each ended in a traceback (AttributeError, TypeError) or was read as something else.
+    "a TFJob with replicas 1:30": Case(
+        import_of(yaml.safe_dump(tfjob(), sort_keys=False).replace("replicas: 2", "replicas: 1:30")), 1,
+        r"spec\.tfReplicaSpecs\.Worker\.replicas is '1:30'; it must be a whole number of 0 or more",
+    ),
     "a TFJob whose imagePullSecrets is text": Case(
         import_of(worker_pod(imagePullSecrets="regcred")), 1,
         r"spec\.tfReplicaSpecs\.Worker\.template\.spec\.imagePullSecrets is the text 'regcred'; it must be a list",

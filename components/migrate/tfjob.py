@@ -10,6 +10,7 @@ from typing import Any, Optional
 import yaml
 
 from ..objects.jobset import QUEUE_LABEL
+from ..spec.kubernetes_limits import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 from ..spec.strict_yaml import ManifestLoader, described, load_all_yaml, yaml_problem
 from .manifest_shapes import CONTAINER, POD, RUN_POLICY, ShapeError, check_shape
 
@@ -100,14 +101,25 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
     name = metadata.get("name") or "(unnamed)"
     if not isinstance(name, str):
         raise NotImportable(f"{source}: metadata.name is {name!r}; a TFJob's name is text")
+    if name != "(unnamed)" and not DNS1123_SUBDOMAIN_RE.match(name):
+        raise NotImportable(
+            f"{source}: metadata.name is {name!r}, which Kubernetes refuses: lower-case letters, digits, '-' and '.'"
+        )
+    namespace_given = metadata.get("namespace")
+    if namespace_given is not None and not (
+        isinstance(namespace_given, str) and DNS1123_LABEL_RE.match(namespace_given)
+    ):
+        raise NotImportable(
+            f"{source}: metadata.namespace is {described(namespace_given)}, which Kubernetes refuses: "
+            "a namespace's name, lower-case letters, digits and '-'"
+        )
     where = f"{source}: TFJob '{name}'"
     spec = _mapping(document.get("spec"), f"{where}: spec")
     specs = _mapping(spec.get("tfReplicaSpecs"), f"{where}: spec.tfReplicaSpecs")
     _shaped(spec, {"runPolicy": RUN_POLICY}, "spec", where)
     if not specs:
         raise NotImportable(f"{where}: no replicas: spec.tfReplicaSpecs is empty; it needs PS and Worker")
-    namespace = metadata.get("namespace")
-    job = TFJob(name, namespace if isinstance(namespace, str) else None, spec, {})
+    job = TFJob(name, namespace_given, spec, {})
     unknown: list[str] = []
     for replica_type, replica_spec in specs.items():
         path = f"spec.tfReplicaSpecs.{replica_type}"

@@ -457,6 +457,14 @@ BAD_INPUTS = {
         r"spec\.tfReplicaSpecs\.PS\.template\.spec\.tolerations is a mapping; it must be a list",
     ),
     # Each ended in a traceback (AttributeError, TypeError) or was read as something else.
+    "a TFJob whose name holds a control character": Case(
+        import_of({**tfjob(), "metadata": {"name": "ctr\x01"}}), 1,
+        r"metadata\.name is 'ctr\\x01', which Kubernetes refuses: lower-case letters, digits, '-' and '\.'",
+    ),
+    "a TFJob whose namespace is a list": Case(
+        import_of({**tfjob(), "metadata": {"name": "ctr", "namespace": ["a"]}}), 1,
+        r"metadata\.namespace is a list.*, which Kubernetes refuses: a namespace's name",
+    ),
     "a TFJob with replicas 1:30": Case(
         import_of(yaml.safe_dump(tfjob(), sort_keys=False).replace("replicas: 2", "replicas: 1:30")), 1,
         r"spec\.tfReplicaSpecs\.Worker\.replicas is '1:30'; it must be a whole number of 0 or more",

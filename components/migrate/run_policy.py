@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .containers import RoleView
-from .tfjob import Note, TFJob
+from .tfjob import LEGACY_RUN_KEYS, Note, TFJob
 
 RESTARTING = ("OnFailure", "Always")
 # What a TFJob replica without restartPolicy gets from TFJob's controller.
@@ -14,7 +14,6 @@ TFJOB_RESTART_POLICY = "Never"
 # TFJob's `restartPolicy: ExitCode`: exit codes 1-127 are permanent (the TFJob fails), 128 and up
 # (a signal: killed, evicted) are retried.
 PERMANENT_EXIT_CODES = ["1-127"]
-LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
 
 
 def carry_run_policy(

@@ -15,6 +15,8 @@ from ..spec.strict_yaml import ManifestLoader, described, load_all_yaml, yaml_pr
 from .manifest_shapes import CONTAINER, POD, RUN_POLICY, ShapeError, check_shape
 
 TFJOB_API = "kubeflow.org/v1"
+# Run settings early v1 TFJobs gave in spec, later ones in spec.runPolicy.
+LEGACY_RUN_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
 # TFJob's replica types, as its controller compares them (case-insensitively), to tfk8s's roles.
 ROLE_OF_REPLICA_TYPE = {"chief": "chief", "master": "chief", "ps": "ps", "worker": "worker", "evaluator": "evaluator"}
 # The container TFJob's controller configures: its default container name.
@@ -119,6 +121,13 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
     _shaped(spec, {"runPolicy": RUN_POLICY}, "spec", where)
     if not specs:
         raise NotImportable(f"{where}: no replicas: spec.tfReplicaSpecs is empty; it needs PS and Worker")
+    run_policy = spec.get("runPolicy") or {}
+    for key in LEGACY_RUN_KEYS:
+        if key in spec and key in run_policy and spec[key] != run_policy[key]:
+            raise NotImportable(
+                f"{where}: spec.{key} ({spec[key]!r}) and spec.runPolicy.{key} ({run_policy[key]!r}) differ; "
+                f"a TFJob of {TFJOB_API} reads spec.runPolicy's: remove spec.{key}"
+            )
     job = TFJob(name, namespace_given, spec, {})
     unknown: list[str] = []
     for replica_type, replica_spec in specs.items():

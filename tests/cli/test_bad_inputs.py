@@ -465,6 +465,11 @@ BAD_INPUTS = {
         import_of({**tfjob(), "metadata": {"name": "ctr", "namespace": ["a"]}}), 1,
         r"metadata\.namespace is a list.*, which Kubernetes refuses: a namespace's name",
     ),
+    "a TFJob with two different backoffLimits": Case(
+        import_of({**tfjob(), "spec": {**tfjob()["spec"], "backoffLimit": 3, "runPolicy": {"backoffLimit": 5}}}), 1,
+        r"spec\.backoffLimit \(3\) and spec\.runPolicy\.backoffLimit \(5\) differ; a TFJob of kubeflow\.org/v1 reads "
+        r"spec\.runPolicy's: remove spec\.backoffLimit",
+    ),
     "a TFJob with replicas 1:30": Case(
         import_of(yaml.safe_dump(tfjob(), sort_keys=False).replace("replicas: 2", "replicas: 1:30")), 1,
         r"spec\.tfReplicaSpecs\.Worker\.replicas is '1:30'; it must be a whole number of 0 or more",

@@ -123,6 +123,11 @@ def _pool_checks(config: StackConfig) -> list[str]:
             "place; keep the volume and leave checkpointDir at 'default' (tfk8s points it at the volume), "
             "or drop the volume"
         )
+    elif volume is not None and config.program is None and config.trainer.checkpoint_every == 0:
+        errors.append(
+            f"{ns}:cluster.chief.checkpointVolume: a volume for the chief's checkpoints, and "
+            f"{ns}:trainer.checkpointEvery: 0 writes none; give checkpointEvery steps, or drop the volume"
+        )
     elif config.program is None and _unwritable_in_pod(config.trainer.checkpoint_dir):
         errors.append(
             f"{ns}:trainer.checkpointDir: '{config.trainer.checkpoint_dir}' is a folder of the chief's pod outside "

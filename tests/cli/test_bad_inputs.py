@@ -315,6 +315,12 @@ BAD_INPUTS = {
         plan(edited(STACK, "ps: {replicas: 1, pool: servers}", "ps: {replicas: 1, pool: servers, cpu: 1.5Gi}")), 2,
         r"tfk8s:cluster\.ps\.cpu: .*CPU '1\.5Gi' is written in bytes \(Gi\); CPU is cores, whole or in thousandths",
     ),
+    "a checkpoint volume that no checkpoint is written to": Case(
+        plan(edited(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpointVolume: {size: 1Gi}}"),
+                    "tfk8s:trainer: {}", "tfk8s:trainer: {checkpointEvery: 0}")), 2,
+        r"tfk8s:cluster\.chief\.checkpointVolume: a volume for the chief's checkpoints, and "
+        r"tfk8s:trainer\.checkpointEvery: 0 writes none; give checkpointEvery steps, or drop the volume",
+    ),
     "a checkpoint volume of 0 bytes": Case(
         plan(edited(STACK, "placement: colocated", "placement: colocated\n    chief: {checkpointVolume: {size: '0'}}")), 2,
         r"tfk8s:cluster\.chief\.checkpointVolume\.size: .*storage '0' is below 1Mi; quantities are bytes unless suffixed",

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from ..spec.task_roles import parse_task_name
 
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 OUT_OF_SERVICE_VALUE = "nodeshutdown"
+# Where a task's pod stands towards a lost server: listed as running on it, terminating on it, or
+# waiting to be placed (on it, under strict placement).
+PodStand = Literal["running", "terminating", "pending"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +37,8 @@ class LostServer:
     tasks: tuple[str, ...]  # the tasks whose pod is on it, running or terminating
     out_of_service: bool  # the operator has said the machine is down (the taint)
 
-    def task_reason(self, pod: str) -> str:
-        """Why a task that waits on this server is stuck, for its row of the status table. `pod`: where
-        the task's pod stands: "running" or "terminating" on this server, or "pending" for one."""
+    def task_reason(self, pod: PodStand) -> str:
+        """Why a task that waits on this server is stuck, for its row of the status table."""
         if pod == "pending":
             state = "out of service" if self.out_of_service else f"NotReady{self._since()}"
             return f"waits for {self.name}, {state}"

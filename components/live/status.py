@@ -27,7 +27,7 @@ from ..spec.task_roles import role_of
 from ..spec.trainer_contract import last_summary
 from .cluster_access import JOBSET_CRD, NoJobSetError, no_jobset_message, with_cluster
 from .failures import failed_jobs
-from .lost_servers import LostServer, lost_servers
+from .lost_servers import LostServer, PodStand, lost_servers
 from .phase import (
     Phase,
     jobset_phase,
@@ -191,6 +191,7 @@ def _waiting_on(task: TaskStatus, lost: list[LostServer], pod: Any) -> TaskStatu
     server = next((server for server in lost if task.task in server.tasks), None)
     if server is None or task.phase in ("Succeeded", "Failed"):
         return task
+    where: PodStand
     if pod is None:
         where, phase = "terminating", "Terminating"
     elif not pod.spec.node_name:

@@ -28,11 +28,15 @@ DROP_CHAIN = "TFK8S-FAULTS"
 FROZEN, THAWED = "FROZEN", "THAWED"
 
 
-def node_daemons(where: paths.ClusterDir, name: str) -> list[int]:
-    """The node's own daemons: its kubelet, containerd and NetworkPolicy agent (process groups)."""
+def _real_node(where: paths.ClusterDir, name: str) -> RealNodes:
     real = RealNodes.load(where)
     if real is None or name not in real.nodes:
         raise ValueError(f"{name} is not a real node of the cluster in {where.root}")
+    return real
+
+
+def node_daemons(real: RealNodes, name: str) -> list[int]:
+    """The node's own daemons: its kubelet, containerd and NetworkPolicy agent (process groups)."""
     return [pid for process, pid in real.processes.items() if process.endswith(f"-{name}")]
 
 
@@ -85,10 +89,9 @@ def dropped(addresses: Iterable[str], peers: Iterable[str] = ()) -> Iterator[Non
 def dead_server(where: paths.ClusterDir, name: str, pod_addresses: Iterable[str]) -> Iterator[None]:
     """Server `name` silent for the block: its pods frozen, its daemons stopped, its node address
     and `pod_addresses` (its pods') unreachable. Brought back, as it was, on leaving."""
-    real = RealNodes.load(where)
-    assert real is not None
+    real = _real_node(where, name)
     freezer = _freezer(name)
-    daemons, shims = node_daemons(where, name), node_shims(NodeDir(nodes_dir(where) / name))
+    daemons, shims = node_daemons(real, name), node_shims(NodeDir(nodes_dir(where) / name))
     with dropped([real.nodes[name], *pod_addresses]):
         freezer.write_text(FROZEN)
         _signal_all(daemons, shims, signal.SIGSTOP)

@@ -8,6 +8,8 @@ import json
 import os
 import socket
 import subprocess
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,7 +31,17 @@ def ended_pid() -> int:
     return process.pid
 
 
-def write_lock(state: Path, pid: int, host: str = "") -> Path:
+def unreaped_pid() -> tuple[int, subprocess.Popen]:
+    """A child that has ended and that nobody has reaped yet: a zombie, as a killed engine's CLI is."""
+    process = subprocess.Popen(["true"])
+    for _ in range(1000):
+        if Path(f"/proc/{process.pid}/stat").read_text().split(") ")[1].startswith("Z"):
+            return process.pid, process
+        time.sleep(0.01)
+    raise AssertionError("the child never ended")
+
+
+def write_lock(state: Path, pid: int, host: str = "", at: str = "") -> Path:
     folder = state / ".pulumi" / "locks" / "organization" / PROJECT / STACK
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"lock-{pid}.json"
@@ -37,7 +49,7 @@ def write_lock(state: Path, pid: int, host: str = "") -> Path:
         "pid": pid,
         "username": "root",
         "hostname": host or socket.gethostname(),
-        "timestamp": "2026-12-07T15:04:12Z",
+        "timestamp": at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f000Z"),
     }
     path.write_text(json.dumps(held))
     return path
@@ -83,6 +95,23 @@ def test_a_lock_left_by_a_run_that_ended_on_this_machine_is_removed_and_said(tmp
     interrupted.release_a_killed_runs_lock(stack, PROJECT, said.append)
     assert stack.cancelled == 1 and interrupted.stack_locks(tmp_path, PROJECT, STACK) == []
     assert len(said) == 1 and f"pid {pid} of root@{socket.gethostname()}" in said[0] and "lock is removed" in said[0]
+
+
+@pytest.mark.parametrize("left_by", ["a killed process not yet reaped", "a process whose pid was given again"])
+def test_a_lock_whose_writer_is_gone_though_its_pid_answers_is_removed(tmp_path, left_by):
+    if left_by == "a killed process not yet reaped":
+        pid, child = unreaped_pid()
+        write_lock(tmp_path, pid)
+    else:
+        # This test's own pid, on a lock written before this process started: a process since ended wrote it.
+        child = None
+        write_lock(tmp_path, os.getpid(), at="2026-01-05T09:00:00.123456789Z")
+    stack, said = FakeStack(tmp_path), []
+    interrupted.release_a_killed_runs_lock(stack, PROJECT, said.append)
+    assert stack.cancelled == 1 and interrupted.stack_locks(tmp_path, PROJECT, STACK) == []
+    assert len(said) == 1 and "lock is removed" in said[0]
+    if child is not None:
+        child.wait()
 
 
 @pytest.mark.parametrize("holder", ["a running process", "another machine", "an unreadable lock"])

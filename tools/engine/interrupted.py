@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 from urllib.parse import urlparse
@@ -53,20 +55,59 @@ class EngineLock:
 
     def left_by_a_run_that_ended(self) -> bool:
         """Written on this machine by a process that no longer runs (a killed `make up`)."""
-        return self.host == socket.gethostname() and not _running(self.pid)
+        return self.host == socket.gethostname() and not _running(self.pid, _lock_time(self.since))
 
     def holder(self) -> str:
         return f"pid {self.pid} of {self.user}@{self.host}, since {self.since}"
 
 
-def _running(pid: int) -> bool:
+def _running(pid: int, locked_at: Optional[datetime]) -> bool:
+    """Whether the process that wrote a lock at `locked_at` still runs as `pid`.
+
+    A process killed outright stays a zombie until its parent reaps it, and a killed engine's
+    CLI is reaped by whatever adopted it (a container's first process may never do so): a zombie
+    holds nothing. A pid given to a process that started after the lock was written is another
+    process: the lock's writer is gone.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True  # another user's process: it runs
+    state, started = _process_state(pid)
+    if state in ("Z", "X"):
+        return False
+    if started is not None and locked_at is not None:
+        return started <= locked_at + PID_CLOCK_SLACK
     return True
+
+
+# /proc counts a start in clock ticks since boot: allow for the tick and the boot time's rounding.
+PID_CLOCK_SLACK = timedelta(seconds=2)
+
+
+def _process_state(pid: int) -> tuple[str, Optional[datetime]]:
+    """A process's state letter and start time, from /proc (`?`, None where it cannot be read)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
+    except (OSError, StopIteration):
+        return "?", None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (command) ": state is field 3, start field 22
+    ticks_since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    started = datetime.fromtimestamp(int(boot.split()[1]) + ticks_since_boot, timezone.utc)
+    return fields[0], started
+
+
+def _lock_time(written: str) -> Optional[datetime]:
+    """The lock's timestamp (RFC 3339 with nanoseconds, as the CLI writes it), or None."""
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)", written)
+    if match is None:
+        return None
+    fraction = (match.group(2) or ".0")[:7]
+    offset = "+00:00" if match.group(3) == "Z" else match.group(3)
+    return datetime.fromisoformat(match.group(1) + fraction + offset)
 
 
 def stack_locks(state: Path, project: str, stack: str) -> list[EngineLock]:

@@ -12,10 +12,17 @@ POLICY_VENV := policy/venv
 POLICY_STAMP := $(POLICY_VENV)/.installed
 STACK ?= scene1-case3
 # A variable's value as one shell word, whatever it holds: `make render STACK='a --out DIR'` names a
-# stack 'a --out DIR' (which does not exist), never a flag.
+# stack 'a --out DIR' (which does not exist), never a flag; quotes, `;`, backquotes and globs in it
+# stay text. What it does not guard: make expands a command-line value before the shell sees it
+# (`STACK='$(shell ...)'` runs as on any make command line: the one typing holds that power anyway),
+# and ARGS, STACKS and PARTITIONS are word lists on purpose, split and read by the shell.
 quote = '$(subst ','"'"',$(1))'
 # A target's variables, each set, or a usage line naming them (exit 2, as the commands' bad input).
-require = @$(foreach name,$(1),test -n $(call quote,$(strip $($(name)))) &&) true || { echo "usage: make $@ $(2)" >&2; exit 2; }
+# `+` runs the check under `make -n` too, so that a dry run shows the usage line, not the build.
+require = +@$(foreach name,$(1),test -n $(call quote,$(strip $($(name)))) &&) true || { echo "usage: make $@ $(2)" >&2; exit 2; }
+# A target's prerequisites, only once its variables are set: with one missing, its usage line comes
+# at once instead of after the toolchain's build (half an hour on a fresh machine).
+given = $(if $(filter 0,$(foreach name,$(1),$(if $(strip $($(name))),1,0))),,$(2))
 STEPS ?= 200
 # make report: the seeds' question (scene 1 against scene 2, none against auto) by default.
 STACKS ?= scene1-case2 scene2-case2
@@ -47,12 +54,12 @@ setup: $(STAMP) $(TRAINER_STAMP) $(POLICY_STAMP)
 demo: plan local
 
 # Who runs where, from the stack file alone: no cluster, no Pulumi CLI.
-plan: $(STAMP)
+plan: $(call given,STACK,$(STAMP))
 	$(call require,STACK,STACK=<stack>)
 	$(VENV)/bin/python -m components plan $(call quote,$(STACK))
 
 # The stack is validated in the program's environment, then trained in the trainer's.
-local: $(STAMP) $(TRAINER_STAMP)
+local: $(call given,STACK STEPS,$(STAMP) $(TRAINER_STAMP))
 	$(call require,STACK STEPS,STACK=<stack> STEPS=<steps>)
 	$(TRAINER_VENV)/bin/python -m trainer.local --stack $(call quote,$(STACK)) --steps $(call quote,$(STEPS))
 
@@ -146,12 +153,12 @@ toolchain:
 	bash tools/toolchain/build.sh
 
 # A team's program's image for the local cluster: the nodes' TensorFlow image plus pinned packages.
-image: $(STAMP) node-image
+image: $(call given,NAME REQUIREMENTS,$(STAMP) node-image)
 	$(call require,NAME REQUIREMENTS,NAME=<name> REQUIREMENTS=<file>)
 	$(VENV)/bin/python -m tools.localcluster image --name $(call quote,$(NAME)) --requirements $(call quote,$(REQUIREMENTS))
 
 # An image built elsewhere (docker save, podman save, an OCI tarball) into the local cluster's real nodes.
-load-image: $(STAMP)
+load-image: $(call given,ARCHIVE,$(STAMP))
 	$(call require,ARCHIVE,ARCHIVE=<file>)
 	$(VENV)/bin/python -m tools.localcluster load-image --archive $(call quote,$(ARCHIVE))
 
@@ -165,7 +172,7 @@ debian-packages:
 	bash tools/toolchain/build.sh --debian-packages
 
 # Every object the program registers, one YAML file each, into out/$(STACK)/.
-render: $(STAMP)
+render: $(call given,STACK,$(STAMP))
 	$(call require,STACK,STACK=<stack>)
 	$(VENV)/bin/python -m components render $(call quote,$(STACK))
 
@@ -175,19 +182,19 @@ REAL ?=
 TFJOB ?=
 # A variable: a comma inside $(call require,...)'s arguments would split them.
 CLUSTER_UP_USAGE := STACK=<stack> [REAL=<server>,...] [TFJOB=1]
-cluster-up: $(STAMP) toolchain $(if $(REAL),node-image)
+cluster-up: $(if $(filter-out 1,$(TFJOB)),,$(call given,STACK,$(STAMP) toolchain $(if $(REAL),node-image)))
 	$(call require,STACK,$(CLUSTER_UP_USAGE))
-	@case $(call quote,$(TFJOB)) in ''|1) ;; *) echo "usage: make $@ $(CLUSTER_UP_USAGE): TFJOB takes 1 or nothing, not $(call quote,$(TFJOB))" >&2; exit 2;; esac
+	+@case $(call quote,$(TFJOB)) in ''|1) ;; *) echo "usage: make $@ $(CLUSTER_UP_USAGE): TFJOB takes 1 or nothing, not $(call quote,$(TFJOB))" >&2; exit 2;; esac
 	$(VENV)/bin/python -m tools.localcluster up --stack $(call quote,$(STACK)) $(if $(REAL),--real $(call quote,$(REAL))) $(if $(TFJOB),--tfjob)
 
 cluster-down: $(STAMP)
 	$(VENV)/bin/python -m tools.localcluster down
 
-apply: $(STAMP)
+apply: $(call given,STACK,$(STAMP))
 	$(call require,STACK,STACK=<stack>)
 	$(VENV)/bin/python -m tools.localcluster apply $(call quote,$(STACK))
 
-delete: $(STAMP)
+delete: $(call given,STACK,$(STAMP))
 	$(call require,STACK,STACK=<stack>)
 	$(VENV)/bin/python -m tools.localcluster delete $(call quote,$(STACK))
 
@@ -195,13 +202,13 @@ delete: $(STAMP)
 # file backend under .cluster/pulumi/, the policy pack on preview and up (tools/engine).
 # KUBECONFIG=<file> on the command line (not from the environment): run as that user, e.g. one
 # `make cluster-user` minted; by default the local cluster's admin.
-preview up destroy: $(STAMP) $(POLICY_STAMP) toolchain
+preview up destroy: $(call given,STACK,$(STAMP) $(POLICY_STAMP) toolchain)
 	$(call require,STACK,STACK=<stack> [KUBECONFIG=<file>])
 	$(VENV)/bin/python -m tools.engine $@ $(call quote,$(STACK)) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(call quote,$(KUBECONFIG)))
 
 # tune's rounds (components/tune/, docs/observing.md) with the same engine and backend:
 # make tune STACK=<stack> [ARGS='--rounds 3 --round-seconds 60 --json'].
-tune: $(STAMP) $(POLICY_STAMP) toolchain
+tune: $(call given,STACK,$(STAMP) $(POLICY_STAMP) toolchain)
 	$(call require,STACK,STACK=<stack> [ARGS='--rounds N --round-seconds S --json'] [KUBECONFIG=<file>])
 	$(VENV)/bin/python -m tools.engine tune $(call quote,$(STACK)) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(call quote,$(KUBECONFIG))) $(ARGS)
 
@@ -210,11 +217,11 @@ tune: $(STAMP) $(POLICY_STAMP) toolchain
 ARGS ?=
 # A team member of the local cluster with exactly the documented RBAC (docs/shared-cluster.md):
 # .cluster/users/$(NAME).kubeconfig. LABEL_NODES=1 adds the node labeller (stacks with placeBy: labels).
-cluster-user: $(STAMP)
+cluster-user: $(call given,NAME NAMESPACE,$(STAMP))
 	$(call require,NAME NAMESPACE,NAME=<user> NAMESPACE=<namespace> [LABEL_NODES=1])
 	$(VENV)/bin/python -m tools.localcluster user --name $(call quote,$(NAME)) --namespace $(call quote,$(NAMESPACE)) $(if $(LABEL_NODES),--label-nodes)
 
-pulumi: $(STAMP) toolchain
+pulumi: $(call given,STACK,$(STAMP) toolchain)
 	$(call require,STACK,STACK=<stack> ARGS='<pulumi arguments>')
 	$(VENV)/bin/python -m tools.engine pulumi $(call quote,$(STACK)) -- $(ARGS)
 
@@ -223,16 +230,19 @@ docs: $(STAMP)
 	$(VENV)/bin/python -m components.spec.reference
 
 # Runs each stack and partition locally; writes reports/<name>/ (report.md, report.json, PNG plots).
-report: $(STAMP) $(TRAINER_STAMP)
+report: $(call given,STACKS PARTITIONS STEPS,$(STAMP) $(TRAINER_STAMP))
 	$(call require,STACKS PARTITIONS STEPS,[STACKS='<stack> ...'] [PARTITIONS='<partition> ...'] [STEPS=<steps>])
 	$(TRAINER_VENV)/bin/python -m trainer.report --stacks $(STACKS) --partitions $(PARTITIONS) --steps $(STEPS) $(REPORT_SETTINGS)
 
-# Two experiments side by side: config, plan and objects (exit 0 same, 1 different).
-diff: $(STAMP)
+# Two experiments side by side: config, plan and objects. make exits 2 for any command that fails,
+# so `make diff` exits 0 for the same experiment and 2 otherwise, diff's own code in make's
+# "Error 1" (different) or "Error 2" (bad input) line; `.venv/bin/python -m components diff A B`
+# exits as diff does (0 same, 1 different, 2 bad input).
+diff: $(call given,A B,$(STAMP))
 	$(call require,A B,A=<stack> B=<stack>)
 	$(VENV)/bin/python -m components diff $(call quote,$(A)) $(call quote,$(B))
 
-status: $(STAMP)
+status: $(call given,STACK,$(STAMP))
 	$(call require,STACK,STACK=<stack>)
 	$(VENV)/bin/python -m components status $(call quote,$(STACK)) --kubeconfig .cluster/kubeconfig
 

@@ -177,10 +177,11 @@ def _check_field(spec: dataclasses.Field, value: Any) -> None:
         if not isinstance(value, str) or not value:
             raise SettingsError(key, f"must be a non-empty string (got {value!r})")
     elif isinstance(default, tuple):
-        if not isinstance(value, tuple) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
-        ):
+        if not isinstance(value, tuple):
             raise SettingsError(key, f"must be a list of positive whole numbers (got {value!r})")
+        for index, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, int) or item <= 0:
+                raise SettingsError(key, f"must be a list of positive whole numbers; its item {index + 1} is {item!r}")
     numbers = value if isinstance(value, tuple) else (value,)
     if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):
         raise SettingsError(key, f"must be a finite number (got {value!r})")

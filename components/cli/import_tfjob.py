@@ -37,7 +37,7 @@ STACK_NAME_RULE = "letters, digits, '-', '_' and '.', at most 100"
 def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
     """Write the stack of the TFJob in `file` (- for stdin) into stacks/; the exit code."""
     target = STACKS_DIR / f"Pulumi.{options.stack}.yaml"
-    source = "stdin" if file == "-" else file
+    source = "stdin" if file == "-" else file or "''"
     try:
         # import-tfjob's contract since it exists: 0 written, 1 nothing usable came of the input.
         if not PULUMI_STACK_NAME.match(options.stack):
@@ -51,7 +51,11 @@ def import_tfjob(file: str, options: ImportOptions, force: bool = False) -> int:
         if target.exists() and not force:
             raise NotImportable(f"{shown(target)} exists; give --force to overwrite it, or another --stack")
         job = read_tfjob(text, source)
-        imported = carry(job, options)
+        try:
+            imported = carry(job, options)
+        except NotImportable as error:
+            # A TFJob's field is named with its file; a flag (--image) is named alone.
+            raise NotImportable(str(error) if str(error).startswith("--") else f"{source}: {error}") from None
         _check(options.stack, imported, f"{source}: TFJob '{job.name}'")
     except NotImportable as error:
         return _nothing_written(str(error), NO)
@@ -80,6 +84,9 @@ def _nothing_written(why: str, code: int) -> int:
 
 def _read(file: str) -> str:
     """The manifest's text: UTF-8, whole, or UnreadableFile saying why not."""
+    if not file:
+        # Path('') is the current folder: say what was given instead.
+        raise UnreadableFile("FILE is empty: name a TFJob manifest, or - for stdin")
     if file != "-":
         return read_user_text(Path(file))
     stdin = getattr(sys.stdin, "buffer", None)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..spec.images import is_pinned
+from ..spec.kubernetes_limits import image_reference_problem
 from ..spec.program import PROGRAM_VARIABLES
 from ..spec.task_roles import ROLE_OF, WORKER
 from ..spec.trainer_contract import escaped
@@ -66,7 +67,10 @@ class ImportedStack:
 
 
 def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
-    roles = {role: read_role(replica) for role, replica in job.replicas.items()}
+    try:
+        roles = {role: read_role(replica) for role, replica in job.replicas.items()}
+    except NotImportable as error:
+        raise NotImportable(f"TFJob '{job.name}': {error}") from None
     notes = list(job.notes)
     for view in roles.values():
         notes += view.notes
@@ -115,6 +119,11 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
     carry_run_policy(job, roles, cluster, comments, notes, sources)
     _pod_wide(roles, cluster, notes, sources)
     program = _program(roles, notes)
+    for index, volume in enumerate(program.get("volumes", ())):
+        # Each claim's own TFJob field (its volume's claimName), before the workers' volumeMounts.
+        claim_source = workers.sources.get(f"claim.{volume['claim']}")
+        if claim_source is not None:
+            sources[f"tfk8s:program.volumes[{index}].claim"] = claim_source
     if program["done"] == "workers":
         comments[("tfk8s:program", "done")] = (
             "No Chief or Master in the TFJob: its worker 0 was the chief. The experiment succeeds\n"
@@ -177,6 +186,9 @@ def _images(
 ) -> dict[str, Any]:
     """cluster.image from the chief (else the PS under GPU workers, else the workers); gpuImage for GPU workers."""
     if options.image is not None:
+        malformed = image_reference_problem(options.image)
+        if malformed is not None:
+            raise NotImportable(f"--image {shlex.quote(options.image)} {malformed}")
         if not is_pinned(options.image):
             raise NotImportable(
                 f"--image {shlex.quote(options.image)}: tfk8s runs images pinned to a tag other than latest or a "
@@ -188,6 +200,9 @@ def _images(
         image = view.container.get("image")
         if not image:
             raise NotImportable(f"TFJob '{job.name}': {view.at('image')} is missing; give --image REF")
+        malformed = image_reference_problem(str(image))
+        if malformed is not None:
+            raise NotImportable(f"TFJob '{job.name}': {view.at('image')} {shlex.quote(str(image))} {malformed}")
         if not is_pinned(image):
             raise NotImportable(
                 f"TFJob '{job.name}': {view.at('image')} '{image}' is not pinned: tfk8s runs images pinned to a tag "

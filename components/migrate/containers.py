@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from ..plan.tf_config import TF_PORT
 from ..spec.program import OWN_MOUNTS, PROGRAM_VARIABLES, RESERVED_PREFIX, TF_CONFIG
+from ..spec.strict_yaml import described
 from .tfjob import Note, NotImportable, Replica
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -126,15 +127,20 @@ def _env(view: RoleView) -> None:
         if secret is None:
             view.notes.append(Note(f"{path} ({name})", "tfk8s:program.env takes values and Secret keys only"))
             continue
+        for part in ("name", "key"):
+            _required_text(secret.get(part), f"{path}.valueFrom.secretKeyRef.{part}")
         view.env[name] = {"secret": secret.get("name"), "key": secret.get("key")}
         if secret.get("optional"):
             view.notes.append(Note(f"{path}.valueFrom.secretKeyRef.optional", "tfk8s's Secret keys are required"))
 
 
 def _claims(view: RoleView) -> None:
-    volumes = {volume.get("name"): volume for volume in view.replica.pod.get("volumes") or ()}
+    volumes: dict[Any, tuple[Optional[int], dict[str, Any]]] = {
+        volume.get("name"): (at, volume) for at, volume in enumerate(view.replica.pod.get("volumes") or ())
+    }
     for index, mount in enumerate(view.container.get("volumeMounts") or ()):
-        path, volume = view.at(f"volumeMounts[{index}]"), volumes.get(mount.get("name"), {})
+        path = view.at(f"volumeMounts[{index}]")
+        at, volume = volumes.get(mount.get("name"), (None, {}))
         claim = volume.get("persistentVolumeClaim")
         mount_path = mount.get("mountPath", "")
         if claim is None:
@@ -154,6 +160,9 @@ def _claims(view: RoleView) -> None:
         for key in ("subPath", "subPathExpr", "mountPropagation"):
             if key in mount:
                 view.notes.append(Note(f"{path}.{key}", "tfk8s mounts the whole claim"))
+        claim_path = f"{view.replica.path}.template.spec.volumes[{at}].persistentVolumeClaim.claimName"
+        _required_text(claim.get("claimName"), claim_path)
+        view.sources[f"claim.{claim['claimName']}"] = claim_path
         view.claims.append(
             {
                 "claim": claim.get("claimName"),
@@ -161,6 +170,14 @@ def _claims(view: RoleView) -> None:
                 "readOnly": bool(mount.get("readOnly") or claim.get("readOnly")),
             }
         )
+
+
+def _required_text(value: Any, path: str) -> None:
+    """A field Kubernetes requires, as text (a claim's name, a Secret's name and key)."""
+    if value is None or value == "":
+        raise NotImportable(f"{path} is missing; Kubernetes requires it")
+    if not isinstance(value, str):
+        raise NotImportable(f"{path} is {described(value)}; it is text")
 
 
 def _resources(view: RoleView) -> None:

@@ -102,7 +102,7 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
     metadata = _mapping(document.get("metadata"), f"{source}: metadata")
     name = metadata.get("name") or "(unnamed)"
     if not isinstance(name, str):
-        raise NotImportable(f"{source}: metadata.name is {name!r}; a TFJob's name is text")
+        raise NotImportable(f"{source}: metadata.name is {described(name)}; a TFJob's name is text")
     if name != "(unnamed)" and not DNS1123_SUBDOMAIN_RE.match(name):
         raise NotImportable(
             f"{source}: metadata.name is {name!r}, which Kubernetes refuses: lower-case letters, digits, '-' and '.'"
@@ -154,9 +154,13 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
         if count == 0:
             continue
         if role in job.replicas:
-            raise NotImportable(
-                f"{where}: {path} and {job.replicas[role].path} are both given: a TFJob has one Chief or Master"
-            )
+            other = job.replicas[role].path
+            if other.lower() == path.lower():
+                raise NotImportable(
+                    f"{where}: {path} and {other} are one replica type given twice (TFJob's controller "
+                    "reads replica types whatever their case): keep one"
+                )
+            raise NotImportable(f"{where}: {path} and {other} are both given: a TFJob has one Chief or Master")
         if role in ("chief", "evaluator") and count != 1:
             raise NotImportable(f"{where}: {path}.replicas is {count}; a TFJob's {replica_type} has 1 replica")
         if str(replica_type).lower() == "master":

@@ -17,6 +17,15 @@ class EgressRule(StackModel):
     ports: tuple[Port, ...] = Field(default=(), description="ports there (default: every port of the protocol)")
     protocol: Literal["TCP", "UDP", "SCTP"] = Field(default="TCP", description="protocol of those ports")
 
+    @field_validator("cidr", mode="before")
+    @classmethod
+    def _not_a_number(cls, cidr: object) -> object:
+        # A number here is no CIDR quoted or not (167772160 is 10.0.0.0 as one integer): say so,
+        # rather than hint at quoting it as any other text field would.
+        if isinstance(cidr, (bool, int, float)):
+            raise ValueError("a number is not a CIDR such as 10.20.0.0/16")
+        return cidr
+
     @field_validator("cidr")
     @classmethod
     def _a_network(cls, cidr: str) -> str:

@@ -85,22 +85,38 @@ def kubernetes_limit_checks(config: StackConfig, secret_env: Collection[str] = (
     return errors
 
 
+# The most memory one server offers (the largest cloud machines, 2026: 32 TiB). A size tfk8s derives
+# past it is a pod no scheduler can place: a slip in the model's size, said before anything runs. A
+# size the stack gives itself is the user's to choose, up to what Kubernetes holds.
+LARGEST_SERVER_MEMORY_BYTES = 32 * 2**40
+
+
 def _derived_memory_problems(config: StackConfig) -> list[str]:
-    """The memory tfk8s derives from the model, where the stack gives none, within what Kubernetes holds
-    (2^63 - 1 bytes, as for a quantity given directly)."""
+    """The memory tfk8s derives from the model, where the stack gives none, within what one server
+    offers (and so within the 2^63 - 1 bytes Kubernetes holds)."""
     derived = []
     if config.cluster.ps_count and config.cluster.ps.memory is None:
-        derived.append(("each PS's", ps_memory_bytes(config.trainer, config.cluster.ps_count), "ps.memory"))
+        more_ps = f"give more PS ({CONFIG_NAMESPACE}:cluster.ps.replicas), "
+        derived.append(("each PS's", ps_memory_bytes(config.trainer, config.cluster.ps_count), "ps.memory", more_ps))
     if config.cluster.chief.memory is None:
-        derived.append(("the chief's", chief_memory_bytes(config.trainer), "chief.memory"))
+        derived.append(("the chief's", chief_memory_bytes(config.trainer), "chief.memory", ""))
     model = f"embeddingRows {config.trainer.embedding_rows:,} x embeddingDim {config.trainer.embedding_dim:,}"
     return [
-        f"{CONFIG_NAMESPACE}:trainer: {model} "
-        f"sizes {whose} memory at {size:,} bytes, past the 2^63 - 1 Kubernetes holds; make the model smaller, or set "
-        f"{CONFIG_NAMESPACE}:cluster.{key}"
-        for whose, size, key in derived
-        if size > INT64_MAX
+        f"{CONFIG_NAMESPACE}:trainer: {model} sizes {whose} memory at {_bytes_in_words(size)}, "
+        f"{_past_what(size)}; make the model smaller, {more_ps}or set {CONFIG_NAMESPACE}:cluster.{key}"
+        for whose, size, key, more_ps in derived
+        if size > LARGEST_SERVER_MEMORY_BYTES
     ]
+
+
+def _past_what(size: int) -> str:
+    if size > INT64_MAX:
+        return "past the 2^63 - 1 bytes Kubernetes holds"
+    return "more than any one server offers (32 TiB at the most): no node could run it"
+
+
+def _bytes_in_words(size: int) -> str:
+    return f"{size:,} bytes ({size / 2**40:,.1f} TiB)"
 
 
 def program_secret_problems(secret_env: Mapping[str, str]) -> list[str]:

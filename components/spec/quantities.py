@@ -80,7 +80,8 @@ def at_least_cpu(text: str) -> str:
 def at_least_memory(text: str) -> str:
     if quantity_value(text) < MIN_MEMORY_BYTES:
         raise ValueError(
-            f"memory '{text}' is below 128Mi, too little for a TensorFlow task; quantities are bytes "
+            f"memory '{text}' is below 128Mi, the least a tfk8s pod is given (a TensorFlow task, the log "
+            "collector); quantities are bytes "
             "unless suffixed (e.g. '512Mi', '4Gi')"
         )
     return text

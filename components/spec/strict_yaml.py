@@ -181,6 +181,8 @@ def yaml_1_2_number(text: str) -> int | float:
 def _plain_text(loader: Any, node: yaml.ScalarNode) -> Any:
     value = loader.construct_yaml_str(node)
     if not node.style and YAML_1_2_NUMBER.fullmatch(value):  # plain: None to PyYAML, '' to libyaml
+        if loader.resolve(yaml.ScalarNode, value, (True, False)) != node.tag:
+            return value  # tagged `!!str 4` (a plain 4 is a number to YAML 1.1 too): text to both
         return YamlReading(value, value, True, f"the number {yaml_1_2_number(value)!r} to YAML 1.2 (Pulumi's)")
     return value
 
@@ -263,7 +265,8 @@ def load_yaml(text: str) -> Any:
 
 
 class ManifestLoader(UniqueKeyLoader):
-    """A Kubernetes manifest's loader: `1:30` is the text Kubernetes reads, not YAML 1.1's base-60 number 90."""
+    """A Kubernetes manifest's loader, reading what Kubernetes' own reader (sigs.k8s.io/yaml, on go-yaml
+    v2) reads: `1:30` is text, not YAML 1.1's base-60 number 90, and `2024-01-01` is text, not a date."""
 
 
 def _without_base_60(construct: Any) -> Any:
@@ -275,6 +278,7 @@ def _without_base_60(construct: Any) -> Any:
 
 ManifestLoader.add_constructor("tag:yaml.org,2002:int", _without_base_60(UniqueKeyLoader.construct_yaml_int))
 ManifestLoader.add_constructor("tag:yaml.org,2002:float", _without_base_60(UniqueKeyLoader.construct_yaml_float))
+ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: node.value)
 
 
 def load_all_yaml(text: str, loader_class: type[UniqueKeyLoader] = UniqueKeyLoader) -> Iterator[Any]:

@@ -86,6 +86,15 @@ def import_as(stack: str) -> Callable[[Path], list[str]]:
     return lambda tmp_path: ["import-tfjob", tfjob_file(tmp_path, tfjob()), "--stack", stack, "--nodes", "n1"]
 
 
+def claimed(claim: dict) -> dict:
+    """tfjob() whose workers mount a volume of the persistentVolumeClaim `claim`."""
+    job = worker_pod(volumes=[{"name": "data", "persistentVolumeClaim": claim}])
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "data", "mountPath": "/data"}
+    ]
+    return job
+
+
 def folder(tmp_path: Path) -> str:
     path = tmp_path / "Pulumi.folder.yaml"
     path.mkdir()
@@ -342,8 +351,30 @@ BAD_INPUTS = {
     "a model whose derived memory Kubernetes cannot hold": Case(
         plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {embeddingRows: 2147483647, embeddingDim: 2147483647}")), 2,
         r"tfk8s:trainer: embeddingRows 2,147,483,647 x embeddingDim 2,147,483,647 sizes each PS's memory at "
-        r"55,340,232,170,394,353,672 bytes, past the 2\^63 - 1 Kubernetes holds; make the model smaller, or set "
-        r"tfk8s:cluster\.ps\.memory",
+        r"55,340,232,170,394,353,672 bytes \(.* TiB\), past the 2\^63 - 1 bytes Kubernetes holds; make the model "
+        r"smaller, give more PS \(tfk8s:cluster\.ps\.replicas\), or set tfk8s:cluster\.ps\.memory",
+    ),
+    "a model whose derived PS memory no server offers": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {embeddingDim: 1000000000}")), 2,
+        r"sizes each PS's memory at 12,000,000,805,306,368 bytes \(10,913\.9 TiB\), more than any one server "
+        r"offers \(32 TiB at the most\): no node could run it",
+    ),
+    "a number tagged as text where a whole number belongs": Case(
+        plan(edited(STACK, "replicas: 3", "replicas: !!str 3")), 2,
+        r"tfk8s:cluster\.workers\.replicas: Input should be a valid integer \(got '3'\)$",
+    ),
+    "the log collector's memory below the least": Case(
+        plan(STACK + "  tfk8s:logs: {memory: 1Ki}\n"), 2,
+        r"tfk8s:logs\.memory: memory '1Ki' is below 128Mi, the least a tfk8s pod is given \(a TensorFlow task, "
+        r"the log collector\)",
+    ),
+    "an egress CIDR written as a number": Case(
+        plan(edited(STACK, "placement: colocated", "placement: colocated\n    egress: [{cidr: 167772160}]")), 2,
+        r"tfk8s:cluster\.egress\[0\]\.cidr: a number is not a CIDR such as 10\.20\.0\.0/16 \(got 167772160\)$",
+    ),
+    "hiddenUnits with one bad item": Case(
+        plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {hiddenUnits: [64, 0]}")), 2,
+        r"tfk8s:trainer\.hiddenUnits: must be a list of positive whole numbers; its item 2 is 0$",
     ),
     "trainer.data at a web address": Case(
         plan(edited(STACK, "tfk8s:trainer: {}", "tfk8s:trainer: {data: 'http://example.com/train-*.tfrecord'}")), 2,
@@ -496,6 +527,43 @@ BAD_INPUTS = {
         import_of(tfjob(Worker={"replicas": 2, "container": {"volumeMounts": [
             {"name": "data", "mountPath": "/data", "readOnly": "false"}]}})), 1,
         r"containers\[0\]\.volumeMounts\[0\]\.readOnly is the text 'false'; it must be true or false, unquoted",
+    ),
+    "a TFJob giving worker and Worker": Case(
+        import_of(tfjob(worker={"replicas": 1})), 1,
+        r"spec\.tfReplicaSpecs\.worker and spec\.tfReplicaSpecs\.Worker are one replica type given twice "
+        r"\(TFJob's controller reads replica types whatever their case\): keep one",
+    ),
+    "a TFJob's claim without its claimName": Case(
+        import_of(claimed({})), 1,
+        r"TFJob 'ctr': spec\.tfReplicaSpecs\.Worker\.template\.spec\.volumes\[0\]\.persistentVolumeClaim\.claimName "
+        r"is missing; Kubernetes requires it",
+    ),
+    "a TFJob's claimName Kubernetes refuses": Case(
+        import_of(claimed({"claimName": "Bad_Claim"})), 1,
+        r"^spec\.tfReplicaSpecs\.Worker\.template\.spec\.volumes\[0\]\.persistentVolumeClaim\.claimName: must be a "
+        r"PersistentVolumeClaim's name",
+    ),
+    "a TFJob's secretKeyRef without its key": Case(
+        import_of(tfjob(**{role: {"replicas": count, "container": {"env": [
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s"}}}]}} for role, count in (("PS", 1), ("Worker", 2))})), 1,
+        r"containers\[0\]\.env\[0\]\.valueFrom\.secretKeyRef\.key is missing; Kubernetes requires it",
+    ),
+    "import-tfjob --image that is no image reference": Case(
+        lambda tmp_path: [*import_of(tfjob())(tmp_path), "--image", "Bad Image:1"], 1,
+        r"--image 'Bad Image:1' is no image reference the kubelet can pull",
+    ),
+    "import-tfjob of an empty FILE": Case(
+        lambda tmp_path: ["import-tfjob", "", "--stack", "imported", "--nodes", "n1"], 1,
+        r"import-tfjob: '': FILE is empty: name a TFJob manifest, or - for stdin",
+    ),
+    "a TFJob asking for -1 GPUs": Case(
+        import_of(tfjob(Worker={"replicas": 2, "container": {"resources": {"limits": {"nvidia.com/gpu": -1}}}})), 1,
+        r"tfjob\.yaml: TFJob 'ctr': spec\.tfReplicaSpecs\.Worker\.template\.spec\.containers\[0\]\.resources\.limits\."
+        r"nvidia\.com/gpu is -1; GPUs are whole numbers",
+    ),
+    "a TFJob whose name is a number": Case(
+        import_of(yaml.safe_dump(tfjob(), sort_keys=False).replace("name: ctr", "name: 2024")), 1,
+        r"metadata\.name is the number 2024; a TFJob's name is text",
     ),
 }
 

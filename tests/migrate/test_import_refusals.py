@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -105,10 +106,16 @@ def test_a_refused_value_is_named_by_its_tfjob_field_or_flag(tmp_path, capsys, s
     assert len(lines) == len(set(lines)), "each problem once"
 
 
-def test_an_image_flag_that_is_not_pinned_is_named_as_given(tmp_path, capsys, stacks_dir):  # noqa: F811
-    code, _, err = run_import(tmp_path, capsys, CHIEF_PS_WORKERS, "--image", "")
+@pytest.mark.parametrize("image, said", [
+    ("registry.example.com/ml/ctr", "tfk8s runs images pinned to a tag other than latest or a digest"),
+    ("registry.example.com/ml/ctr:latest", "tfk8s runs images pinned to a tag other than latest or a digest"),
+    ("", "is no image reference the kubelet can pull"),
+    ("Ml/Ctr:1", "is no image reference the kubelet can pull"),
+])
+def test_an_image_flag_that_is_not_pinned_is_named_as_given(image, said, tmp_path, capsys, stacks_dir):  # noqa: F811
+    code, _, err = run_import(tmp_path, capsys, CHIEF_PS_WORKERS, "--image", image)
     assert code == 1
-    assert err.startswith("import-tfjob: --image '': tfk8s runs images pinned to a tag other than latest or a digest")
+    assert err.startswith(f"import-tfjob: --image {shlex.quote(image)}") and said in err, err
 
 
 @pytest.mark.parametrize(

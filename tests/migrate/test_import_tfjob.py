@@ -411,3 +411,15 @@ def test_a_role_with_another_working_directory_is_listed(tmp_path, capsys, stack
     assert written(stacks_dir)["tfk8s:program"]["workingDir"] == "/opt/ctr"
     assert err.strip() == ("not carried: spec.tfReplicaSpecs.Chief.template.spec.containers[0].workingDir: tfk8s gives "
                            "every task the workers' working directory (/opt/ctr)")
+
+
+def test_values_kubernetes_reads_as_text_are_imported_as_text(tmp_path, capsys, stacks_dir):
+    """Kubernetes' YAML reader (go-yaml v2) keeps `2024-01-01` and `1:30` text, where YAML 1.1 makes a
+    date and the base-60 number 90: the import reads the manifest as the TFJob's API server did."""
+    job = copy.deepcopy(CHIEF_PS_WORKERS)
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"] = ["--until", "SEP"]
+    text = yaml.safe_dump(job, sort_keys=False).replace("name: ctr-model", "name: 2024-01-01").replace("SEP", "1:30")
+    code, out, err = run_import(tmp_path, capsys, text)
+    assert code == 0, err
+    assert "from TFJob '2024-01-01'" in out
+    assert written(stacks_dir)["tfk8s:program"]["args"] == ["--until", "1:30"]

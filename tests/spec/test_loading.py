@@ -185,7 +185,7 @@ BAD_INPUTS = {
     ),
     "PS memory of one byte": (
         lambda v: cluster(v)["ps"].update(memory="1"),
-        r"tfk8s:cluster\.ps\.memory: memory '1' is below 128Mi, too little for a TensorFlow task",
+        r"tfk8s:cluster\.ps\.memory: memory '1' is below 128Mi, the least a tfk8s pod is given",
     ),
     "zero worker memory": (
         lambda v: cluster(v)["workers"].update(memory="0"),

@@ -12,7 +12,7 @@ from ..spec.kubernetes_limits import image_reference_problem
 from ..spec.program import PROGRAM_VARIABLES
 from ..spec.task_roles import ROLE_OF, WORKER
 from ..spec.trainer_contract import escaped
-from .containers import RoleView, read_role
+from .containers import RoleView, read_role, required_text
 from .run_policy import carry_run_policy
 from .tfjob import Note, NotImportable, TFJob
 
@@ -45,12 +45,15 @@ class ImportedStack:
     # Where each value came from, by its stack path (`tfk8s:cluster.ps.memory`): the TFJob field
     # (`spec.tfReplicaSpecs.PS...memory`) or the flag (`--nodes`); a refusal names it, not the key.
     sources: dict[str, str] = field(default_factory=dict)
+    # The stack paths whose value is the TFJob's as written (tolerations): a path inside one is the
+    # same path inside its source (`...tolerations[0].effect`).
+    as_written: frozenset[str] = frozenset()
 
     def source_of(self, path: str) -> Optional[str]:
         """The TFJob field or flag the value at `path` (or the value holding it) came from."""
         for key in sorted(self.sources, key=len, reverse=True):
             if path == key or path.startswith((f"{key}.", f"{key}[")):
-                return self.sources[key]
+                return self.sources[key] + (path[len(key) :] if key in self.as_written else "")
         return None
 
     def as_checked(self) -> dict[str, Any]:
@@ -118,12 +121,7 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
         )
     carry_run_policy(job, roles, cluster, comments, notes, sources)
     _pod_wide(roles, cluster, notes, sources)
-    program = _program(roles, notes)
-    for index, volume in enumerate(program.get("volumes", ())):
-        # Each claim's own TFJob field (its volume's claimName), before the workers' volumeMounts.
-        claim_source = workers.sources.get(f"claim.{volume['claim']}")
-        if claim_source is not None:
-            sources[f"tfk8s:program.volumes[{index}].claim"] = claim_source
+    program = _program(roles, notes, sources)
     if program["done"] == "workers":
         comments[("tfk8s:program", "done")] = (
             "No Chief or Master in the TFJob: its worker 0 was the chief. The experiment succeeds\n"
@@ -131,7 +129,8 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
         )
     notes += _namespace_notes(job, program, cluster)
     values = {"tfk8s:nodePools": [pool], "tfk8s:cluster": cluster, "tfk8s:program": program}
-    return ImportedStack(values, comments, notes, fill_in, sources)
+    as_written = frozenset(f"tfk8s:cluster.{ROLE_OF[role].stack_key}.tolerations" for role in roles)
+    return ImportedStack(values, comments, notes, fill_in, sources, as_written)
 
 
 def _sources(roles: dict[str, RoleView], options: ImportOptions) -> dict[str, str]:
@@ -255,7 +254,13 @@ def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[N
                         f"tfk8s gives every pod of the experiment one priority class ({cluster.get('priorityClass')})",
                     )
                 )
-    secrets = sorted({s.get("name") for view in roles.values() for s in view.replica.pod.get("imagePullSecrets") or ()})
+    secrets = sorted(
+        {
+            required_text(secret.get("name"), f"{view.replica.path}.template.spec.imagePullSecrets[{index}].name")
+            for view in roles.values()
+            for index, secret in enumerate(view.replica.pod.get("imagePullSecrets") or ())
+        }
+    )
     if secrets:
         cluster["imagePullSecrets"] = secrets
         sources["tfk8s:cluster.imagePullSecrets"] = next(
@@ -265,7 +270,7 @@ def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[N
         )
 
 
-def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
+def _program(roles: dict[str, RoleView], notes: list[Note], sources: dict[str, str]) -> dict[str, Any]:
     """The workers' command and args for every task, a role's own where it differs; env, workingDir
     and claims every role shares."""
     workers = roles["worker"]
@@ -286,7 +291,7 @@ def _program(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]:
             )
     if env:
         program["env"] = env
-    claims = _claims(roles, notes)
+    claims = _claims(roles, notes, sources)
     if claims:
         program["volumes"] = claims
     program["done"] = "chief" if "chief" in roles else "workers"
@@ -351,8 +356,8 @@ def _shared_env(roles: dict[str, RoleView], notes: list[Note]) -> dict[str, Any]
     return shared
 
 
-def _claims(roles: dict[str, RoleView], notes: list[Note]) -> list[dict[str, Any]]:
-    """Every claim any role mounts, mounted in every task."""
+def _claims(roles: dict[str, RoleView], notes: list[Note], sources: dict[str, str]) -> list[dict[str, Any]]:
+    """Every claim any role mounts, mounted in every task; each value's TFJob field into `sources`."""
     by_path: dict[str, dict[str, Any]] = {}
     for view in roles.values():
         for claim in view.claims:
@@ -365,6 +370,9 @@ def _claims(roles: dict[str, RoleView], notes: list[Note]) -> list[dict[str, Any
                         f"'{kept['claim']}' there; tfk8s mounts one claim per path in every task",
                     )
                 )
+    for index, claim in enumerate(by_path.values()):
+        for key, source in claim["sources"].items():
+            sources[f"tfk8s:program.volumes[{index}].{key}"] = source
     return [
         {"claim": c["claim"], "mountPath": c["mountPath"], **({"readOnly": True} if c["readOnly"] else {})}
         for c in by_path.values()

@@ -4,11 +4,13 @@ instead."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..plan.tf_config import TF_PORT
 from ..spec.program import OWN_MOUNTS, PROGRAM_VARIABLES, RESERVED_PREFIX, TF_CONFIG
+from ..spec.quantities import QUANTITY_FORM, QUANTITY_PATTERN
 from ..spec.strict_yaml import described
 from .tfjob import Note, NotImportable, Replica
 
@@ -50,7 +52,7 @@ class RoleView:
 
     replica: Replica
     env: dict[str, Any] = field(default_factory=dict)  # name -> value or {secret, key}
-    claims: list[dict[str, Any]] = field(default_factory=list)  # {claim, mountPath, readOnly}
+    claims: list[dict[str, Any]] = field(default_factory=list)  # {claim, mountPath, readOnly, sources}
     cpu: Optional[str] = None
     memory: Optional[str] = None
     gpus: int = 0
@@ -114,7 +116,8 @@ def _is_tfjob_port(port: dict[str, Any]) -> bool:
 
 def _env(view: RoleView) -> None:
     for index, variable in enumerate(view.container.get("env") or ()):
-        name, path = variable.get("name", ""), view.at(f"env[{index}]")
+        path = view.at(f"env[{index}]")
+        name = required_text(variable.get("name"), f"{path}.name")
         if name == TF_CONFIG or name in PROGRAM_VARIABLES or name.startswith(RESERVED_PREFIX):
             view.notes.append(Note(f"{path} ({name})", "tfk8s sets it on every task"))
             continue
@@ -128,7 +131,7 @@ def _env(view: RoleView) -> None:
             view.notes.append(Note(f"{path} ({name})", "tfk8s:program.env takes values and Secret keys only"))
             continue
         for part in ("name", "key"):
-            _required_text(secret.get(part), f"{path}.valueFrom.secretKeyRef.{part}")
+            required_text(secret.get(part), f"{path}.valueFrom.secretKeyRef.{part}")
         view.env[name] = {"secret": secret.get("name"), "key": secret.get("key")}
         if secret.get("optional"):
             view.notes.append(Note(f"{path}.valueFrom.secretKeyRef.optional", "tfk8s's Secret keys are required"))
@@ -153,6 +156,7 @@ def _claims(view: RoleView) -> None:
                 )
             )
             continue
+        mount_path = required_text(mount.get("mountPath"), f"{path}.mountPath")
         clash = next((own for own in OWN_MOUNTS if mount_path == own or mount_path.startswith(f"{own}/")), None)
         if clash:
             view.notes.append(Note(f"{path} ({mount_path})", f"tfk8s mounts {clash} itself; mount the claim elsewhere"))
@@ -161,29 +165,44 @@ def _claims(view: RoleView) -> None:
             if key in mount:
                 view.notes.append(Note(f"{path}.{key}", "tfk8s mounts the whole claim"))
         claim_path = f"{view.replica.path}.template.spec.volumes[{at}].persistentVolumeClaim.claimName"
-        _required_text(claim.get("claimName"), claim_path)
-        view.sources[f"claim.{claim['claimName']}"] = claim_path
         view.claims.append(
             {
-                "claim": claim.get("claimName"),
+                "claim": required_text(claim.get("claimName"), claim_path),
                 "mountPath": mount_path,
                 "readOnly": bool(mount.get("readOnly") or claim.get("readOnly")),
+                # Each value's TFJob field, for a refusal to name (carry.py's sources).
+                "sources": {"claim": claim_path, "mountPath": f"{path}.mountPath", "readOnly": f"{path}.readOnly"},
             }
         )
 
 
-def _required_text(value: Any, path: str) -> None:
-    """A field Kubernetes requires, as text (a claim's name, a Secret's name and key)."""
+def _a_quantity(value: Any, path: str) -> None:
+    if value is None:
+        return
+    text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    if not isinstance(text, str) or not re.match(QUANTITY_PATTERN, text):
+        raise NotImportable(f"{path}: {QUANTITY_FORM} (got {described(value)})")
+
+
+def required_text(value: Any, path: str) -> str:
+    """A field Kubernetes requires, as text (a name, a claim's, a Secret's name and key, a mount's path)."""
     if value is None or value == "":
         raise NotImportable(f"{path} is missing; Kubernetes requires it")
     if not isinstance(value, str):
         raise NotImportable(f"{path} is {described(value)}; it is text")
+    return value
 
 
 def _resources(view: RoleView) -> None:
     resources = view.container.get("resources") or {}
     requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
     path = view.at("resources")
+    # The one not carried beside the one carried (the requests' CPU, the limits' memory, which the
+    # stack's own check names): Kubernetes refuses the TFJob for either.
+    if "cpu" in requests:
+        _a_quantity(limits.get("cpu"), f"{path}.limits.cpu")
+    if "memory" in limits:
+        _a_quantity(requests.get("memory"), f"{path}.requests.memory")
     cpu = requests.get("cpu", limits.get("cpu"))
     view.cpu = None if cpu is None else str(cpu)
     view.sources["cpu"] = f"{path}.{'requests' if 'cpu' in requests else 'limits'}.cpu"

@@ -3,10 +3,11 @@ lists, small mappings and lists of words on one line, a comment above a key wher
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
+
+from ..spec.strict_yaml import text_style
 
 # Wider than this, a mapping or list is written one item a line.
 FLOW_WIDTH = 88
@@ -26,9 +27,14 @@ def stack_yaml(values: dict[str, Any], header: str, comments: Comments) -> str:
 
 
 def _scalar(value: Any) -> str:
-    """A scalar as YAML reads it back: plain where it can be, else double-quoted."""
+    """A scalar as YAML reads it back, 1.1 and 1.2 alike: plain where it can be, else double-quoted
+    (text such as `0e0`, plain to YAML 1.1, is a number to the engine's YAML 1.2)."""
     plain = yaml.safe_dump(value, default_flow_style=True, width=10**6).removesuffix("\n...\n").strip()
-    return json.dumps(value) if plain.startswith("'") else plain
+    quote = plain.startswith("'") or isinstance(value, str) and text_style(value) is not None
+    if not quote:
+        return plain
+    # YAML's own double quotes: every character escaped as YAML reads it back (JSON's \ud83d\ude00 is not).
+    return yaml.safe_dump(value, default_style='"', width=10**6).removesuffix("\n...\n").strip()
 
 
 def _flow(value: Any) -> str:
@@ -64,7 +70,8 @@ def _mapping(values: dict[str, Any], indent: int, path: tuple[str, ...], comment
 def _entry(
     prefix: str, key: str, value: Any, indent: int, path: tuple[str, ...], comments: Comments, lines: list[str]
 ) -> None:
-    if not isinstance(value, (dict, list)) or _fits_on_one_line(key, value, path, comments, indent):
+    # An empty mapping or list is `{}` or `[]`: a key with nothing after it is null to YAML.
+    if not isinstance(value, (dict, list)) or not value or _fits_on_one_line(key, value, path, comments, indent):
         lines.append(f"{prefix} {_flow(value)}")
     elif isinstance(value, dict):
         lines.append(prefix)

@@ -100,7 +100,8 @@ def read_tfjob(text: str, source: str) -> TFJob:
 
 def _tfjob(document: dict[str, Any], source: str) -> TFJob:
     metadata = _mapping(document.get("metadata"), f"{source}: metadata")
-    name = metadata.get("name") or "(unnamed)"
+    name = metadata.get("name")
+    name = "(unnamed)" if name in (None, "") else name
     if not isinstance(name, str):
         raise NotImportable(f"{source}: metadata.name is {described(name)}; a TFJob's name is text")
     if name != "(unnamed)" and not DNS1123_SUBDOMAIN_RE.match(name):
@@ -209,8 +210,8 @@ def _tfjob(document: dict[str, Any], source: str) -> TFJob:
     if "worker" not in job.replicas:
         found = f"; it has {', '.join(unknown)}, which TFJob does not know" if unknown else ""
         raise NotImportable(
-            f"{where}: no Worker replicas{found}: tfk8s runs an experiment's workers (with PS, or workers only), "
-            "and this TFJob has none"
+            f"{where}: spec.tfReplicaSpecs has no Worker replicas{found}: tfk8s runs an experiment's workers "
+            "(with PS, or workers only), and this TFJob has none"
         )
     return job
 

@@ -23,6 +23,7 @@ from ..spec.atomic_files import write_text_atomic
 from ..spec.kubernetes_limits import DNS1123_LABEL_MAX, LABEL_VALUE_RULE, dns1123_label_problem, label_value_problem
 from ..spec.models import CONFIG_NAMESPACE, StackConfigError
 from ..spec.secrets import encrypted_paths
+from ..spec.stack_edit import shared_values_problem
 from ..spec.stack_files import STACKS_DIR, stack_path
 from ..spec.user_files import UnreadableFile, read_user_text
 from . import argument_types
@@ -175,6 +176,9 @@ def _write_refusal(name: str, old_text: str, target: Path) -> Optional[str]:
     problem = _name_problem(name, stack_values(old_text))
     if problem is not None:
         return f"--write {argument_types.shown_value(name)}: {problem}"
+    shared = shared_values_problem(old_text)
+    if shared is not None:
+        return f"--write {name}: {shared}"
     try:
         # The stack plan accepted, under the new name: what it refuses now, the name alone made it (a
         # label value; the namespace tf-<stack>, where the stack names none).

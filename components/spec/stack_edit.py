@@ -38,26 +38,29 @@ class SharedValuesError(StackEditError):
 def apply_changes(text: str, changes: Sequence[Change]) -> str:
     """`text` with each change made, in order."""
     if changes:
-        _refuse_shared_values(text, changes[0].key)
+        shared = shared_values_problem(text)
+        if shared is not None:
+            raise SharedValuesError(f"{changes[0].key}: {shared}")
     for change in changes:
         text = _apply(text, change.key, change.new)
     return text
 
 
-def _refuse_shared_values(text: str, key: str) -> None:
-    """A file whose values are shared through YAML anchors (`ps: &r {...}`, then `workers: *r`) is not
-    edited: changing one key would change every key that shares it, and a key added inside the shared
-    value would land where the alias is read, not written."""
+def shared_values_problem(text: str) -> Optional[str]:
+    """Why no key of the file can be edited alone, or None: its values are shared through YAML anchors
+    (`ps: &r {...}`, then `workers: *r`). Changing one key would change every key that shares it, and
+    a key added inside the shared value would land where the alias is read, not written."""
     try:
         shared = [event.anchor for event in yaml.parse(text) if isinstance(event, yaml.AliasEvent)]
     except yaml.YAMLError:
-        return  # read as it is by the steps that follow, which say what is wrong
-    if shared:
-        aliases = ", ".join(sorted({f"*{anchor}" for anchor in shared}))
-        raise SharedValuesError(
-            f"{key}: the stack file shares values through YAML anchors ({aliases}), so one key cannot be changed "
-            "alone; make the change by hand"
-        )
+        return None  # read as it is by the steps that follow, which say what is wrong
+    if not shared:
+        return None
+    aliases = ", ".join(sorted({f"*{anchor}" for anchor in shared}))
+    return (
+        f"the stack file shares values through YAML anchors ({aliases}), so one key cannot be changed alone; "
+        "make the change by hand"
+    )
 
 
 def stack_diff(old_text: str, new_text: str, old_stack: str, new_stack: str) -> str:
@@ -97,6 +100,7 @@ def _apply(text: str, key: str, value: Any) -> str:
     node: Any = _entry(root, "config")
     if node is None or not _is_mapping(node):
         raise StackEditError(f"{key}: the stack file has no 'config:' mapping")
+    holder_key: Any = None  # the key whose value `node` is (None for config:)
     for depth, name in enumerate(names):
         if _is_secure(node):
             raise StackEditError(f"{key}: {'.'.join(names[:depth])} is a secret; change it with `pulumi config set`")
@@ -105,7 +109,7 @@ def _apply(text: str, key: str, value: Any) -> str:
             return text if value is None else _insert(text, node, names[depth:], value)
         if depth == len(names) - 1:
             if value is None:
-                return _remove(text, node, name, key)
+                return _remove(text, node, name, key, holder_key)
             if _is_secure(found):
                 raise StackEditError(f"{key}: is a secret; change it with `pulumi config set --secret`")
             if _is_scalar(found) and not isinstance(value, (dict, list, tuple)):
@@ -113,6 +117,7 @@ def _apply(text: str, key: str, value: Any) -> str:
             return _replace_collection(text, names, found, value)
         if not _is_mapping(found):
             raise StackEditError(f"{key}: {'.'.join(names[: depth + 1])} is not a mapping in the stack file")
+        holder_key = next(k for k, v in node.value if v is found)
         node = found
     raise AssertionError("unreachable: the last name returns")
 
@@ -236,7 +241,7 @@ def _insert(text: str, mapping: MappingNode, names: list[str], value: Any) -> st
     return text[:at] + newline + " " * indent + entry + text[at:]
 
 
-def _remove(text: str, mapping: MappingNode, name: str, key: str) -> str:
+def _remove(text: str, mapping: MappingNode, name: str, key: str, holder_key: Optional[Node]) -> str:
     index = next(i for i, (k, _) in enumerate(mapping.value) if k.value == name)
     key_node, value_node = mapping.value[index]
     if mapping.flow_style:
@@ -249,7 +254,12 @@ def _remove(text: str, mapping: MappingNode, name: str, key: str) -> str:
     if text[line_start : key_node.start_mark.index].strip():
         raise StackEditError(f"{key}: shares its line with another key; take it out by hand")
     end = _line_end(text, _content_end(value_node))
-    return text[:line_start] + text[end + 1 :] if end < len(text) else text[: max(line_start - 1, 0)]
+    text = text[:line_start] + text[end + 1 :] if end < len(text) else text[: max(line_start - 1, 0)]
+    if len(mapping.value) == 1 and holder_key is not None:
+        # Its last key out, the mapping is `{}` on its key's line: a key with nothing after it is null.
+        colon = text.index(":", holder_key.end_mark.index)
+        text = f"{text[: colon + 1]} {{}}{text[colon + 1 :]}"
+    return text
 
 
 def _content_end(node: Node) -> int:

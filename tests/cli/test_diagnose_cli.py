@@ -139,6 +139,24 @@ def test_write_never_overwrites_and_refuses_before_sampling(cluster, clock, meas
     assert cluster.asked == [] and clock.sleeps == [], "refused before the window"
 
 
+def test_write_refuses_a_stack_sharing_values_through_anchors_before_sampling(
+    cluster, clock, measured_by, stack_file, capsys
+):
+    text = stack_file.read_text()
+    shared = text.replace("ps: {replicas: 3, pool: servers, cpu: 200m}", "ps: {replicas: 3, pool: servers, cpu: &small 200m}")
+    shared = shared.replace("chief: {cpu: 200m}", "chief: {cpu: *small}")
+    assert shared != text
+    stack_file.write_text(shared)
+    assert diagnose(cluster, str(stack_file), "--write", "hot-auto-try") == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "diagnose: --write hot-auto-try: the stack file shares values through YAML anchors (*small), so one key "
+        "cannot be changed alone; make the change by hand; nothing sampled, nothing written\n"
+    )
+    assert cluster.asked == [] and clock.sleeps == [], "refused before the window"
+    assert list(stack_file.parent.iterdir()) == [stack_file]
+
+
 @pytest.mark.parametrize("name, said", [
     pytest.param(
         "Tf_Next",

@@ -153,6 +153,12 @@ def test_quoted_values_keep_their_quotes_and_text_that_reads_as_a_number_is_quot
     assert yaml_value("yes") == '"yes"' and yaml_value(4) == "4" and yaml_value("1e3") == '"1e3"'
 
 
+def test_the_last_key_of_a_block_mapping_taken_out_leaves_an_empty_mapping_not_null():
+    old = "config:\n  tfk8s:cluster:\n    chief:  # small\n      cpu: 300m\n    placement: colocated\n"
+    new = apply_changes(old, [Change("tfk8s:cluster.chief.cpu", "300m", None)])
+    assert new == "config:\n  tfk8s:cluster:\n    chief: {}  # small\n    placement: colocated\n"
+
+
 def test_a_key_set_to_none_is_taken_out():
     old = text_of("gpu-p40")
     new = apply_changes(old, [Change("tfk8s:cluster.ratio", "1:4", None)])

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional
 
 from .shared_names import EVALUATOR as EVALUATOR_ROLE
 from .shared_names import TRAINER_ROLES, role_of
@@ -73,6 +73,8 @@ SECRET_KEY = "key"
 PROGRAM_ROLES = tuple(role.name for role in TRAINER_ROLES)
 DONE_BY_CHIEF = "chief"
 DONE_BY_WORKERS = "workers"
+# TFJob's rule without a chief: worker 0 acts as chief and its exit 0 is the experiment's.
+DONE_BY_WORKER_0 = "worker-0"
 
 
 class ExportError(ValueError):
@@ -108,7 +110,7 @@ class ProgramExport:
         done = data.get(DONE)
         if not _is_done(done):
             raise ExportError(
-                f"{where}.{DONE} should be '{DONE_BY_CHIEF}', '{DONE_BY_WORKERS}' or "
+                f"{where}.{DONE} should be '{DONE_BY_CHIEF}', '{DONE_BY_WORKERS}', '{DONE_BY_WORKER_0}' or "
                 f"{{'{DONE_BY_WORKERS}': N}} (got {_shown(done)})"
             )
         return cls(dict(argv), dict(env), source, done)
@@ -118,7 +120,15 @@ class ProgramExport:
         return bool(self.done == DONE_BY_CHIEF)
 
     def workers_to_finish(self, replicas: int) -> int:
+        if self.done == DONE_BY_WORKER_0:
+            return 1
         return int(self.done[DONE_BY_WORKERS]) if isinstance(self.done, dict) else replicas
+
+    def workers_decide(self, exited_0: Collection[str], replicas: int) -> bool:
+        """Whether the workers that exited 0 (task names: `worker-0`) end an experiment without a chief."""
+        if self.done == DONE_BY_WORKER_0:
+            return DONE_BY_WORKER_0 in exited_0
+        return len(exited_0) >= self.workers_to_finish(replicas)
 
     def argv_of(self, role: str) -> Optional[list[str]]:
         """A role's command and args; where the export has none for it, those of the role it borrows
@@ -314,7 +324,7 @@ def _cpu_cores(role: Mapping[str, Any], where: str) -> float:
 
 
 def _is_done(done: Any) -> bool:
-    if done in (DONE_BY_CHIEF, DONE_BY_WORKERS):
+    if done in (DONE_BY_CHIEF, DONE_BY_WORKERS, DONE_BY_WORKER_0):
         return True
     return (
         isinstance(done, dict)

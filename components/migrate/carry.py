@@ -121,12 +121,9 @@ def carry(job: TFJob, options: ImportOptions) -> ImportedStack:
         )
     carry_run_policy(job, roles, cluster, comments, notes, sources)
     _pod_wide(roles, cluster, notes, sources)
-    program = _program(roles, notes, sources)
-    if program["done"] == "workers":
-        comments[("tfk8s:program", "done")] = (
-            "No Chief or Master in the TFJob: its worker 0 was the chief. The experiment succeeds\n"
-            "when every worker has exited 0."
-        )
+    program = _program(job, roles, notes, sources)
+    if program["done"] != "chief":
+        comments[("tfk8s:program", "done")] = DONE_COMMENTS[program["done"]]
     notes += _namespace_notes(job, program, cluster)
     values = {"tfk8s:nodePools": [pool], "tfk8s:cluster": cluster, "tfk8s:program": program}
     as_written = frozenset(f"tfk8s:cluster.{ROLE_OF[role].stack_key}.tolerations" for role in roles)
@@ -270,7 +267,23 @@ def _pod_wide(roles: dict[str, RoleView], cluster: dict[str, Any], notes: list[N
         )
 
 
-def _program(roles: dict[str, RoleView], notes: list[Note], sources: dict[str, str]) -> dict[str, Any]:
+DONE_COMMENTS = {
+    "worker-0": "No Chief or Master in the TFJob: its worker 0 was the chief, and the experiment\n"
+    "succeeds when worker 0 exits 0, as the TFJob did. done: workers waits for every worker.",
+    "workers": "No Chief or Master in the TFJob: its worker 0 was the chief. successPolicy: AllWorkers:\n"
+    "the experiment succeeds when every worker has exited 0.",
+}
+
+
+def _done(job: TFJob, roles: dict[str, RoleView]) -> str:
+    """TFJob's success rule: the chief's exit 0; without one, worker 0's (its default), or every
+    worker's (`successPolicy: AllWorkers`)."""
+    if "chief" in roles:
+        return "chief"
+    return "workers" if job.spec.get("successPolicy") == "AllWorkers" else "worker-0"
+
+
+def _program(job: TFJob, roles: dict[str, RoleView], notes: list[Note], sources: dict[str, str]) -> dict[str, Any]:
     """The workers' command and args for every task, a role's own where it differs; env, workingDir
     and claims every role shares."""
     workers = roles["worker"]
@@ -294,7 +307,7 @@ def _program(roles: dict[str, RoleView], notes: list[Note], sources: dict[str, s
     claims = _claims(roles, notes, sources)
     if claims:
         program["volumes"] = claims
-    program["done"] = "chief" if "chief" in roles else "workers"
+    program["done"] = _done(job, roles)
     own: dict[str, Any] = {}
     for role in ("chief", "ps", "evaluator"):
         if role not in roles:

@@ -108,14 +108,11 @@ def carry_run_policy(
     carried = {"backoffLimit", "activeDeadlineSeconds", "schedulingPolicy", "ttlSecondsAfterFinished"}
     for key in sorted(set(run) - carried):
         notes.append(Note(where_of[key], instead.get(key, "tfk8s does not know this field")))
-    # TFJob ignores successPolicy when it has a chief, as tfk8s does, and `AllWorkers` is `done: workers`.
-    carried = {"successPolicy"} if job.spec.get("successPolicy") == "AllWorkers" or "chief" in roles else set()
-    spec_instead = {
-        "successPolicy": "TFJob's default ends a TFJob without a chief when worker 0 exits 0; tfk8s waits for every "
-        "worker (done: workers), or for N of them with done: {workers: N}",
-        "enableDynamicWorker": "the number of workers is the stack's tfk8s:cluster.workers.replicas",
-    }
-    for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", *LEGACY_RUN_KEYS, *carried}):
+    # successPolicy is carried (tfjob.py refuses a value TFJob does not take): TFJob ignores it when it
+    # has a chief, as tfk8s does; without one, its default ("") is `done: worker-0` and `AllWorkers`
+    # is `done: workers` (carry.py).
+    spec_instead = {"enableDynamicWorker": "the number of workers is the stack's tfk8s:cluster.workers.replicas"}
+    for key in sorted(set(job.spec) - {"tfReplicaSpecs", "runPolicy", "successPolicy", *LEGACY_RUN_KEYS}):
         notes.append(Note(f"spec.{key}", spec_instead.get(key, "tfk8s does not know this field")))
 
 

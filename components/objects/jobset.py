@@ -130,10 +130,13 @@ def _success_policy(finisher: TaskGroup) -> Manifest:
 
 def _workers_success_policy(experiment: Experiment, group: TaskGroup) -> Manifest:
     """`done: {workers: N}`: the workers' Job completes once N of its tasks exited 0, whichever
-    they are; the Job controller then stops the rest (Kubernetes' Job success policy, GA in 1.33)."""
+    they are; `done: worker-0`, once worker 0 has (its completion index 0: the group's first task).
+    The Job controller then stops the rest (Kubernetes' Job success policy, GA in 1.33)."""
     program = experiment.program
     if group != _finishing_group(experiment) or program is None or program.has_chief:
         return {}
+    if program.worker_0_decides:
+        return {"successPolicy": {"rules": [{"succeededIndexes": "0"}]}}
     needed = program.workers_to_finish(group.count)
     return {} if needed == group.count else {"successPolicy": {"rules": [{"succeededCount": needed}]}}
 

@@ -82,7 +82,7 @@ class WorkersDone(_Model):
     workers: int = Field(ge=1, strict=True, description="how many workers must exit 0")
 
 
-Done = Union[Literal["chief", "workers"], WorkersDone]
+Done = Union[Literal["chief", "workers", "worker-0"], WorkersDone]
 
 
 class SecretRef(_Model):
@@ -174,7 +174,8 @@ class ProgramSpec(_Model):
         default="chief",
         description="chief: a chief coordinates (TF2 ParameterServerStrategy) and the experiment succeeds when it "
         "exits 0; workers: no chief task, worker 0 acts as chief (TF1 between-graph) and the experiment "
-        "succeeds when every worker has exited 0; {workers: N}: the same, once N workers have",
+        "succeeds when every worker has exited 0; {workers: N}: the same, once N workers have; worker-0: the "
+        "same, once worker 0 has (TFJob's rule without a chief), the other workers stopped where they stand",
     )
     roles: dict[RoleName, RoleCommand] = Field(
         default_factory=dict,
@@ -184,11 +185,20 @@ class ProgramSpec(_Model):
 
     @property
     def has_chief(self) -> bool:
-        """Whether a chief task runs: not with `done: workers` or `{workers: N}`, where worker 0 is the chief."""
+        """Whether a chief task runs: not with `done: workers`, `worker-0` or `{workers: N}`, where worker 0 is
+        the chief."""
         return self.done == stack_export.DONE_BY_CHIEF
 
+    @property
+    def worker_0_decides(self) -> bool:
+        """`done: worker-0`: worker 0's exit 0 is the experiment's, whatever the other workers do."""
+        return self.done == stack_export.DONE_BY_WORKER_0
+
     def workers_to_finish(self, replicas: int) -> int:
-        """How many of `replicas` workers must exit 0 for the experiment to succeed (without a chief)."""
+        """How many of `replicas` workers must exit 0 for the experiment to succeed (without a chief);
+        with `done: worker-0`, one: worker 0."""
+        if self.worker_0_decides:
+            return 1
         return self.done.workers if isinstance(self.done, WorkersDone) else replicas
 
     @property
@@ -200,7 +210,7 @@ class ProgramSpec(_Model):
     @classmethod
     def _done_shape(cls, done: Any) -> Any:
         """One clear message for each wrong shape, before pydantic would try each form of the union."""
-        allowed = "chief, workers or {workers: N} (N workers exit 0)"
+        allowed = "chief, workers, worker-0 or {workers: N} (N workers exit 0)"
         if isinstance(done, dict):
             if set(done) != {"workers"}:
                 keys = ", ".join(sorted(map(str, done)))
@@ -214,6 +224,7 @@ class ProgramSpec(_Model):
         elif not isinstance(done, WorkersDone) and done not in (
             stack_export.DONE_BY_CHIEF,
             stack_export.DONE_BY_WORKERS,
+            stack_export.DONE_BY_WORKER_0,
         ):
             raise ValueError(f"must be {allowed}")
         return done

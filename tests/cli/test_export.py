@@ -114,7 +114,7 @@ PROGRAM = {"argv": {"chief": ["python", "t.py"], "ps": None, "worker": ["python"
         pytest.param({**SEED, "program": {**PROGRAM, "argv": {"chief": "python t.py"}}},
                      "program.argv.chief should be a list of words or null (got 'python t.py')", id="words"),
         pytest.param({**SEED, "program": {**PROGRAM, "done": {"workers": "2"}}},
-                     "program.done should be 'chief', 'workers' or {'workers': N} (got {\"workers\": \"2\"})",
+                     "program.done should be 'chief', 'workers', 'worker-0' or {'workers': N} (got {\"workers\": \"2\"})",
                      id="done"),
         pytest.param({**SEED, "program": {**PROGRAM, "source": 3}},
                      "program.source should be a folder's path or null (got 3)", id="source"),

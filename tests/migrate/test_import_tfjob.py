@@ -90,7 +90,7 @@ def test_chief_ps_and_workers_carry_over_as_a_program_stack(tmp_path, capsys, st
     assert "    ps: {replicas: 2, pool: servers, cpu: \"4\", memory: 16Gi}\n" in text, "small mappings on one line"
 
 
-def test_a_tfjob_without_chief_becomes_done_workers(tmp_path, capsys, stacks_dir):
+def test_a_tfjob_without_chief_keeps_tfjobs_rule_worker_0_decides(tmp_path, capsys, stacks_dir):
     run_sh = ["sh", "run.sh"]
     job = tfjob(PS=replica(2, command=run_sh, args=["ps"]), Worker=replica(3, command=run_sh, args=["worker"]))
     code, out, err = run_import(tmp_path, capsys, job, "--nodes", "srv-00")
@@ -98,26 +98,28 @@ def test_a_tfjob_without_chief_becomes_done_workers(tmp_path, capsys, stacks_dir
     config = written(stacks_dir)
     assert "chief" not in config["tfk8s:cluster"]
     program = config["tfk8s:program"]
-    assert program["done"] == "workers"
+    assert program["done"] == "worker-0"
     assert (program["command"], program["args"]) == (run_sh, ["worker"])
     assert program["roles"] == {"ps": {"args": ["ps"]}}
-    assert "2 PS, 3 workers, done: workers" in out
+    assert "2 PS, 3 workers, done: worker-0" in out
+    assert "succeeds when worker 0 exits 0, as the TFJob did" in (stacks_dir / "Pulumi.imported.yaml").read_text()
+    # The workers' Job completes with worker 0, as the TFJob did.
+    experiment = load_experiment(str(stacks_dir / "Pulumi.imported.yaml"))
+    workers = jobset(experiment)["spec"]["replicatedJobs"][-1]["template"]["spec"]
+    assert workers["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
 
 
-@pytest.mark.parametrize("policy, listed", [("AllWorkers", False), ("", True), (None, False)])
-def test_successpolicy_all_workers_is_done_workers_and_tfjobs_worker_0_rule_is_listed(
-    tmp_path, capsys, stacks_dir, policy, listed
+@pytest.mark.parametrize("policy, done", [("AllWorkers", "workers"), ("", "worker-0"), (None, "worker-0")])
+def test_successpolicy_all_workers_is_done_workers_and_tfjobs_default_is_worker_0(
+    tmp_path, capsys, stacks_dir, policy, done
 ):
     job = tfjob(PS=replica(1), Worker=replica(3))
     if policy is not None:
         job["spec"]["successPolicy"] = policy
     code, _, err = run_import(tmp_path, capsys, job, "--nodes", "srv-00")
     assert code == 0, err
-    assert written(stacks_dir)["tfk8s:program"]["done"] == "workers"
-    said = [line for line in err.splitlines() if line.startswith("not carried: spec.successPolicy:")]
-    assert len(said) == int(listed), err
-    if listed:
-        assert "worker 0 exits 0" in said[0] and "done: {workers: N}" in said[0]
+    assert written(stacks_dir)["tfk8s:program"]["done"] == done
+    assert "spec.successPolicy" not in err, "carried, not listed"
 
 
 def test_restart_policy_exit_code_fails_on_1_to_127_and_retries_signals(tmp_path, capsys, stacks_dir):
@@ -144,12 +146,12 @@ def test_a_tfjob_of_workers_only_becomes_an_experiment_without_ps(tmp_path, caps
     assert code == 0, err
     config = written(stacks_dir)
     assert config["tfk8s:cluster"]["ps"] == {"replicas": 0}
-    assert config["tfk8s:program"]["done"] == ("chief" if chief else "workers")
+    assert config["tfk8s:program"]["done"] == ("chief" if chief else "worker-0")
     assert "memory" not in err, "no PS memory to fill in"
     experiment = load_experiment(str(stacks_dir / "Pulumi.imported.yaml"))
     assert experiment.plan.count("ps") == 0 and experiment.plan.count("worker") == 2
     assert "ps" not in experiment.tf_config.cluster
-    assert f"{'chief, ' if chief else ''}0 PS, 2 workers, done: {'chief' if chief else 'workers'}" in out, out
+    assert f"{'chief, ' if chief else ''}0 PS, 2 workers, done: {'chief' if chief else 'worker-0'}" in out, out
 
 
 def test_master_is_the_chief(tmp_path, capsys, stacks_dir):

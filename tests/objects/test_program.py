@@ -171,12 +171,24 @@ def test_done_n_of_the_workers_completes_the_workers_job_once_n_exited_0():
     assert "successPolicy" not in worker.manifest["spec"]
 
 
+def test_done_worker_0_completes_the_workers_job_once_worker_0_exited_0_as_a_tfjob_without_chief():
+    run = program_stack_run({"command": ["sh", "run.sh"], "done": "worker-0"}, workers={"replicas": 3, "pool": "servers"})
+    (jobset,) = run.of_kind("JobSet")
+    spec = jobset.manifest["spec"]
+    assert [job["name"] for job in spec["replicatedJobs"]] == ["ps", "worker"], "no chief task"
+    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
+    (worker,) = [job for job in replicated_jobs(run) if job.manifest["metadata"]["name"] == "worker"]
+    assert worker.manifest["spec"]["completions"] == 3
+    assert worker.manifest["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
+    assert worker.manifest["spec"]["maxFailedIndexes"] == 0, "a worker that keeps failing still fails it"
+
+
 def test_done_n_of_the_workers_needs_a_jobset():
     message = refusal({"command": ["x"], "done": {"workers": 2}}, workload="statefulset")
     assert "tfk8s:program.done: {workers: 2} needs tfk8s:cluster.workload: jobset" in message
 
 
-@pytest.mark.parametrize("done", ["chief", "workers"])
+@pytest.mark.parametrize("done", ["chief", "workers", "worker-0"])
 def test_workers_only_have_no_ps_in_tf_config_and_are_placed_as_any_workers(done):
     name, values = program_values({"command": ["python", "train.py"], "done": done})
     values["tfk8s:cluster"]["ps"] = {"replicas": 0}
@@ -233,7 +245,7 @@ def test_a_program_stack_needs_ps_memory():
          "roles.chief: with done: workers there is no chief task"),
         ({"command": ["x"], "volumes": [{"claim": "a", "mountPath": "/program"}]}, "mountPath: '/program' is /program, which tfk8s mounts itself"),
         ({"command": ["x"], "done": "sometimes"},
-         "tfk8s:program.done: must be chief, workers or {workers: N} (N workers exit 0) (got 'sometimes')"),
+         "tfk8s:program.done: must be chief, workers, worker-0 or {workers: N} (N workers exit 0) (got 'sometimes')"),
         ({"command": ["x"], "done": {"workers": 0}},
          "tfk8s:program.done: workers: how many workers must exit 0, a whole number ≥ 1 (got 0)"),
         ({"command": ["x"], "done": {"worker": 2}},

@@ -100,6 +100,27 @@ def test_done_n_of_the_workers_succeeds_once_n_exited_0_and_stops_the_straggler(
     assert left == [], "the straggler and the PS are stopped"
 
 
+def test_done_worker_0_succeeds_when_worker_0_exits_0_not_when_another_does(tmp_path):
+    # worker-1 ends first; worker-0 only once worker-1 has; worker-2 never (a straggler).
+    script = (
+        'case "$TASK_INDEX" in 1) touch "$TMPDIR/worker-1-done"; echo "worker 1 done";; '
+        '2) exec sleep 3600;; '
+        '0) while [ ! -e "$TMPDIR/worker-1-done" ]; do sleep 0.1; done; echo "worker 0 done";; esac'
+    )
+    stack = program_stack(tmp_path, "local-worker-0", {
+        "command": ["sh", "-c", script], "done": "worker-0", "roles": {"ps": {"command": ["sleep", "3600"]}},
+    }, workers=3)
+    code, stdout, stderr, left = run_local(tmp_path / "run", stack)
+    assert code == 0, stderr[-3000:]
+    assert "done when worker-0 exits 0" in stdout
+    assert "worker-1 exited 0" in stdout and "worker-0 exited 0" in stdout
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["phase"] == "Succeeded" and result["done"] == "worker-0"
+    assert result["log"].endswith("worker 0 done"), result
+    assert "worker-2 exited" not in stdout
+    assert left == [], "the straggler and the PS are stopped"
+
+
 def test_a_workers_only_multiworkermirroredstrategy_program_runs_to_success(tmp_path):
     stack = program_stack(tmp_path, "local-mwms", {"source": "tests/team_programs/tf2-mwms",
                                                    "command": ["python", "train.py"], "args": ["--steps", "50"],

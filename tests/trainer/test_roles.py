@@ -61,3 +61,15 @@ def test_a_role_without_its_own_command_runs_the_one_it_borrows():
     assert export.argv_of("ps") is None  # the image's entrypoint: no local process
     assert ProgramExport({**export.argv, EVALUATOR: None}, {}, None, "chief").argv_of(EVALUATOR) is None
     assert ProgramExport({"worker": ["w"]}, {}, None, "workers").argv_of("chief") is None
+
+
+@pytest.mark.parametrize("done, exited_0, decided", [
+    ("worker-0", {"worker-1", "worker-2"}, False),
+    ("worker-0", {"worker-0"}, True),
+    ("workers", {"worker-0", "worker-1"}, False),
+    ("workers", {"worker-0", "worker-1", "worker-2"}, True),
+    ({"workers": 2}, {"worker-1", "worker-2"}, True),
+    ({"workers": 2}, {"worker-0"}, False),
+])
+def test_which_workers_exiting_0_end_an_experiment_without_a_chief(done, exited_0, decided):
+    assert ProgramExport({"worker": ["w"]}, {}, None, done).workers_decide(exited_0, replicas=3) is decided

@@ -26,7 +26,7 @@ from ..kubelet_expansion import expand
 from ..lifeline import LAUNCHER_PID_ENV
 from ..ports import free_ports
 from ..shared_names import EVALUATOR, TRAINER_ROLES, role_of_task
-from ..stack_export import ProgramExport
+from ..stack_export import DONE_BY_WORKER_0, ProgramExport
 from .errors import LaunchError
 from .evaluator import EVALUATOR_TASK, LocalEvaluator
 from .tasks import Task, last_lines, stop_all
@@ -134,6 +134,8 @@ class LocalProgram:
         return Task(EVALUATOR_TASK, env, self.workdir / EVALUATOR_TASK, command=argv, cwd=cwd, tie_to_launcher=True)
 
     def _workers_done_text(self) -> str:
+        if self.program.done == DONE_BY_WORKER_0:
+            return "worker-0 exits 0"
         needed = self.program.workers_to_finish(self.workers)
         return "every worker exits 0" if needed == self.workers else f"{needed} of {self.workers} workers exit 0"
 
@@ -163,8 +165,7 @@ class LocalProgram:
                     continue
                 raise LaunchError(f"{name} exited {code}: {said} (logs in {task.directory})")
             finished = sorted(name for name in done if role_of_task(name) is deciding)
-            needed = 1 if self.program.has_chief else self.program.workers_to_finish(self.workers)
-            if len(finished) >= needed:
+            if finished if self.program.has_chief else self.program.workers_decide(finished, self.workers):
                 summary = {
                     "phase": "Succeeded",
                     "done": self.program.done,

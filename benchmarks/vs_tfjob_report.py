@@ -36,7 +36,7 @@ STAGES = (
 )
 # The sides of a run to Succeeded, and the TFJob sides of a lost task (the manifest's restartPolicy
 # and ExitCode) with tfk8s's.
-RUN_SIDES = ("tfjob", "tfk8s")
+RUN_SIDES = ("tfjob", "tfk8s", "tfk8s_apply")
 LOSS_SIDES = ("tfjob", "tfjob_exitcode", "tfk8s")
 
 
@@ -69,7 +69,11 @@ def program_figures(runs: dict[str, list[Run]], losses: dict[str, dict[str, list
     medians = {}
     for key, _ in TIMED:
         values = {side: _median([run[key] for run in good[side]]) for side in RUN_SIDES}
-        medians[key] = {**values, "ratio": _ratio(values["tfk8s"], values["tfjob"])}
+        medians[key] = {
+            **values,
+            "ratio": _ratio(values["tfk8s"], values["tfjob"]),
+            "ratio_apply": _ratio(values["tfk8s_apply"], values["tfjob"]),
+        }
     stages = {
         side: {
             stage: _median([run["stages_s"][stage] for run in good[side] if stage in run["stages_s"]])
@@ -80,7 +84,11 @@ def program_figures(runs: dict[str, list[Run]], losses: dict[str, dict[str, list
     lost: dict[str, dict[str, Any]] = {}
     for kind, by_side in losses.items():
         summaries = {side: outcome_summary(outcomes) for side, outcomes in by_side.items()}
-        recovered = [s["median_s"] for side, s in summaries.items() if side != "tfk8s" and s["not_back"] == 0]
+        recovered = [
+            s["median_s"]
+            for side, s in summaries.items()
+            if side != "tfk8s" and s["not_back"] == 0 and s["median_s"] is not None
+        ]
         tfk8s = summaries["tfk8s"]["median_s"] if summaries["tfk8s"]["not_back"] == 0 else None
         lost[kind] = {**summaries, "ratio": _ratio(tfk8s, min(recovered)) if recovered else None}
     return {
@@ -94,16 +102,20 @@ def program_figures(runs: dict[str, list[Run]], losses: dict[str, dict[str, list
 
 def print_program(name: str, runs: int, figures: dict[str, Any], say: Callable[[str], None]) -> None:
     title = f"{name}: medians of {runs} run(s)"
-    say(f"\n{title:40}{'TFJob':>10}{'tfk8s':>10}{'ratio':>8}")
+    say(f"\n{title:40}{'TFJob':>10}{'tfk8s':>10}{'ratio':>8}{'applied':>10}{'ratio':>8}")
     for key, label in TIMED:
         row = figures["medians"][key]
-        say(f"{label:40}{_shown(row['tfjob'])}{_shown(row['tfk8s'])}{_shown(row['ratio'], 8, 2)}")
+        say(
+            f"{label:40}{_shown(row['tfjob'])}{_shown(row['tfk8s'])}{_shown(row['ratio'], 8, 2)}"
+            f"{_shown(row['tfk8s_apply'])}{_shown(row['ratio_apply'], 8, 2)}"
+        )
+    say("  (tfk8s: brought up by the Pulumi engine, as make up; applied: by tfk8s's applier, as make apply)")
     for side, failed in figures["failed_runs"].items():
         for why in failed:
             say(f"  a {side} run did not succeed: {why}")
     say("the start, stage by stage (s after the apply; the engine's as it printed them, the rest polled):")
     for stage, label in STAGES:
-        say(f"  {label:38}{_shown(figures['stages_s']['tfjob'][stage])}{_shown(figures['stages_s']['tfk8s'][stage])}")
+        say(f"  {label:38}" + "".join(_shown(figures["stages_s"][side][stage]) for side in RUN_SIDES))
     say(f"a task lost while training, seconds until training goes on{'':4}" + "".join(f"{s:>16}" for s in LOSS_SIDES))
     reasons = []
     for kind, row in figures["lost_task"].items():

@@ -51,9 +51,21 @@ class Tfk8sStack(Tfk8sExperiment):
         target.write_text(stack_yaml(imported.values, header, imported.comments))
         return target
 
+    # The client that brings the stack up and down: `make up` and `make destroy`'s.
+    client = ("tools.engine", {"up": "up", "destroy": "destroy"})
+
     def _engine(self, command: str) -> subprocess.Popen:
+        module, commands = self.client
         return subprocess.Popen(
-            [sys.executable, "-m", "tools.engine", command, str(self.stack_file), "--kubeconfig", str(self.kubeconfig)],
+            [
+                sys.executable,
+                "-m",
+                module,
+                commands[command],
+                str(self.stack_file),
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
             cwd=PROJECT_ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -84,11 +96,11 @@ class Tfk8sStack(Tfk8sExperiment):
         self.engine_run.wait(timeout=ENGINE_WAIT_S)
         self.engine_reader.join(timeout=ENGINE_WAIT_S)
         if self.engine_run.returncode != 0:
-            raise RuntimeError("pulumi up: " + "\n".join(line for _, line in self.engine_lines[-40:]))
+            raise RuntimeError(f"{self.name} up: " + "\n".join(line for _, line in self.engine_lines[-40:]))
         destroy = self._engine("destroy")
         output, _ = destroy.communicate(timeout=ENGINE_WAIT_S)
         if destroy.returncode != 0:
-            raise RuntimeError(f"pulumi destroy: {output[-3000:]}")
+            raise RuntimeError(f"{self.name} destroy: {output[-3000:]}")
 
     def client_log(self) -> list[tuple[float, str]]:
         self.engine_reader.join(timeout=ENGINE_WAIT_S)
@@ -105,11 +117,20 @@ class Tfk8sStack(Tfk8sExperiment):
         return stages
 
 
+class Tfk8sApplied(Tfk8sStack):
+    """The same stack through tfk8s's own server-side applier, as `make apply` and `make delete` do: no
+    Pulumi engine (its command returns once every pod runs)."""
+
+    client = ("tools.localcluster", {"up": "apply", "destroy": "delete"})
+
+
 def sides_of(program: Program, api: client.ApiClient, kubeconfig: Path, work: Path) -> dict[str, Side]:
-    """The TFJob as written, the TFJob with restartPolicy ExitCode, and the tfk8s stack."""
+    """The TFJob as written, the TFJob with restartPolicy ExitCode, and the tfk8s stack by the engine
+    and by tfk8s's applier."""
     return {
         "tfjob": KubeflowTFJob("tfjob", program, api, kubeconfig, work),
         # The restart policy TFJob documents for retrying a replica that was killed (exit 128+).
         "tfjob_exitcode": KubeflowTFJob("tfjob_exitcode", program, api, kubeconfig, work, restart_policy="ExitCode"),
         "tfk8s": Tfk8sStack("tfk8s", program, api, kubeconfig, work),
+        "tfk8s_apply": Tfk8sApplied("tfk8s_apply", program, api, kubeconfig, work),
     }

@@ -153,34 +153,28 @@ def test_done_chief_succeeds_with_the_chief_and_done_workers_with_every_worker()
     assert worker.manifest["spec"]["backoffLimitPerIndex"] == 6
 
 
-def test_done_n_of_the_workers_completes_the_workers_job_once_n_exited_0():
-    run = program_stack_run({"command": ["sh", "run.sh"], "done": {"workers": 2}},
-                            workers={"replicas": 3, "pool": "servers"})
+@pytest.mark.parametrize("done, rule", [
+    ({"workers": 2}, {"succeededCount": 2}),  # any 2 of the 3
+    ("worker-0", {"succeededIndexes": "0"}),  # worker 0, as a TFJob without a chief
+])
+def test_a_done_rule_without_a_chief_completes_the_workers_job_by_its_success_policy(done, rule):
+    run = program_stack_run({"command": ["sh", "run.sh"], "done": done}, workers={"replicas": 3, "pool": "servers"})
     (jobset,) = run.of_kind("JobSet")
     spec = jobset.manifest["spec"]
     assert [job["name"] for job in spec["replicatedJobs"]] == ["ps", "worker"], "no chief task"
     assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
     (worker,) = [job for job in replicated_jobs(run) if job.manifest["metadata"]["name"] == "worker"]
     assert worker.manifest["spec"]["completions"] == 3
-    assert worker.manifest["spec"]["successPolicy"] == {"rules": [{"succeededCount": 2}]}
+    assert worker.manifest["spec"]["successPolicy"] == {"rules": [rule]}
     assert worker.manifest["spec"]["maxFailedIndexes"] == 0, "a worker that keeps failing still fails it"
-    # Every worker, written as a count: the Job completes with every index, as with done: workers.
+
+
+def test_done_every_worker_written_as_a_count_is_done_workers():
+    # The Job completes with every index, as with done: workers.
     every = program_stack_run({"command": ["sh", "run.sh"], "done": {"workers": 3}},
                               workers={"replicas": 3, "pool": "servers"})
     (worker,) = [job for job in replicated_jobs(every) if job.manifest["metadata"]["name"] == "worker"]
     assert "successPolicy" not in worker.manifest["spec"]
-
-
-def test_done_worker_0_completes_the_workers_job_once_worker_0_exited_0_as_a_tfjob_without_chief():
-    run = program_stack_run({"command": ["sh", "run.sh"], "done": "worker-0"}, workers={"replicas": 3, "pool": "servers"})
-    (jobset,) = run.of_kind("JobSet")
-    spec = jobset.manifest["spec"]
-    assert [job["name"] for job in spec["replicatedJobs"]] == ["ps", "worker"], "no chief task"
-    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
-    (worker,) = [job for job in replicated_jobs(run) if job.manifest["metadata"]["name"] == "worker"]
-    assert worker.manifest["spec"]["completions"] == 3
-    assert worker.manifest["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
-    assert worker.manifest["spec"]["maxFailedIndexes"] == 0, "a worker that keeps failing still fails it"
 
 
 def test_done_n_of_the_workers_needs_a_jobset():

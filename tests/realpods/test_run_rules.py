@@ -1,5 +1,5 @@
 """The run rules TFJob users ask for, on the real nodes: `failOn`, evictions that never count, and
-`done: {workers: N}` (components/objects/failure_rules.py, components/objects/jobset.py).
+`done: {workers: N}` and `done: worker-0` (components/objects/failure_rules.py, components/objects/jobset.py).
 
 A test waits for what it checks (a phase, a new pod, a log line), never for a fixed time; the one
 bound it asserts is the issue's: a `failOn` exit ends the experiment within 20 s.
@@ -26,6 +26,7 @@ FAIL_ON_ENDS_WITHIN_S = 20.0
 IGNORED_FAILURES = "batch.kubernetes.io/job-index-ignored-failure-count"
 COUNTED_FAILURES = "batch.kubernetes.io/job-index-failure-count"
 SERVE = ["sleep", "3600"]
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def evict(core: client.CoreV1Api, pod: Any) -> None:
@@ -140,6 +141,54 @@ def test_done_two_of_three_workers_succeeds_with_the_third_still_running(real_cl
             .items
         )
         assert job.status.succeeded == 2 and job.status.completed_indexes == "0,1", job.status
+        reasons = {c.type: c.reason for c in job.status.conditions or ()}
+        assert reasons.get("SuccessCriteriaMet") == "SuccessPolicy", reasons
+
+
+def test_done_worker_0_succeeds_when_worker_0_exits_0_not_when_another_worker_does(real_cluster, tmp_path, capsys):
+    """TFJob's rule without a chief (`done: worker-0`, what import-tfjob writes for such a TFJob): worker 1
+    exiting 0 ends nothing; worker 0 exiting 0 ends the experiment Succeeded, worker 2 still running."""
+    from kubernetes.stream import stream
+
+    script = (
+        'case "$TASK_INDEX" in 0) while [ ! -e /tmp/go ]; do sleep 0.2; done; echo "worker 0 done";; '
+        '1) echo "worker 1 done";; *) exec sleep 3600;; esac'
+    )
+    stack = program_stack(
+        real_cluster,
+        "real-worker-0",
+        {"command": ["sh", "-c", script], "done": "worker-0", "roles": {"ps": {"command": SERVE}}},
+        lambda cluster: cluster["workers"].update(replicas=3, cpu="100m", memory="256Mi"),
+    )
+    experiment = load_experiment(stack)
+    batch = client.BatchV1Api(real_cluster.api)
+
+    def workers_job() -> Any:
+        (job,) = batch.list_namespaced_job(experiment.namespace, label_selector=f"{L.WORKLOAD}=worker").items
+        return job
+
+    with applied(real_cluster, stack, tmp_path):
+        deadline = time.monotonic() + POD_WAIT_S
+        while workers_job().status.completed_indexes != "1":
+            assert time.monotonic() < deadline, f"worker 1 did not complete: {workers_job().status}"
+            time.sleep(0.5)
+        job = workers_job()
+        assert "SuccessCriteriaMet" not in {c.type for c in job.status.conditions or ()}, job.status
+        assert status_of(stack, real_cluster, capsys)["phase"] == "Running", "worker 1's exit 0 ended the experiment"
+
+        (worker_0,) = [
+            pod
+            for pod in real_cluster.pods(stack, "worker")
+            if (pod.metadata.labels or {}).get(COMPLETION_INDEX) == "0" and pod.status.phase == "Running"
+        ]
+        stream(
+            real_cluster.core.connect_get_namespaced_pod_exec, worker_0.metadata.name, experiment.namespace,
+            command=["touch", "/tmp/go"], stderr=True, stdout=True, stdin=False, tty=False,
+        )
+        status = wait_for_phase(stack, real_cluster, capsys, "Succeeded", FAIL_WITHIN_S)
+        assert status["phase"] == "Succeeded"
+        job = workers_job()
+        assert job.status.completed_indexes == "0,1", job.status
         reasons = {c.type: c.reason for c in job.status.conditions or ()}
         assert reasons.get("SuccessCriteriaMet") == "SuccessPolicy", reasons
 

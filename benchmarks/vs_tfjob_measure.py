@@ -66,7 +66,8 @@ class ControllerCost:
 def controller_cost(cluster: paths.ClusterDir, side: str) -> ControllerCost:
     plane = control_plane.ControlPlane.load(cluster)
     assert plane is not None, "the benchmark's cluster is not running"
-    return ControllerCost([plane.processes[name] for name in CONTROLLERS["tfjob" if "tfjob" in side else side]])
+    # Every TFJob side runs on the training operator, every tfk8s side on JobSet's and Kueue's.
+    return ControllerCost([plane.processes[name] for name in CONTROLLERS["tfjob" if "tfjob" in side else "tfk8s"]])
 
 
 # -- reading the pods -------------------------------------------------------------------------------

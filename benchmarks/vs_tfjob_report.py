@@ -116,7 +116,11 @@ def print_program(name: str, runs: int, figures: dict[str, Any], say: Callable[[
     say("the start, stage by stage (s after the apply; the engine's as it printed them, the rest polled):")
     for stage, label in STAGES:
         say(f"  {label:38}" + "".join(_shown(figures["stages_s"][side][stage]) for side in RUN_SIDES))
-    say(f"a task lost while training, seconds until training goes on{'':4}" + "".join(f"{s:>16}" for s in LOSS_SIDES))
+    if not any(row[side]["of"] for row in figures["lost_task"].values() for side in LOSS_SIDES):
+        say("a task lost while training: not measured (--without-lost-tasks)")
+        figures = {**figures, "lost_task": {}}
+    else:
+        say(f"a task lost while training, seconds until training goes on{'':4}" + "".join(f"{s:>16}" for s in LOSS_SIDES))
     reasons = []
     for kind, row in figures["lost_task"].items():
         cells = []

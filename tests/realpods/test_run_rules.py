@@ -26,7 +26,6 @@ FAIL_ON_ENDS_WITHIN_S = 20.0
 IGNORED_FAILURES = "batch.kubernetes.io/job-index-ignored-failure-count"
 COUNTED_FAILURES = "batch.kubernetes.io/job-index-failure-count"
 SERVE = ["sleep", "3600"]
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def evict(core: client.CoreV1Api, pod: Any) -> None:
@@ -181,7 +180,7 @@ def test_done_worker_0_succeeds_when_worker_0_exits_0_not_when_another_worker_do
         (worker_0,) = [
             pod
             for pod in real_cluster.pods(stack, "worker")
-            if (pod.metadata.labels or {}).get(COMPLETION_INDEX) == "0" and pod.status.phase == "Running"
+            if (pod.metadata.labels or {}).get(L.COMPLETION_INDEX) == "0" and pod.status.phase == "Running"
         ]
         stream(
             real_cluster.core.connect_get_namespaced_pod_exec, worker_0.metadata.name, experiment.namespace,

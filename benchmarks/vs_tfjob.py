@@ -1,7 +1,7 @@
 """Kubeflow's TFJob and tfk8s side by side on the same real nodes (`make bench-vs-tfjob`).
 
 Two team programs, each one TFJob manifest, run as a TFJob (applied with kubectl, run by Kubeflow's
-training operator v1.8.1: make cluster-up TFJOB=1) and as its tfk8s stack (the same YAML through
+training operator v1.9.4: make cluster-up TFJOB=1) and as its tfk8s stack (the same YAML through
 import-tfjob), brought up by the Pulumi engine as `make up` does and by tfk8s's own applier as
 `make apply` does (the runs to Succeeded only: a lost task is the same cluster's work either way), on
 the local cluster's two real nodes (srv-00, srv-01: kubelet, containerd, runc), one after the other,

@@ -12,8 +12,13 @@ from pathlib import Path
 # etcd took one, and the controller-manager then failed with "address already in use".
 # Ports are never given twice in one process: two servers picked one after the other must not
 # share a port that neither has bound yet (two in-process PS on one port never started).
+# The range is halved: the local cluster's servers take the lower half, trainer.local's tasks the
+# upper one. The two often start in separate processes at once (make test runs the real-pod stage
+# beside the trainer's tests), where `_given` cannot see the other's picks: a port the cluster had
+# picked and not bound yet was a task's, and Kueue's controller failed "address already in use".
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST_LISTEN_PORT = 10_000
+TASKS, CLUSTER = "tasks", "cluster"
 _given: set[int] = set()
 
 
@@ -21,10 +26,12 @@ class NoFreePort(RuntimeError):
     pass
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on, outside the ephemeral range, not given before."""
+def free_port(band: str = TASKS) -> int:
+    """A loopback port nothing listens on, outside the ephemeral range, not given before, in the
+    half of the range of `band` (TASKS or CLUSTER)."""
     first_ephemeral = int(EPHEMERAL_RANGE.read_text().split()[0]) if EPHEMERAL_RANGE.exists() else 32_768
-    candidates = list(range(LOWEST_LISTEN_PORT, first_ephemeral))
+    middle = (LOWEST_LISTEN_PORT + first_ephemeral) // 2
+    candidates = list(range(LOWEST_LISTEN_PORT, middle) if band == CLUSTER else range(middle, first_ephemeral))
     random.shuffle(candidates)
     for port in candidates:
         if port in _given:
@@ -36,7 +43,7 @@ def free_port() -> int:
                 continue
         _given.add(port)
         return port
-    raise NoFreePort(f"no free loopback port in {LOWEST_LISTEN_PORT}..{first_ephemeral - 1}")
+    raise NoFreePort(f"no free loopback port in {candidates[0]}..{candidates[-1] if candidates else '?'}")
 
 
 def free_ports(count: int) -> list[int]:

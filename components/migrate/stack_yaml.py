@@ -26,10 +26,14 @@ def stack_yaml(values: dict[str, Any], header: str, comments: Comments) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _scalar(value: Any) -> str:
+def _scalar(value: Any, in_flow: bool = False) -> str:
     """A scalar as YAML reads it back, 1.1 and 1.2 alike: plain where it can be, else double-quoted
-    (text such as `0e0`, plain to YAML 1.1, is a number to the engine's YAML 1.2)."""
-    plain = yaml.safe_dump(value, default_flow_style=True, width=10**6).removesuffix("\n...\n").strip()
+    (text such as `0e0`, plain to YAML 1.1, is a number to the engine's YAML 1.2). `in_flow`: inside
+    `[...]` or `{...}`, where `,` `[]` `{}` end a plain value (`0[` is plain on its own line only)."""
+    if in_flow:  # PyYAML's own judgement of the value as an item of a flow list: `[item]`
+        plain = yaml.safe_dump([value], default_flow_style=True, width=10**6).strip()[1:-1]
+    else:
+        plain = yaml.safe_dump(value, default_flow_style=True, width=10**6).removesuffix("\n...\n").strip()
     quote = plain.startswith("'") or isinstance(value, str) and text_style(value) is not None
     if not quote:
         return plain
@@ -37,12 +41,13 @@ def _scalar(value: Any) -> str:
     return yaml.safe_dump(value, default_style='"', width=10**6).removesuffix("\n...\n").strip()
 
 
-def _flow(value: Any) -> str:
+def _flow(value: Any, in_flow: bool = False) -> str:
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_scalar(key)}: {_flow(item)}" for key, item in value.items()) + "}"
+        items = (f"{_scalar(key, True)}: {_flow(item, True)}" for key, item in value.items())
+        return "{" + ", ".join(items) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(_flow(item) for item in value) + "]"
-    return _scalar(value)
+        return "[" + ", ".join(_flow(item, True) for item in value) + "]"
+    return _scalar(value, in_flow)
 
 
 def _is_flat(value: Any) -> bool:

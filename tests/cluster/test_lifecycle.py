@@ -56,7 +56,7 @@ def test_a_failed_start_stops_what_it_started(monkeypatch):
     taken.listen()
     real_free_port = control_plane.free_port
     ports = iter([real_free_port(), real_free_port(), taken.getsockname()[1]])
-    monkeypatch.setattr(control_plane, "free_port", lambda: next(ports, None) or real_free_port())
+    monkeypatch.setattr(control_plane, "free_port", lambda *band: next(ports, None) or real_free_port(*band))
     try:
         with pytest.raises(ClusterError, match="kube-apiserver exited during start-up"):
             control_plane.up(LIFECYCLE)

@@ -132,6 +132,7 @@ POD = CONTAINER[:-2]
 @example(path=(*CONTAINER, "args"), value=[])
 @example(path=("spec", "runPolicy", "schedulingPolicy", "queue"), value="0e0")
 @example(path=(*CONTAINER, "workingDir"), value="/app/\U0001f600\x85")
+@example(path=(*CONTAINER, "command", 0), value="0[")  # plain alone, the end of a flow list in one
 @example(path=(*POD, "tolerations", 0, "effect"), value=1)
 @example(path=("metadata", "name"), value=0)
 @example(path=(*CONTAINER, "resources", "requests", "memory"), value=[])

@@ -16,9 +16,11 @@ SCRIPT = "import os, sys; print(sys.argv[1], os.environ['TFK8S_PROBE'], flush=Tr
 
 
 def wait_for_lines(log: Path, count: int) -> list[str]:
+    """The probe's own lines. Between fork and exec a library of this test's process (gRPC, which
+    another test of the worker loaded) may write to the child's stderr, the log: not the probe's."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        lines = log.read_text().splitlines() if log.exists() else []
+        lines = [line for line in (log.read_text().splitlines() if log.exists() else []) if " its-env" in line]
         if len(lines) >= count:
             return lines
         time.sleep(0.05)

@@ -24,7 +24,7 @@ from typing import Optional
 import yaml
 
 from components.spec.atomic_files import write_text_atomic
-from trainer.ports import free_port
+from trainer.ports import CLUSTER, free_port
 
 from . import addons, paths, training_operator
 from .client import crds_established
@@ -130,7 +130,7 @@ def up(
     )
     front = create_front_proxy(where.pki_dir)
     ports = {
-        name: free_port()
+        name: free_port(CLUSTER)
         for name in (
             "etcd",
             "etcd-peer",

@@ -38,7 +38,7 @@ from kubernetes.config import ConfigException
 from kubernetes.dynamic import DynamicClient
 from urllib3.exceptions import HTTPError
 
-from trainer.ports import free_port
+from trainer.ports import CLUSTER, free_port
 
 from . import host, paths
 from .addons import LOCAL_FIELD_MANAGER
@@ -161,7 +161,7 @@ def start(where: paths.ClusterDir, server: str, pki: Pki, launcher: Launcher) ->
     issue_serving_certificate(
         pki, NAME, files / "serving.crt", files / "serving.key", dns_names=(f"{NAME}.{NAMESPACE}.svc",)
     )
-    port = free_port()
+    port = free_port(CLUSTER)
     api = api_client(where.kubeconfig)
     dynamic = DynamicClient(api)
     *rights_and_service, api_service = objects(port, pki.serving_cert.read_bytes())

@@ -33,7 +33,7 @@ from kubernetes.config import ConfigException
 from kubernetes.dynamic import DynamicClient
 from urllib3.exceptions import HTTPError
 
-from trainer.ports import free_port
+from trainer.ports import CLUSTER, free_port
 
 from . import host, netfilter, paths
 from .addons import LOCAL_FIELD_MANAGER
@@ -122,7 +122,7 @@ def start(where: paths.ClusterDir, pki: Pki, server: str, nodes: list[str], laun
         apply_manifest(dynamic, manifest, LOCAL_FIELD_MANAGER)
     for index, node in enumerate(nodes):
         launcher.start(
-            process_name(node), arguments(kubeconfig, node, index, free_port()), executable=paths.binary(NAME)
+            process_name(node), arguments(kubeconfig, node, index, free_port(CLUSTER)), executable=paths.binary(NAME)
         )
     wait_until(lambda: _enforcing(nodes), f"{NAME} on {', '.join(nodes)}", launcher)
 

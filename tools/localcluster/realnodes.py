@@ -39,7 +39,7 @@ import yaml
 from kubernetes import client
 
 from tools.nodeimage.images import pause_image, program_image_archives, tensorflow_image
-from trainer.ports import free_port
+from trainer.ports import CLUSTER, free_port
 
 from . import host, host_claim, image_store, metrics_server, network_policies, paths
 from .client import always_set, api_client, name_of
@@ -256,7 +256,7 @@ def _start_kubelet(
         addresses=(address,),
         dns_names=(name,),
     )
-    healthz_port = free_port()
+    healthz_port = free_port(CLUSTER)
     node.kubelet_config.write_text(yaml.safe_dump(kubelet_config(node, address, pki.serving_cert, healthz_port)))
     launcher.start(
         f"kubelet-{name}",

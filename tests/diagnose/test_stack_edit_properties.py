@@ -120,7 +120,9 @@ def comments_of(text: str) -> list[str]:
     return [line.split("#", 1)[1].strip() for line in text.splitlines() if "#" in line]
 
 
-@settings(max_examples=200, deadline=None)
+# The same examples in every run (derandomize): make test is a gate. Searching further is a run with
+# derandomize=False, as the case kept in test_stack_edit.py (the last key of a block mapping) was found.
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_a_generated_stack_is_edited_exactly_or_refused_naming_its_anchors(data):
     text, sharing = data.draw(stack_files())

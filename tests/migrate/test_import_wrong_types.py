@@ -123,7 +123,9 @@ CONTAINER = ("spec", "tfReplicaSpecs", "PS", "template", "spec", "containers", 0
 POD = CONTAINER[:-2]
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# The same examples in every run (derandomize): make test is a gate. Searching further is a run with
+# derandomize=False, as the cases kept below were found.
+@settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(path=st.sampled_from(FIELDS), value=WRONG)
 # Each once a traceback or a stack file `plan` could not read: the cases found, kept.
 @example(path=(*CONTAINER, "env", 0, "name"), value=None)

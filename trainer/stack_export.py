@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Optional
 
 from .shared_names import EVALUATOR as EVALUATOR_ROLE
-from .shared_names import TRAINER_ROLES, role_of
+from .shared_names import TRAINER_ROLES, WORKER, role_of, task_name
 
 # The top-level keys, in the order the export writes them.
 STACK = "stack"
@@ -127,7 +127,7 @@ class ProgramExport:
     def workers_decide(self, exited_0: Collection[str], replicas: int) -> bool:
         """Whether the workers that exited 0 (task names: `worker-0`) end an experiment without a chief."""
         if self.done == DONE_BY_WORKER_0:
-            return DONE_BY_WORKER_0 in exited_0
+            return task_name(WORKER, 0) in exited_0
         return len(exited_0) >= self.workers_to_finish(replicas)
 
     def argv_of(self, role: str) -> Optional[list[str]]:

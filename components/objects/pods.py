@@ -87,6 +87,10 @@ def pod_template(experiment: Experiment, group: TaskGroup) -> Manifest:
         spec["volumes"].insert(0, {"name": TRAINER_VOLUME, "configMap": {"name": experiment.names.trainer_config_map}})
     else:
         spec["volumes"] += program_volumes(experiment)
+        if any(not volume.read_only for volume in experiment.program.volumes):
+            # A claim the unprivileged task writes to (TensorBoard's events, a TFJob's output folder,
+            # written as root under TFJob): its files become the task's group, as the checkpoint's.
+            with_volumes_of_its_group(spec)
     if experiment.cluster_as_file:
         spec["volumes"].append({"name": CLUSTER_VOLUME, "configMap": {"name": experiment.names.cluster_config_map}})
     # The evaluator waits for no one: it never decides whether the experiment started.

@@ -87,7 +87,9 @@ def test_the_program_source_is_shipped_and_mounted_read_only_at_program():
     pod = pods_of(run)[0]
     volumes = {volume["name"]: volume for volume in pod.spec["volumes"]}
     mounts = {mount["mountPath"]: mount for mount in pod.container["volumeMounts"]}
-    assert volumes[mounts["/program"]["name"]]["configMap"]["items"] == [{"key": "train.py", "path": "train.py", "mode": 0o444}]
+    assert volumes[mounts["/program"]["name"]]["configMap"]["items"] == [
+        {"key": "train.py", "path": "train.py", "mode": 0o444}
+    ]
     assert mounts["/program"]["readOnly"] is True
     assert "/tmp" in mounts, "the root filesystem is read-only: /tmp is the task's own"
 
@@ -97,16 +99,20 @@ def test_without_command_the_image_entrypoint_runs_and_nothing_is_shipped():
     pod = pods_of(run)[0]
     assert "command" not in pod.container and pod.container["args"] == ["--epochs", "1"]
     assert "workingDir" not in pod.container
-    assert not [c for c in run.of_kind("ConfigMap") if c.manifest["metadata"]["name"] in ("tfk8s-program", "tfk8s-trainer")]
+    assert not [
+        c for c in run.of_kind("ConfigMap") if c.manifest["metadata"]["name"] in ("tfk8s-program", "tfk8s-trainer")
+    ]
 
 
 def test_roles_get_their_own_command_and_env_and_volumes_reach_every_task():
-    run = program_stack_run({
-        "command": ["python", "main.py"],
-        "env": {"TF_USE_LEGACY_KERAS": "1", "TOKEN": {"secret": "data-creds", "key": "token"}},
-        "volumes": [{"claim": "training-data", "mountPath": "/data", "readOnly": True}],
-        "roles": {"ps": {"command": ["python", "ps.py"], "args": ["--ps"]}},
-    })
+    run = program_stack_run(
+        {
+            "command": ["python", "main.py"],
+            "env": {"TF_USE_LEGACY_KERAS": "1", "TOKEN": {"secret": "data-creds", "key": "token"}},
+            "volumes": [{"claim": "training-data", "mountPath": "/data", "readOnly": True}],
+            "roles": {"ps": {"command": ["python", "ps.py"], "args": ["--ps"]}},
+        }
+    )
     config_maps = config_maps_of(run)
     for pod in pods_of(run):
         role = pod.task.split("-")[0]
@@ -116,6 +122,23 @@ def test_roles_get_their_own_command_and_env_and_volumes_reach_every_task():
         claim = next(v for v in pod.spec["volumes"] if "persistentVolumeClaim" in v)
         assert claim["persistentVolumeClaim"] == {"claimName": "training-data", "readOnly": True}
         assert {"name": claim["name"], "mountPath": "/data", "readOnly": True} in pod.container["volumeMounts"]
+
+
+def test_a_writable_claim_is_given_the_tasks_group_and_a_read_only_one_is_left_as_it_is():
+    """An imported TFJob's claim, written as root under TFJob, is written by tfk8s's unprivileged tasks:
+    Kubernetes gives a volume's files the pod's fsGroup (found on real nodes: Kubeflow's
+    mnist_with_summaries example could not create its TensorBoard folder, tests/realpods)."""
+    written = program_stack_run(
+        {"command": ["python", "main.py"], "volumes": [{"claim": "out", "mountPath": "/train"}]}
+    )
+    for pod in pods_of(written):
+        assert pod.spec["securityContext"]["fsGroup"] == 1000
+        assert pod.spec["securityContext"]["fsGroupChangePolicy"] == "OnRootMismatch"
+    read = program_stack_run(
+        {"command": ["python", "main.py"], "volumes": [{"claim": "data", "mountPath": "/data", "readOnly": True}]}
+    )
+    for pod in pods_of(read):
+        assert "fsGroup" not in pod.spec["securityContext"]
 
 
 def test_every_task_gets_the_trainers_grpc_options_unless_the_program_sets_its_own():
@@ -146,17 +169,22 @@ def test_done_chief_succeeds_with_the_chief_and_done_workers_with_every_worker()
     assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
     assert [job["name"] for job in spec["replicatedJobs"]] == ["ps", "worker"]
     assert spec["failurePolicy"]["rules"][0] == {
-        "name": "WorkerFailed", "action": "FailJobSet", "targetReplicatedJobs": ["worker"]
+        "name": "WorkerFailed",
+        "action": "FailJobSet",
+        "targetReplicatedJobs": ["worker"],
     }
     (worker,) = [job for job in replicated_jobs(workers_run) if job.manifest["metadata"]["name"] == "worker"]
     assert worker.manifest["spec"]["maxFailedIndexes"] == 0, "a worker that keeps failing fails the experiment"
     assert worker.manifest["spec"]["backoffLimitPerIndex"] == 6
 
 
-@pytest.mark.parametrize("done, rule", [
-    ({"workers": 2}, {"succeededCount": 2}),  # any 2 of the 3
-    ("worker-0", {"succeededIndexes": "0"}),  # worker 0, as a TFJob without a chief
-])
+@pytest.mark.parametrize(
+    "done, rule",
+    [
+        ({"workers": 2}, {"succeededCount": 2}),  # any 2 of the 3
+        ("worker-0", {"succeededIndexes": "0"}),  # worker 0, as a TFJob without a chief
+    ],
+)
 def test_a_done_rule_without_a_chief_completes_the_workers_job_by_its_success_policy(done, rule):
     run = program_stack_run({"command": ["sh", "run.sh"], "done": done}, workers={"replicas": 3, "pool": "servers"})
     (jobset,) = run.of_kind("JobSet")
@@ -171,8 +199,9 @@ def test_a_done_rule_without_a_chief_completes_the_workers_job_by_its_success_po
 
 def test_done_every_worker_written_as_a_count_is_done_workers():
     # The Job completes with every index, as with done: workers.
-    every = program_stack_run({"command": ["sh", "run.sh"], "done": {"workers": 3}},
-                              workers={"replicas": 3, "pool": "servers"})
+    every = program_stack_run(
+        {"command": ["sh", "run.sh"], "done": {"workers": 3}}, workers={"replicas": 3, "pool": "servers"}
+    )
     (worker,) = [job for job in replicated_jobs(every) if job.manifest["metadata"]["name"] == "worker"]
     assert "successPolicy" not in worker.manifest["spec"]
 
@@ -203,8 +232,10 @@ def test_workers_only_have_no_ps_in_tf_config_and_are_placed_as_any_workers(done
 
 def test_a_changed_program_rolls_every_task():
     def templates(program):
-        return {pod.task: json.dumps(pod.spec, sort_keys=True) + json.dumps(dict(pod.labels))
-                for pod in pods_of(program_stack_run(program))}
+        return {
+            pod.task: json.dumps(pod.spec, sort_keys=True) + json.dumps(dict(pod.labels))
+            for pod in pods_of(program_stack_run(program))
+        }
 
     base = {"source": TF2_SOURCE, "command": ["python", "train.py"], "args": ["--steps", "100"]}
     before = templates(base)
@@ -229,25 +260,44 @@ def test_a_program_stack_needs_ps_memory():
 @pytest.mark.parametrize(
     "program, expected",
     [
-        ({"command": ["python", "x.py"], "args": ["$(TASK_ID)"]},
-         "tfk8s:program: args: $(TASK_ID) names no variable a task has"),
-        ({"command": ["sh", "-c", "echo $(TOKEN) $$(LITERAL)"], "env": {"OTHER": "1"}},
-         "tfk8s:program: command: $(TOKEN) names no variable"),
+        (
+            {"command": ["python", "x.py"], "args": ["$(TASK_ID)"]},
+            "tfk8s:program: args: $(TASK_ID) names no variable a task has",
+        ),
+        (
+            {"command": ["sh", "-c", "echo $(TOKEN) $$(LITERAL)"], "env": {"OTHER": "1"}},
+            "tfk8s:program: command: $(TOKEN) names no variable",
+        ),
         ({"command": ["x"], "env": {"TF_CONFIG": "{}"}}, "env name 'TF_CONFIG' is set by tfk8s on every task"),
         ({"command": ["x"], "env": {"TFK8S_CLUSTER": "{}"}}, "env name 'TFK8S_CLUSTER' is set by tfk8s"),
-        ({"command": ["x"], "done": "workers", "roles": {"chief": {"args": ["a"]}}},
-         "roles.chief: with done: workers there is no chief task"),
-        ({"command": ["x"], "volumes": [{"claim": "a", "mountPath": "/program"}]}, "mountPath: '/program' is /program, which tfk8s mounts itself"),
-        ({"command": ["x"], "done": "sometimes"},
-         "tfk8s:program.done: must be chief, workers, worker-0 or {workers: N} (N workers exit 0) (got 'sometimes')"),
-        ({"command": ["x"], "done": {"workers": 0}},
-         "tfk8s:program.done: workers: how many workers must exit 0, a whole number ≥ 1 (got 0)"),
-        ({"command": ["x"], "done": {"worker": 2}},
-         "tfk8s:program.done: a mapping takes the one key workers ({workers: N}); got worker"),
-        ({"command": ["x"], "done": {"workers": 51}},
-         "tfk8s:program.done.workers: 51 workers must exit 0, but tfk8s:cluster.workers.replicas runs 50"),
-        ({"command": ["x"], "done": {"workers": 2}, "roles": {"chief": {"args": ["a"]}}},
-         "roles.chief: with done: {workers: 2} there is no chief task"),
+        (
+            {"command": ["x"], "done": "workers", "roles": {"chief": {"args": ["a"]}}},
+            "roles.chief: with done: workers there is no chief task",
+        ),
+        (
+            {"command": ["x"], "volumes": [{"claim": "a", "mountPath": "/program"}]},
+            "mountPath: '/program' is /program, which tfk8s mounts itself",
+        ),
+        (
+            {"command": ["x"], "done": "sometimes"},
+            "tfk8s:program.done: must be chief, workers, worker-0 or {workers: N} (N workers exit 0) (got 'sometimes')",
+        ),
+        (
+            {"command": ["x"], "done": {"workers": 0}},
+            "tfk8s:program.done: workers: how many workers must exit 0, a whole number ≥ 1 (got 0)",
+        ),
+        (
+            {"command": ["x"], "done": {"worker": 2}},
+            "tfk8s:program.done: a mapping takes the one key workers ({workers: N}); got worker",
+        ),
+        (
+            {"command": ["x"], "done": {"workers": 51}},
+            "tfk8s:program.done.workers: 51 workers must exit 0, but tfk8s:cluster.workers.replicas runs 50",
+        ),
+        (
+            {"command": ["x"], "done": {"workers": 2}, "roles": {"chief": {"args": ["a"]}}},
+            "roles.chief: with done: {workers: 2} there is no chief task",
+        ),
         ({"command": ["x"], "entrypoint": ["y"]}, "tfk8s:program.entrypoint: unknown key"),
     ],
 )
@@ -293,7 +343,9 @@ def test_a_source_too_large_or_linking_out_is_refused_with_the_way_out(tmp_path)
     (big / "weights.bin").write_bytes(b"\0" * 1_100_000)
     with pytest.raises(ProgramSourceError) as error:
         load_program_source(tmp_path, "big")
-    assert "holds 1,100,000 bytes in 1 files" in str(error.value) and "bake the program into the image" in str(error.value)
+    assert "holds 1,100,000 bytes in 1 files" in str(error.value) and "bake the program into the image" in str(
+        error.value
+    )
 
     linked = tmp_path / "linked"
     linked.mkdir()
@@ -310,7 +362,9 @@ def test_a_source_too_large_or_linking_out_is_refused_with_the_way_out(tmp_path)
     (fine / "pkg" / "inner.sh").symlink_to("../run.sh")
     source = load_program_source(tmp_path, "fine")
     assert [(f.path, f.key, f.executable) for f in source.files] == [
-        ("pkg/__init__.py", "pkg____init__.py", False), ("pkg/inner.sh", "pkg__inner.sh", True), ("run.sh", "run.sh", True)
+        ("pkg/__init__.py", "pkg____init__.py", False),
+        ("pkg/inner.sh", "pkg__inner.sh", True),
+        ("run.sh", "run.sh", True),
     ]
 
 
@@ -332,19 +386,27 @@ def test_a_program_stack_whose_tf_config_outgrows_one_variable_is_refused_with_t
 def test_the_plan_says_what_every_task_runs():
     from components.cli.plan_view import plan_table
 
-    name, values = program_values({"source": TF2_SOURCE, "command": ["sh", "run.sh"], "args": SEED_RUN_SH,
-                                   "done": "workers"})
+    name, values = program_values(
+        {"source": TF2_SOURCE, "command": ["sh", "run.sh"], "args": SEED_RUN_SH, "done": "workers"}
+    )
     experiment = load_experiment_values(name, values, load_trainer_bundle(PROJECT_ROOT))
     text = plan_table(experiment.config, experiment.plan, experiment.program_source)
     assert "0 chief · 5 PS (4Gi each) · 50 workers" in text
-    assert (f"program: sh run.sh '$(PS_HOSTS)' '$(WORKER_HOSTS)' '$(JOB_NAME)' '$(TASK_INDEX)' '$(PS_REPLICAS)' "
-            f"'$(WORKER_REPLICAS)' · source {TF2_SOURCE} (1 files, sha256 {experiment.program_source.sha256[:12]})"
-            " · done: workers") in text
+    assert (
+        f"program: sh run.sh '$(PS_HOSTS)' '$(WORKER_HOSTS)' '$(JOB_NAME)' '$(TASK_INDEX)' '$(PS_REPLICAS)' "
+        f"'$(WORKER_REPLICAS)' · source {TF2_SOURCE} (1 files, sha256 {experiment.program_source.sha256[:12]})"
+        " · done: workers"
+    ) in text
     entrypoint = load_experiment_values(*program_values({"args": ["--epochs", "1"]}), load_trainer_bundle(PROJECT_ROOT))
-    assert "program: (the image's entrypoint) --epochs 1 · done: chief" in plan_table(entrypoint.config, entrypoint.plan)
-    some = load_experiment_values(*program_values({"command": ["x"], "done": {"workers": 40}}),
-                                  load_trainer_bundle(PROJECT_ROOT))
-    assert "0 chief" in plan_table(some.config, some.plan) and "· done: {workers: 40}" in plan_table(some.config, some.plan)
+    assert "program: (the image's entrypoint) --epochs 1 · done: chief" in plan_table(
+        entrypoint.config, entrypoint.plan
+    )
+    some = load_experiment_values(
+        *program_values({"command": ["x"], "done": {"workers": 40}}), load_trainer_bundle(PROJECT_ROOT)
+    )
+    assert "0 chief" in plan_table(some.config, some.plan) and "· done: {workers: 40}" in plan_table(
+        some.config, some.plan
+    )
 
 
 def test_gpus_kueue_priority_and_the_chiefs_deadline_follow_the_program():
@@ -359,7 +421,9 @@ def test_gpus_kueue_priority_and_the_chiefs_deadline_follow_the_program():
             assert "nvidia.com/gpu" not in pod.container["resources"]["limits"]
 
     queued = program_stack_run(
-        {"command": ["python", "train.py"]}, queue="team-a", priorityClass="research-low",
+        {"command": ["python", "train.py"]},
+        queue="team-a",
+        priorityClass="research-low",
         chief={"activeDeadlineSeconds": 3600},
     )
     (jobset,) = queued.of_kind("JobSet")

@@ -141,24 +141,31 @@ def run_under_kubeflow(cluster, tfjob_file: Path) -> tuple[int, float]:
     kept = KeptLogs(cluster.core, namespace, f"{TFJOB_NAME_LABEL}={name}")
     with tfjob_namespace(cluster, namespace):
         _kubectl(cluster, "apply", "-f", str(tfjob_file))
-        deadline = time.monotonic() + TFJOB_WITHIN_S
-        while True:
-            kept.poll()
-            conditions = (
-                json.loads(_kubectl(cluster, "get", "tfjob", name, "-n", namespace, "-o", "json"))
-                .get("status", {})
-                .get("conditions", [])
-            )
-            state = {c["type"]: c["status"] for c in conditions}
-            if state.get("Succeeded") == "True":
-                break
-            if state.get("Failed") == "True":
-                pytest.fail(f"the TFJob failed: {conditions}\n{kept.report()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"the TFJob did not succeed within {TFJOB_WITHIN_S:.0f} s: {conditions}\n{kept.report()}")
-            time.sleep(1.0)
+        wait_for_tfjob_succeeded(cluster, name, namespace, kept)
         chief_log = _kubectl(cluster, "logs", "-n", namespace, f"{name}-chief-0")
         return _chief_summary(chief_log.splitlines())
+
+
+def wait_for_tfjob_succeeded(cluster, name: str, namespace: str, kept: KeptLogs) -> None:
+    """Until the TFJob's Succeeded condition; failed with its pods' logs where it fails or takes longer
+    than TFJOB_WITHIN_S."""
+    deadline = time.monotonic() + TFJOB_WITHIN_S
+    while True:
+        kept.poll()
+        conditions = (
+            json.loads(_kubectl(cluster, "get", "tfjob", name, "-n", namespace, "-o", "json"))
+            .get("status", {})
+            .get("conditions", [])
+        )
+        state = {c["type"]: c["status"] for c in conditions}
+        if state.get("Succeeded") == "True":
+            kept.poll()  # the last lines of the task that decided
+            return
+        if state.get("Failed") == "True":
+            pytest.fail(f"the TFJob failed: {conditions}\n{kept.report()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"the TFJob did not succeed within {TFJOB_WITHIN_S:.0f} s: {conditions}\n{kept.report()}")
+        time.sleep(1.0)
 
 
 def training_until_stopped(tfjob_file: Path, stack: str) -> TeamTFJob:

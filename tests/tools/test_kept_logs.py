@@ -19,7 +19,7 @@ from kubernetes.client import (
     V1PodStatus,
 )
 
-from tools.localcluster.podlogs import KeptLogs
+from tools.localcluster.podlogs import KeptLogs, timestamped_log
 
 
 @dataclass
@@ -104,3 +104,24 @@ def test_nothing_kept_says_so():
     kept = KeptLogs(FakeCore(), "ml-team", "training.kubeflow.org/job-name=ctr-model")  # type: ignore[arg-type]
     kept.poll()
     assert kept.report() == "no container log kept for training.kubeflow.org/job-name=ctr-model in ml-team"
+
+
+class StampedLog:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def read_namespaced_pod_log(self, pod: str, namespace: str, timestamps: bool, previous: bool) -> str:
+        assert timestamps
+        return self.text
+
+
+def test_a_line_is_what_the_kubelet_stamped_carriage_returns_and_all():
+    """Keras' progress bar redraws itself with carriage returns and backspaces inside one line."""
+    text = (
+        "2026-12-07T21:50:01.250000000Z Epoch 1/1\n"
+        "2026-12-07T21:50:02.500000000Z \r 1/400 loss: 2.3\x08\x08\r400/400 loss: 0.4 - val_loss: 0.3\n"
+    )
+    lines = timestamped_log(StampedLog(text), "ns", "pod")  # type: ignore[arg-type]
+    assert [line for _, line in lines] == ["Epoch 1/1", "\r 1/400 loss: 2.3\x08\x08\r400/400 loss: 0.4 - val_loss: 0.3"]
+    assert lines[1][0] - lines[0][0] == 1.25
+    assert timestamped_log(StampedLog(""), "ns", "pod") == []  # type: ignore[arg-type]

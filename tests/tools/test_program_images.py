@@ -50,6 +50,26 @@ def test_one_archive_names_an_image_twice_for_two_teams_programs(tmp_path):
     assert manifest["RepoTags"] == ["registry.example.com/ml/ctr:2.21.0", "registry.example.com/ml/mwms:2.21.0"]
 
 
+def test_one_archive_holds_images_that_differ_in_config_over_the_same_layers(tmp_path):
+    """Two examples' images built from one folder, each with its own entrypoint and environment."""
+    root = tmp_path / "root"
+    (root / "var" / "tf_dist_mnist").mkdir(parents=True)
+    archive = tmp_path / "examples.tar"
+    dist = ImageConfig(env=("TF_USE_LEGACY_KERAS=1",), entrypoint=("python", "/var/tf_dist_mnist/dist_mnist.py"))
+    summaries = ImageConfig(entrypoint=("python", "/var/tf_mnist/mnist_with_summaries.py"))
+    write_image_archive(root, "example/dist:1", dist, archive, variants=(("example/summaries:1", summaries),))
+    with tarfile.open(archive) as written:
+        first, second = json.load(written.extractfile("manifest.json"))
+        configs = [json.load(written.extractfile(entry["Config"]))["config"] for entry in (first, second)]
+        assert len([name for name in written.getnames() if name.endswith("layer.tar")]) == 1
+    assert (first["RepoTags"], second["RepoTags"]) == (["example/dist:1"], ["example/summaries:1"])
+    assert first["Layers"] == second["Layers"]
+    assert configs[0]["Entrypoint"] == ["python", "/var/tf_dist_mnist/dist_mnist.py"]
+    assert configs[0]["Env"] == ["TF_USE_LEGACY_KERAS=1"]
+    assert configs[1]["Entrypoint"] == ["python", "/var/tf_mnist/mnist_with_summaries.py"]
+    assert "TF_USE_LEGACY_KERAS=1" not in configs[1]["Env"]
+
+
 def test_the_image_is_keyed_by_its_requirements(tmp_path):
     first = tmp_path / "a.txt"
     first.write_text("tf-keras==2.21.0\n")

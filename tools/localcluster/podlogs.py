@@ -18,7 +18,9 @@ def timestamped_log(
     """(seconds since the epoch, line) for each line of the pod's container log."""
     text = core.read_namespaced_pod_log(pod, namespace, timestamps=True, previous=previous)
     lines = []
-    for raw in text.splitlines():
+    # The kubelet stamps each line ended by a newline; a line may hold carriage returns and
+    # backspaces of its own (Keras' progress bar), which str.splitlines would split at.
+    for raw in text.removesuffix("\n").split("\n") if text else []:
         stamp, _, line = raw.partition(" ")
         lines.append((_epoch_seconds(stamp), line))
     return lines

@@ -24,6 +24,8 @@ from . import paths
 
 NAME = "training-operator"
 MANIFESTS_DIR = paths.PROJECT_ROOT / ".tools" / "addons" / NAME
+# The operator's TensorFlow examples, from the same module (tests/realpods/test_kubeflow_examples.py).
+TENSORFLOW_EXAMPLES_DIR = MANIFESTS_DIR / "examples" / "tensorflow"
 PORTS = (f"{NAME}-webhook", f"{NAME}-metrics")
 TFJOB_CRD = "tfjobs.kubeflow.org"
 # The webhook configuration's name in the operator's own manifests (manifests/base/webhook/patch.yaml).

@@ -54,49 +54,58 @@ def write_image_archive(
     archive: Path,
     base: Optional[Path] = None,
     also_tagged: tuple[str, ...] = (),
+    variants: tuple[tuple[str, ImageConfig], ...] = (),
 ) -> str:
     """Write `rootfs` as image `reference` to `archive` (written next to it, then renamed); its layer
     digest. With `base` (an archive of this layout), `rootfs` is a layer on top of the base's layers.
     `also_tagged`: more names for the same image, each imported as an image of its own (one archive,
-    one copy of the base's gigabytes to write and import, for images that differ only in name)."""
+    one copy of the base's gigabytes to write and import, for images that differ only in name).
+    `variants`: more images over the same layers, each a name with a config of its own (an
+    entrypoint, an environment), in the same one archive."""
     archive.parent.mkdir(parents=True, exist_ok=True)
     base_layers = _layers_of(base) if base is not None else []
     with tempfile.TemporaryDirectory(dir=archive.parent) as work:
         layer = Path(work) / "layer.tar"
         pack_layer(rootfs, layer)
         layer_digest = _sha256_of(layer)
-        image_config = {
-            "architecture": "amd64",
-            "os": "linux",
-            "config": {
-                "Env": list(config.env),
-                "Entrypoint": list(config.entrypoint) or None,
-                "Cmd": list(config.cmd) or None,
-                "WorkingDir": config.working_dir,
-                "Labels": dict(config.labels),
-            },
-            "rootfs": {"type": "layers", "diff_ids": [*(d for _, d in base_layers), f"sha256:{layer_digest}"]},
-            "history": [{"created_by": "tfk8s tools/nodeimage"}],
-        }
-        config_bytes = json.dumps(image_config, sort_keys=True).encode()
-        config_name = f"{hashlib.sha256(config_bytes).hexdigest()}.json"
         layer_name = f"{layer_digest}/layer.tar"
-        manifest = [
-            {
-                "Config": config_name,
-                "RepoTags": [reference, *also_tagged],
-                "Layers": [*(n for n, _ in base_layers), layer_name],
-            }
-        ]
+        layers = [*(n for n, _ in base_layers), layer_name]
+        diff_ids = [*(d for _, d in base_layers), f"sha256:{layer_digest}"]
+        configs = {}  # file name -> its bytes
+        manifest = []
+        for tags, image in (([reference, *also_tagged], config), *(([name], c) for name, c in variants)):
+            config_bytes = _config_bytes(image, diff_ids)
+            config_name = f"{hashlib.sha256(config_bytes).hexdigest()}.json"
+            configs[config_name] = config_bytes
+            manifest.append({"Config": config_name, "RepoTags": tags, "Layers": layers})
         partial = archive.with_name(archive.name + ".partial")
         with tarfile.open(partial, "w") as out:
-            _add_bytes(out, config_name, config_bytes)
+            for config_name, config_bytes in configs.items():
+                _add_bytes(out, config_name, config_bytes)
             _add_bytes(out, "manifest.json", json.dumps(manifest).encode())
             if base is not None:
                 _copy_members(base, out, [name for name, _ in base_layers])
             out.add(layer, arcname=layer_name)
         partial.replace(archive)
     return layer_digest
+
+
+def _config_bytes(config: ImageConfig, diff_ids: list[str]) -> bytes:
+    """An image's config file: what a pod relies on, over these layers."""
+    image_config = {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {
+            "Env": list(config.env),
+            "Entrypoint": list(config.entrypoint) or None,
+            "Cmd": list(config.cmd) or None,
+            "WorkingDir": config.working_dir,
+            "Labels": dict(config.labels),
+        },
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        "history": [{"created_by": "tfk8s tools/nodeimage"}],
+    }
+    return json.dumps(image_config, sort_keys=True).encode()
 
 
 def _layers_of(archive: Path) -> list[tuple[str, str]]:

@@ -44,6 +44,7 @@ from .images import (
 Say = Callable[[str], None]
 # One framework under several distribution names: a package that requires `tensorflow` runs on
 # the image's `tensorflow-cpu`.
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
 TENSORFLOW_NAMES = frozenset({"tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-gpu"})
 
 
@@ -65,40 +66,17 @@ def build_program_image(name: str, requirements: Path, say: Say = _say) -> Image
     base = tensorflow_image()
     started = time.monotonic()
     wheels = cache_root() / "wheels" / f"program-{name}-{image.key}"
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
-    base_requirement = f"{TENSORFLOW_PACKAGE}=={base.tag}"
-    say(f"pip resolves {requirements} with {base_requirement}")
-    extra = packages_beyond(_resolved(pip, "-r", str(requirements), base_requirement), _resolved(pip, base_requirement))
+    say(f"pip resolves {requirements} with {TENSORFLOW_PACKAGE}=={base.tag}")
+    extra = packages_beyond_the_image("-r", str(requirements))
     if not extra:
         raise ValueError(
             f"REQUIREMENTS {requirements}: the TensorFlow image has every package it needs already; "
             f"use {base.reference}"
         )
     say(f"pip download {' '.join(extra)} into {wheels}")
-    subprocess.run([*pip, "download", "--only-binary=:all:", "--no-deps", "--dest", str(wheels), *extra], check=True)
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=image.archive.parent.parent) as work:
         layer = Path(work) / "layer"
-        # Where the TensorFlow image's Python finds packages (tools/nodeimage/build.py).
-        target = (
-            layer
-            / "usr"
-            / "local"
-            / "lib"
-            / f"python{sys.version_info.major}.{sys.version_info.minor}"
-            / "dist-packages"
-        )
-        subprocess.run(
-            [
-                *pip,
-                "install",
-                "--no-index",
-                "--no-deps",
-                "--target",
-                str(target),
-                *map(str, sorted(wheels.glob("*.whl"))),
-            ],
-            check=True,
-        )
+        install_packages(extra, wheels, layer)
         for earlier in earlier_archives(image):
             earlier.unlink()  # one archive per name: a node imports every archive here
         write_image_archive(
@@ -115,13 +93,31 @@ def build_program_image(name: str, requirements: Path, say: Say = _say) -> Image
     return image
 
 
-def _resolved(pip: list[str], *requirements: str) -> dict[str, str]:
+def packages_beyond_the_image(*requirements: str) -> list[str]:
+    """`name==version` of what `requirements` (pip's arguments: pins, or -r FILE) need beyond the
+    TensorFlow image, resolved together with the image's TensorFlow."""
+    base_requirement = f"{TENSORFLOW_PACKAGE}=={tensorflow_image().tag}"
+    return packages_beyond(_resolved(*requirements, base_requirement), _resolved(base_requirement))
+
+
+def install_packages(packages: list[str], wheels: Path, layer: Path) -> None:
+    """Download `packages` (pinned, each alone: no dependencies) into `wheels` and install them into
+    the folder of a layer over the TensorFlow image where its Python finds packages
+    (tools/nodeimage/build.py)."""
+    subprocess.run([*PIP, "download", "--only-binary=:all:", "--no-deps", "--dest", str(wheels), *packages], check=True)
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    target = layer / "usr" / "local" / "lib" / python / "dist-packages"
+    downloaded = sorted(map(str, wheels.glob("*.whl")))
+    subprocess.run([*PIP, "install", "--no-index", "--no-deps", "--target", str(target), *downloaded], check=True)
+
+
+def _resolved(*requirements: str) -> dict[str, str]:
     """Distribution name -> version, as pip resolves `requirements` for this Python (metadata only)."""
     with tempfile.TemporaryDirectory(prefix="resolve-") as work:
         report = Path(work) / "report.json"
         subprocess.run(
             [
-                *pip,
+                *PIP,
                 "install",
                 "--dry-run",
                 "--ignore-installed",

@@ -281,17 +281,22 @@ addon_manifests kueue "$KUEUE_VERSION" sigs.k8s.io/kueue
 
 # Kubeflow's TFJob (make cluster-up TFJOB=1): the training operator's TFJob reconciler and webhook under
 # a main of our own (training-operator/main.go says why), and the TFJob CRD and webhook configuration
-# from the same module (tools/localcluster/training_operator.py registers them).
+# from the same module (tools/localcluster/training_operator.py registers them), with its TensorFlow
+# examples (tests/realpods/test_kubeflow_examples.py runs them under both). The marker names what the
+# folder holds, so a folder copied before the examples were is copied again.
 build_wrapper training-operator "$TRAINING_OPERATOR_VERSION" github.com/kubeflow/training-operator \
   < "$here/training-operator/main.go"
 training_operator_manifests="$tools/addons/training-operator"
-if [ "$(cat "$training_operator_manifests/.version" 2>/dev/null)" != "$TRAINING_OPERATOR_VERSION" ]; then
+training_operator_marker="$TRAINING_OPERATOR_VERSION crd webhooks examples/tensorflow"
+if [ "$(cat "$training_operator_manifests/.version" 2>/dev/null)" != "$training_operator_marker" ]; then
   operator_dir="$(module_dir github.com/kubeflow/training-operator "$TRAINING_OPERATOR_VERSION")"
   rm -rf "$training_operator_manifests" && mkdir -p "$training_operator_manifests"
   cp "$operator_dir/manifests/base/crds/kubeflow.org_tfjobs.yaml" "$training_operator_manifests/"
   cp "$operator_dir/manifests/base/webhook/manifests.yaml" "$training_operator_manifests/webhooks.yaml"
-  chmod u+w "$training_operator_manifests"/*.yaml
-  echo "$TRAINING_OPERATOR_VERSION" > "$training_operator_manifests/.version"
+  mkdir "$training_operator_manifests/examples"
+  cp -r "$operator_dir/examples/tensorflow" "$training_operator_manifests/examples/"
+  chmod -R u+w "$training_operator_manifests"
+  echo "$training_operator_marker" > "$training_operator_manifests/.version"
   built+=("training-operator manifests $TRAINING_OPERATOR_VERSION")
 else
   kept+=("training-operator manifests $TRAINING_OPERATOR_VERSION")

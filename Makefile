@@ -32,7 +32,7 @@ PARTITIONS ?= none auto
 REPORT_SETTINGS ?= --batch-size 1024 --ids-per-example 128 --embedding-dim 64
 
 .PHONY: setup demo plan local tune test test-local below-real-pods lint test-shells test-program test-trainer test-cluster bench bench-trainer bench-start bench-cluster \
-	test-real bench-real bench-program bench-tune bench-engine bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
+	test-real bench-real bench-program bench-tune bench-engine bench-engine-start bench-vs-tfjob image load-image node-image debian-packages toolchain render cluster-up cluster-user cluster-down apply delete preview up destroy pulumi status diff report docs clean dist
 
 # Each environment is kept outside the clone, keyed by its pins, and linked (tools/toolchain/venv.sh).
 $(STAMP): requirements.txt requirements-live.txt requirements-dev.txt policy/requirements.txt
@@ -133,6 +133,10 @@ bench-tune: $(STAMP) $(POLICY_STAMP) toolchain node-image
 # The real Pulumi engine beside tfk8s's own applier on the local control plane.
 bench-engine: $(STAMP) $(POLICY_STAMP) toolchain
 	$(VENV)/bin/python benchmarks/engine.py
+
+# `make up`'s start, stage by stage, to the JobSet requested: quiet and beside other work.
+bench-engine-start: $(STAMP) $(POLICY_STAMP) toolchain
+	$(VENV)/bin/python benchmarks/engine_start.py
 
 # Kubeflow's TFJob and tfk8s side by side on the same real nodes: one TFJob, run by the training
 # operator and as its import-tfjob stack (root; builds the images first).

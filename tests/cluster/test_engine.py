@@ -43,6 +43,15 @@ POD_WAIT_S = 120.0
 SCENE1 = [f"srv-0{i}" for i in range(5)]
 
 
+def test_the_engine_is_told_the_version_the_toolchains_cli_reports():
+    """tools/engine tells the Automation API the CLI's version instead of asking the CLI each run."""
+    from tools.engine.workspace import ToolchainPulumi
+
+    told = ToolchainPulumi()
+    reported = subprocess.run([told.command, "version"], capture_output=True, text=True, check=True).stdout
+    assert reported.strip().removeprefix("v") == str(told.version)
+
+
 @dataclass
 class EngineRun:
     """One engine command: what it printed, and what it did or would do to each resource."""

@@ -4,6 +4,7 @@ refuses the run naming its holder; unfinished creates are ended once the run has
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import socket
@@ -161,6 +162,30 @@ def test_unfinished_operations_are_named_by_kind_and_object():
     ]
     assert [p.is_create for p in found] == [True, False]
     assert interrupted.pending_operations(None) == [] and interrupted.pending_operations({}) == []
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["json", "json.gz"])
+def test_what_a_killed_run_left_is_read_from_the_file_backends_checkpoint_without_the_cli(tmp_path, compressed):
+    """The checkpoint's latest deployment is what `pulumi stack export` prints: read without the CLI."""
+    deployment = {"resources": [], "pending_operations": [operation(JOBSET_URN, "JobSet", "tf", "tf-scene1-case2")]}
+    folder = tmp_path / ".pulumi" / "stacks" / PROJECT
+    folder.mkdir(parents=True)
+    data = json.dumps({"version": 3, "checkpoint": {"stack": STACK, "latest": deployment}}).encode()
+    if compressed:
+        (folder / f"{STACK}.json.gz").write_bytes(gzip.compress(data))
+    else:
+        (folder / f"{STACK}.json").write_bytes(data)
+    stack, said = FakeStack(tmp_path), []
+    stack.export_stack = None  # the CLI is not asked
+    pending = interrupted.say_what_is_pending(stack, PROJECT, "up", said.append)
+    assert [p.describe() for p in pending] == ["JobSet tf-scene1-case2/tf (interrupted while creating)"]
+    assert len(said) == 1 and "left 1 operation(s) unfinished" in said[0], said
+
+
+def test_without_a_checkpoint_file_the_cli_exports_the_state(tmp_path):
+    deployment = {"pending_operations": [operation(NAMESPACE_URN, "Namespace", "tf-scene1-case2", None, "deleting")]}
+    pending = interrupted.say_what_is_pending(FakeStack(tmp_path, deployment), PROJECT, "destroy", print)
+    assert [p.describe() for p in pending] == ["Namespace tf-scene1-case2 (interrupted while deleting)"]
 
 
 def test_after_up_the_creates_whose_object_is_in_the_state_are_ended_and_no_other(tmp_path):

@@ -385,11 +385,16 @@ def _host_budget(request):
     cluster.oversubscribed = None
 
 
+def local_volume_folder(cluster: RealCluster) -> Path:
+    """The host folder of the local_volume fixture's PersistentVolume."""
+    return Path(cluster.kubeconfig).parent / "volumes" / "checkpoints"
+
+
 @pytest.fixture
 def local_volume(real_cluster):
     """A StorageClass and a local PersistentVolume on srv-00, as an administrator would provide."""
     storage = client.StorageV1Api(real_cluster.api)
-    folder = Path(real_cluster.kubeconfig).parent / "volumes" / "checkpoints"
+    folder = local_volume_folder(real_cluster)
     shutil.rmtree(folder, ignore_errors=True)  # an earlier test's checkpoints would be resumed from
     folder.mkdir(parents=True)
     storage.create_storage_class(

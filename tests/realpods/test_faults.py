@@ -31,7 +31,14 @@ from components.cli.main import main
 from components.live.lost_servers import OUT_OF_SERVICE, OUT_OF_SERVICE_VALUE
 from components.objects.loading import load_experiment
 from components.plan import labels as L
-from tests.realpods.conftest import POD_WAIT_S, REAL_CLUSTER, UNTIL_STOPPED, RealCluster, scaled_to_real_nodes
+from tests.realpods.conftest import (
+    POD_WAIT_S,
+    REAL_CLUSTER,
+    UNTIL_STOPPED,
+    RealCluster,
+    local_volume_folder,
+    scaled_to_real_nodes,
+)
 from tests.stack_variants import write_variant
 from tools.localcluster import host
 from tools.localcluster.node_files import NodeDir, cgroup_name, nodes_dir
@@ -408,7 +415,7 @@ def test_a_full_checkpoint_volume_fails_the_chief_naming_it_and_a_restart_resume
         values["tfk8s:cluster"]["chief"]["checkpointVolume"] = {"size": "1Gi", "storageClass": local_volume}
 
     stack = str(write_variant(real_cluster.stacks_dir, "scene1-case1", "real-full-disk", durable))
-    folder = real_cluster.kubeconfig.parent / "volumes" / "checkpoints"
+    folder = local_volume_folder(real_cluster)
     with small_filesystem(folder, "64m"):
         with real_cluster.running(stack, tmp_path):
             first = real_cluster.wait_for_event(stack, "checkpoint", step=lambda s: s is not None and s >= 200)

@@ -31,7 +31,7 @@ from components.cli import import_tfjob as importer
 from components.cli.main import main as components_main
 from components.objects.loading import load_experiment
 from components.plan import labels as L
-from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS
+from tests.realpods.conftest import REAL_CLUSTER, REAL_SERVERS, local_volume_folder
 from tests.realpods.test_import_tfjob import _kubectl, _wait_until_none, tfjob_namespace, wait_for_tfjob_succeeded
 from tests.realpods.test_programs import FAIL_WITHIN_S, wait_for_phase
 from tools.localcluster import realnodes
@@ -64,6 +64,7 @@ class Example:
     imported: str  # what import-tfjob says of it
     decides: tuple[str, int]  # the task whose exit 0 ends the run: TFJob's rule, and the import's
     last_words: str  # what that task prints once its program has done its work
+    writes_to_claim: bool = False  # its TensorBoard events, to the claim CLAIM
 
     @property
     def stack(self) -> str:
@@ -85,6 +86,7 @@ EXAMPLES = (
         "0 PS, 1 workers, done: worker-0",
         ("worker", 0),
         "val_loss",
+        writes_to_claim=True,
     ),
     Example("simple.yaml", SUMMARIES_IMAGE, "0 PS, 2 workers, done: worker-0", ("worker", 0), "val_loss"),
 )
@@ -176,13 +178,13 @@ def test_a_kubeflow_example_succeeds_under_its_operator_and_imported_under_tfk8s
     tfjob_file.write_text(yaml.safe_dump(tfjob))
     role, index = example.decides
     volume = None
-    if CLAIM in yaml.safe_dump(tfjob):
+    if example.writes_to_claim:
         storage_class = request.getfixturevalue("local_volume")
-        volume = Path(real_cluster.kubeconfig).parent / "volumes" / "checkpoints"  # the local_volume's folder
-    claim_file = tmp_path / "claim.yaml"
+        volume = local_volume_folder(real_cluster)
 
     with tfjob_namespace(real_cluster, NAMESPACE):
         if volume is not None:
+            claim_file = tmp_path / "claim.yaml"
             claim_file.write_text(yaml.safe_dump(claim(storage_class)))
             _kubectl(real_cluster, "apply", "-f", str(claim_file))
         kept = KeptLogs(real_cluster.core, NAMESPACE, f"{TFJOB_NAME_LABEL}={name}")

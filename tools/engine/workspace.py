@@ -42,7 +42,7 @@ PROJECT_FILE = PROJECT_ROOT / "Pulumi.yaml"
 
 class ToolchainPulumi(auto.PulumiCommand):
     """The CLI `make toolchain` built, of the version versions.env records (its build stamps it, and
-    tests/tools/test_engine_workspace.py checks it): the Automation API is told that version instead
+    tests/cluster/test_engine.py checks it): the Automation API is told that version instead
     of running `pulumi version` to learn it, a tenth of a second of every engine run's start."""
 
     def __init__(self) -> None:  # the parent's own runs `pulumi version`: nothing of it is needed

@@ -42,9 +42,9 @@ from .images import (
 )
 
 Say = Callable[[str], None]
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
 # One framework under several distribution names: a package that requires `tensorflow` runs on
 # the image's `tensorflow-cpu`.
-PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
 TENSORFLOW_NAMES = frozenset({"tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-gpu"})
 
 

@@ -7,7 +7,8 @@ each task keeps its last `--keep-runs` runs (pods), each run its newest `--run-b
 Ingest (every task reaches it) and read (127.0.0.1 only, through a port-forward) speak
 log_protocol.py: a run is read by its task and pod, so a run that began or went since `list` changes
 nothing of another's answer. On disk: `<task>/runs` lists the pods oldest first, `<task>/<pod>.log`
-is a run's current part, `.log.1` the one before, `.truncated` says older bytes went.
+is a run's current part, `.log.1` the one before, `.truncated` says older bytes went (and holds how
+many: what a run holds, told to a shipper that connects again, counts them).
 
 Standard library only, Python 3.8+: it runs in a stock image, a file beside log_protocol.py.
 """
@@ -36,6 +37,9 @@ else:  # as its pod runs it: a file beside log_protocol.py, in the archive's Con
 
 HEADER_TIMEOUT_S = 10.0
 CHUNK_BYTES = 65536
+# A pod that connects again while its earlier connection still appends: how long the new one waits for
+# it to end, so that the count it is told is final (a shipper closes the old one before it connects).
+EARLIER_CONNECTION_WAIT_S = 10.0
 
 
 def read_line(sock: socket.socket, limit: int, timeout_s: float) -> Optional[tuple[bytes, bytes]]:
@@ -71,6 +75,7 @@ class Archive:
         self._runs_lock = threading.Lock()
         self._guard = threading.Lock()
         self._pod_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._connection_locks: dict[tuple[str, str], threading.Lock] = {}
         # Runs dropped for newer ones while their pod may still be sending: their bytes are discarded,
         # or the archive would outgrow its bound. Changed only under the pod's lock.
         self._dropped: set[tuple[str, str]] = set()
@@ -78,6 +83,11 @@ class Archive:
     def _pod_lock(self, task: str, pod: str) -> threading.Lock:
         with self._guard:
             return self._pod_locks.setdefault((task, pod), threading.Lock())
+
+    def connection_lock(self, task: str, pod: str) -> threading.Lock:
+        """Held by the connection that appends to a run."""
+        with self._guard:
+            return self._connection_locks.setdefault((task, pod), threading.Lock())
 
     def _path(self, task: str, name: str) -> str:
         return os.path.join(self.root, task, name)
@@ -142,8 +152,30 @@ class Archive:
     def _rotate(self, task: str, pod: str) -> None:
         previous = self._path(task, pod + ".log.1")
         if os.path.exists(previous):
-            open(self._path(task, pod + ".truncated"), "ab").close()
+            self._write_count(self._path(task, pod + ".truncated"), self._gone(task, pod) + os.path.getsize(previous))
         os.replace(self._path(task, pod + ".log"), previous)
+
+    def _gone(self, task: str, pod: str) -> int:
+        """The bytes of a run no longer kept (0 for a `.truncated` of an earlier release, which is empty)."""
+        try:
+            with open(self._path(task, pod + ".truncated"), "rb") as count:
+                text = count.read()
+        except OSError:
+            return 0
+        return int(text) if text.isdigit() else 0
+
+    @staticmethod
+    def _write_count(path: str, count: int) -> None:
+        temporary = path + ".tmp"
+        with open(temporary, "wb") as written:
+            written.write(str(count).encode("ascii"))
+        os.replace(temporary, path)
+
+    def held(self, task: str, pod: str) -> int:
+        """The bytes of a run received so far: those kept and those no longer kept."""
+        with self._pod_lock(task, pod):
+            parts = [self._path(task, pod + suffix) for suffix in (".log.1", ".log")]
+            return self._gone(task, pod) + sum(os.path.getsize(path) for path in parts if os.path.exists(path))
 
     def open_parts(self, task: str, pod: str) -> Optional[tuple[bool, list[BinaryIO]]]:
         """Whether the run's start was dropped and its parts oldest first, opened together so that a
@@ -175,28 +207,40 @@ class IngestHandler(socketserver.BaseRequestHandler):
         names = protocol.parse_header(first[0]) if first else None
         if first is None or names is None:
             return
-        task, pod = names
+        version, task, pod = names
         # A pod whose node died never closes: keepalive ends its connection and thread.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        sock.settimeout(None)
+        archive = self.server.archive
+        connection = archive.connection_lock(task, pod)
+        ours = connection.acquire(timeout=EARLIER_CONNECTION_WAIT_S)
         try:
-            self._keep(sock, task, pod, first[1])
+            if archive.open_run(task, pod):
+                print(f"{task}: pod {pod}", flush=True)
+            if version != "1":
+                sock.settimeout(HEADER_TIMEOUT_S)
+                sock.sendall(protocol.at_line(archive.held(task, pod)))
+            sock.settimeout(None)
+            if self._keep(sock, task, pod, first[1]) and version != "1":
+                # The shipper's output ended: what the run holds now confirms it was all kept.
+                sock.sendall(protocol.at_line(archive.held(task, pod)))
         except OSError as error:
             # Closing tells the shipper, which connects again a second later.
-            print(f"{task}: pod {pod}: cannot keep its log: {error.strerror}", flush=True)
+            print(f"{task}: pod {pod}: cannot keep its log: {error.strerror or error}", flush=True)
+        finally:
+            if ours:
+                connection.release()
 
-    def _keep(self, sock: socket.socket, task: str, pod: str, data: bytes) -> None:
+    def _keep(self, sock: socket.socket, task: str, pod: str, data: bytes) -> bool:
+        """Appends what the connection brings; True when the shipper ended it, False when it broke."""
         archive = self.server.archive
-        if archive.open_run(task, pod):
-            print(f"{task}: pod {pod}", flush=True)
         while True:
             archive.append(task, pod, data)
             try:
                 data = sock.recv(CHUNK_BYTES)
             except OSError:
-                return
+                return False
             if not data:
-                return
+                return True
 
 
 class ReadHandler(socketserver.BaseRequestHandler):

@@ -9,8 +9,12 @@ first on sys.path (Python leaves it off with PYTHONSAFEPATH=1 or -I), so there t
 top-level `log_protocol`; in a checkout and in the wheel it is `trainer.log_protocol`.
 
 Ingest (the collector's ingest port, which every task of the experiment reaches): a header line
-`tfk8s-log 1 <task> <pod>\\n`, then the task's output until the shipper closes; a pod that
-connects again appends to its run. Read (the read port, on the collector pod's loopback, reached
+`tfk8s-log 2 <task> <pod>\\n`, which the collector answers `at <bytes>\\n`, how much of the pod's run it
+holds (counting what it no longer keeps of a long run); then the task's output until the shipper
+closes. A pod that connects again appends to its run: its shipper sends again, from that count,
+what it sent before and the collector did not keep (a collector killed with bytes in flight, its
+volume kept), and says how many bytes are lost where it no longer holds them. Version 1, from a
+shipper of the release before, gets no answer and appends. Read (the read port, on the collector pod's loopback, reached
 through a port-forward): `list\\n` answers `{"tasks": {task: [pods, oldest first]}}\\n`;
 `read <task> <pod>\\n` answers `ok <pod>\\n` and that run's log, or `missing <why>\\n` (the run is
 not kept: never sent, or dropped for newer ones), or `error <why>\\n` (not a request).
@@ -43,7 +47,9 @@ POD_NAME_ENV = "TFK8S_POD_NAME"
 SHIPPER_DRAIN_S = 10.0
 
 HEADER_WORD = "tfk8s-log"
-VERSION = "1"
+VERSION = "2"
+VERSIONS = ("1", VERSION)  # what a collector takes: a shipper of the release before says 1
+AT = "at"
 # The longest line either port reads (a header, a request), its newline included: a pod's name (at
 # most 253 characters) and a task's fit with room to spare.
 MAX_LINE_BYTES = 512
@@ -79,13 +85,27 @@ def header(task: str, pod: str) -> bytes:
     return f"{HEADER_WORD} {VERSION} {task} {pod}\n".encode("ascii")
 
 
-def parse_header(line: bytes) -> Optional[tuple[str, str]]:
-    """(task, pod) of a shipper's header line without its newline; None unless it is exactly right."""
+def parse_header(line: bytes) -> Optional[tuple[str, str, str]]:
+    """(version, task, pod) of a shipper's header line without its newline; None unless it is exactly
+    right."""
     words = _words(line)
-    if len(words) != 4 or words[:2] != [HEADER_WORD, VERSION]:
+    if len(words) != 4 or words[0] != HEADER_WORD or words[1] not in VERSIONS:
         return None
-    task, pod = words[2], words[3]
-    return (task, pod) if is_task_name(task) and is_pod_name(pod) else None
+    version, task, pod = words[1:]
+    return (version, task, pod) if is_task_name(task) and is_pod_name(pod) else None
+
+
+def at_line(held: int) -> bytes:
+    """The collector's answer to a version 2 header: how many bytes of the run it holds."""
+    return f"{AT} {held}\n".encode("ascii")
+
+
+def parse_at_line(line: bytes) -> Optional[int]:
+    """The count of an answer line without its newline; None unless it is one."""
+    words = _words(line)
+    if len(words) != 2 or words[0] != AT or not words[1].isdigit() or len(words[1]) > 18:
+        return None
+    return int(words[1])
 
 
 def list_request() -> bytes:

@@ -5,6 +5,9 @@ writes into a FIFO this reads (`python3 log_shipper.py < FIFO`): each chunk goes
 so `kubectl logs` is unchanged, and to the collector (log_collector.py), which keeps the log after the
 pod is gone. The program must never wait for the archive: sending runs in a thread from a bounded
 buffer that drops its oldest bytes when full, and says how many in the archive once it sends again.
+What it sent stays kept (as many bytes again) until the collector has told, at a later connection,
+that it holds them: a collector killed with bytes in flight, started again on its volume, gets them
+again, and where they are no longer kept it is told how many are lost, where.
 
 Environment: the collector's host:port, the task's type and index and the pod's name, as named in
 log_protocol.py (which also writes the header each connection starts with); without them the output
@@ -38,6 +41,8 @@ else:  # as a pod runs it: a file beside log_protocol.py, in the archive's Confi
 
 DRAIN_S = protocol.SHIPPER_DRAIN_S
 BUFFER_BYTES = 4 * 2**20
+# What was sent, kept to send again: the socket buffers' bytes in flight (a few MiB at most).
+SENT_KEPT_BYTES = 4 * 2**20
 CHUNK_BYTES = 65536
 POLL_S = 0.5
 CONNECT_TIMEOUT_S = 5.0
@@ -79,23 +84,13 @@ class Outbox:
         self._chunks: collections.deque[bytes] = collections.deque()
         self._size = 0
         self._dropped = 0
-        self._in_flight = False
+        self._closed = False  # the program's output ended: nothing more comes
         self._changed = threading.Condition()
 
     def put(self, data: bytes) -> None:
         with self._changed:
             self._chunks.append(data)
             self._size += len(data)
-            self._keep_limit()
-
-    def put_back(self, dropped: int, data: bytes) -> None:
-        """What a take returned and could not be sent: first in line again."""
-        with self._changed:
-            if data:
-                self._chunks.appendleft(data)
-            self._size += len(data)
-            self._dropped += dropped
-            self._in_flight = False
             self._keep_limit()
 
     def _keep_limit(self) -> None:
@@ -109,9 +104,10 @@ class Outbox:
         self._changed.notify_all()
 
     def take(self, timeout_s: float) -> tuple[int, bytes]:
-        """The count of bytes dropped since the last take and the next bytes to send; (0, b"") if none came."""
+        """The count of bytes dropped since the last take and the next bytes to send; (0, b"") if none
+        came, or once the outbox is closed and empty."""
         with self._changed:
-            self._changed.wait_for(lambda: self._chunks or self._dropped, timeout_s)
+            self._changed.wait_for(lambda: self._chunks or self._dropped or self._closed, timeout_s)
             dropped, self._dropped = self._dropped, 0
             taken, size = [], 0
             while self._chunks and size < CHUNK_BYTES:
@@ -119,45 +115,55 @@ class Outbox:
                 size += len(taken[-1])
             data = b"".join(taken)
             self._size -= size
-            self._in_flight = bool(dropped or data)
             return dropped, data
 
-    def sent(self) -> None:
+    def close(self) -> None:
         with self._changed:
-            self._in_flight = False
+            self._closed = True
             self._changed.notify_all()
+
+    def drained(self) -> bool:
+        """Closed, and every byte taken."""
+        with self._changed:
+            return self._closed and not (self._chunks or self._dropped)
 
     def pending(self) -> int:
         """Bytes not sent (yet), dropped ones included."""
         with self._changed:
             return self._size + self._dropped
 
-    def wait_sent(self, timeout_s: float) -> None:
-        with self._changed:
-            self._changed.wait_for(lambda: not (self._chunks or self._dropped or self._in_flight), max(timeout_s, 0))
-
 
 class Sender:
     """Sends the outbox to the collector, connecting again (and sending the header again) whenever the
-    connection breaks; says once when the collector cannot be reached and once when it is again."""
+    connection breaks; says once when the collector cannot be reached and once when it is again. Once
+    the outbox is closed and sent, ends the connection and waits for the collector's count of the run
+    to be all it was sent (`archived`): its process may have ended with bytes in flight."""
 
     def __init__(self, outbox: Outbox, host: str, port: int, header: bytes) -> None:
         self.outbox = outbox
         self.address = (host, port)
         self.header = header
+        self.sent = SentBytes(SENT_KEPT_BYTES)
+        self.archived = threading.Event()
         self.away = False
         self.failed = False
         self.unreached = ""  # why the collector could not be reached, while it cannot
 
     def run(self) -> None:
-        while True:
+        while not self.archived.is_set():
             try:
                 self._connect_and_send()
             except Exception as error:  # a fault of this script's: the archive stops a while, never the output
                 if not self.failed:
                     say(f"archiving this log failed ({type(error).__name__}); trying again")
                 self.failed = True
-            time.sleep(FIRST_RETRY_S)
+            if not self.archived.is_set():
+                time.sleep(FIRST_RETRY_S)
+
+    def finish(self, timeout_s: float) -> bool:
+        """Whether the collector holds the whole log, once the output ended, within `timeout_s`."""
+        self.outbox.close()
+        return self.archived.wait(max(timeout_s, 0))
 
     def _connect_and_send(self) -> None:
         retry_s = FIRST_RETRY_S
@@ -184,31 +190,108 @@ class Sender:
         self.unreached = ""
         with sock:
             sock.settimeout(SEND_TIMEOUT_S)
-            sock.sendall(self.header)
+            try:
+                sock.sendall(self.header)
+                held = protocol.parse_at_line(read_answer(sock))
+                if held is None:
+                    return  # not a collector of this release: connect again
+                sock.sendall(self.sent.again(held))
+            except OSError:
+                return
             self._send_until_broken(sock)
 
     def _send_until_broken(self, sock: socket.socket) -> None:
         while not self._closed(sock):
             dropped, data = self.outbox.take(FIRST_RETRY_S)
             if not (dropped or data):
+                if self.outbox.drained():
+                    self._end(sock)
+                    return
                 continue
-            note = f"[tfk8s: {dropped} bytes of this log could not be archived]\n".encode() if dropped else b""
+            sending = (dropped_note(dropped) if dropped else b"") + data
+            # Kept before it goes: whatever of it the collector does not get is sent again at the next
+            # connection.
+            self.sent.add(sending)
             try:
-                sock.sendall(note + data)
+                sock.sendall(sending)
             except OSError:
-                # What the collector got of it is unknown: send it again rather than lose it.
-                self.outbox.put_back(dropped, data)
                 return
-            self.outbox.sent()
+
+    def _end(self, sock: socket.socket) -> None:
+        """The output ended and is sent: the collector, told so, answers with its count of the run."""
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            held = protocol.parse_at_line(read_answer(sock))
+        except OSError:
+            return  # connect again: what the collector lacks is sent again
+        if held is not None and held >= self.sent.end:
+            self.archived.set()
 
     @staticmethod
     def _closed(sock: socket.socket) -> bool:
-        """Whether the collector went away: it never sends, so anything readable is its end."""
+        """Whether the collector went away: past its answer it never sends, so anything readable is its
+        end."""
         try:
             readable, _, _ = select.select([sock], [], [], 0)
             return bool(readable) and not sock.recv(CHUNK_BYTES)
         except OSError:
             return True
+
+
+def dropped_note(count: int) -> bytes:
+    return f"[tfk8s: {count} bytes of this log could not be archived]\n".encode()
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    """The collector's answer line, without its newline, read byte by byte: what follows is not its."""
+    line = b""
+    while len(line) < protocol.MAX_LINE_BYTES:
+        byte = sock.recv(1)
+        if not byte:
+            raise ConnectionError("the collector closed before its answer")
+        if byte == b"\n":
+            return line
+        line += byte
+    raise ConnectionError("the collector's answer is too long")
+
+
+class SentBytes:
+    """The newest bytes sent on this pod's run, at most `limit`, and where they end in the run: what a
+    collector that connects again and holds less is sent again."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._kept = bytearray()
+        self._end: Optional[int] = None  # in the collector's count of the run; None before it was told
+
+    @property
+    def end(self) -> int:
+        return self._end or 0
+
+    def add(self, data: bytes) -> None:
+        self._kept += data
+        del self._kept[: max(len(self._kept) - self._limit, 0)]
+        self._end = (self._end or 0) + len(data)
+
+    def again(self, held: int) -> bytes:
+        """What to send first on a connection whose collector holds `held` bytes of the run: what it
+        lacks of what was sent, after a note of how many bytes are lost where it lacks more than is
+        kept. Ends where the collector's count will, once they are sent."""
+        if self._end is None or held >= self._end:
+            # The run's first connection (a shipper started again in its pod: after what is there),
+            # or a collector that holds everything (or more: bytes not this shipper's, before its own).
+            if self._end is not None and held > self._end:
+                self._kept = bytearray()
+            self._end = held
+            return b""
+        start = self._end - len(self._kept)
+        if held >= start:
+            return bytes(self._kept[held - start :])
+        resent = dropped_note(start - held) + bytes(self._kept)
+        self._kept = bytearray()
+        self._end = held
+        self.add(resent)
+        return resent
 
 
 def start_archive(environ: Mapping[str, str]) -> Optional[Sender]:
@@ -280,13 +363,14 @@ def main() -> None:
             deadline = time.monotonic() + DRAIN_S
             if program_ended:
                 deadline = min(deadline, program_ended[0] + DRAIN_S)
-            sender.outbox.wait_sent(deadline - time.monotonic())
+            archived = sender.finish(deadline - time.monotonic())
             left, why = sender.outbox.pending(), sender.unreached
-            if left and why:
+            if not archived and why:
                 where = f"{sender.address[0]}:{sender.address[1]}"
-                say(
-                    f"{left} bytes of this log are not archived: the log collector at {where} cannot be reached ({why})"
+                lost = (
+                    f"{left} bytes of this log are not archived" if left else "the end of this log may not be archived"
                 )
+                say(f"{lost}: the log collector at {where} cannot be reached ({why})")
     finally:
         # Always 0, and not sys.exit: the sender may be blocked in a send, and the pod waits on nothing of it.
         os._exit(0)

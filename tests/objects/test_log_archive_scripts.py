@@ -28,7 +28,7 @@ import pytest
 
 from components.plan.trainer_bundle import load_trainer_bundle
 from components.spec.stack_files import PROJECT_ROOT
-from trainer import log_protocol
+from trainer import log_protocol, log_shipper
 from trainer.log_shipper import QUIET_S
 
 SHIPPER = PROJECT_ROOT / "trainer" / log_protocol.SHIPPER
@@ -37,12 +37,17 @@ PATIENCE_S = 60.0
 START_LINE = re.compile(r"^tfk8s log collector: .*\(ingest port (\d+), read port (\d+)\)$")
 
 
-def eventually(check: Callable[[], object], what: str, patience_s: float = PATIENCE_S) -> object:
-    """The first truthy result of `check`, polled until `patience_s` is over."""
+def eventually(
+    check: Callable[[], object], what: str, patience_s: float = PATIENCE_S, raise_late: bool = True
+) -> object:
+    """The first truthy result of `check`, polled until `patience_s` is over (then the last result, where
+    not `raise_late`)."""
     deadline = time.monotonic() + patience_s
     while True:
         result = check()
         if result:
+            return result
+        if not raise_late and time.monotonic() >= deadline:
             return result
         assert time.monotonic() < deadline, f"still not {what} after {patience_s} s"
         time.sleep(0.05)
@@ -315,7 +320,7 @@ BAD_HEADERS = [
     b"tfk8s-log 1 ps-0 a..b\n",
     b"tfk8s-log 1 PS-0 pod-a\n",
     b"tfk8s-log 1 ps-0 Pod-A\n",
-    b"tfk8s-log 2 ps-0 pod-a\n",
+    b"tfk8s-log 3 ps-0 pod-a\n",
     b"tfk8s-log 1 ps-0 pod-a extra\n",
     b"tfk8s-log 1 ps-0 " + b"a" * 600 + b"\n",
     b"tfk8s-log 1 ps-0 pod-a",  # and then the sender closes its side
@@ -529,3 +534,76 @@ def test_the_collector_keeps_as_many_runs_as_it_is_told_having_no_number_of_its_
     command = [sys.executable, str(COLLECTOR), "--dir", str(tmp_path), "--ingest-port", "0", "--read-port", "0"]
     done = subprocess.run([*command, "--run-bytes", "1000"], capture_output=True, text=True, timeout=PATIENCE_S)
     assert done.returncode == 2 and "--keep-runs" in done.stderr, done.stderr
+
+
+def test_a_collector_killed_mid_stream_and_started_again_loses_no_byte(processes, start_collector, archive):
+    """The collector's pod deleted while tasks write (its process killed outright, the bytes in flight
+    with it): started again on its volume, it says how much of each run it holds and the shipper sends
+    the rest again, from what it has sent and keeps: the archive is the whole log, once."""
+    collector = start_collector(run_bytes=64 * 2**20)
+    port = collector.ingest_port
+    shipper = start_shipper(processes, shipper_env(port))
+    stdout = Output(shipper)
+    assert shipper.stdin is not None
+    written = bytearray()
+    numbers = iter(range(10**6))
+
+    def write_lines(count: int) -> None:
+        lines = b"".join(f"worker-0 line {next(numbers):06d}\n".encode() for _ in range(count))
+        shipper.stdin.write(lines)
+        shipper.stdin.flush()
+        written.extend(lines)
+
+    for _ in range(3):
+        write_lines(80000)  # 1.6 MB a round: the collector is killed with bytes in flight
+        collector.process.kill()
+        collector.process.wait(timeout=PATIENCE_S)
+        write_lines(2000)
+        collector = start_collector(run_bytes=64 * 2**20, ingest_port=port)
+    write_lines(1000)
+    shipper.stdin.close()
+    assert shipper.wait(timeout=PATIENCE_S) == 0
+    sent = bytes(written)
+    assert stdout.received == sent
+
+    def whole() -> bool:
+        return collector.read("ps-0", "pod-a") == b"ok pod-a\n" + sent
+
+    if not eventually(whole, "the whole log archived, once", raise_late=False):
+        archived = collector.read("ps-0", "pod-a").partition(b"\n")[2]
+        first = next((i for i, (a, b) in enumerate(zip(archived, sent)) if a != b), min(len(archived), len(sent)))
+        pytest.fail(
+            f"archived {len(archived)} of {len(sent)} bytes, apart from byte {first}: {archived[first : first + 200]!r}"
+        )
+
+
+def test_a_collector_started_again_without_its_volume_is_told_how_many_bytes_are_lost(
+    processes, start_collector, tmp_path
+):
+    """A collector that comes back holding less than the shipper still keeps of what it sent (its
+    volume lost): the shipper sends what it keeps after a note of how many bytes came before it."""
+    collector = start_collector(run_bytes=64 * 2**20)
+    port = collector.ingest_port
+    shipper = start_shipper(processes, shipper_env(port))
+    Output(shipper)  # its stdout read, or the shipper waits on it
+    assert shipper.stdin is not None
+    before = numbered_lines("worker-0", 6 * 2**20 // 21)  # more than the shipper keeps of what it sent
+    shipper.stdin.write(before)
+    shipper.stdin.flush()
+    eventually(lambda: collector.latest("ps-0") == before, "archived")
+    collector.process.kill()
+    collector.process.wait(timeout=PATIENCE_S)
+    shutil.rmtree(tmp_path / "archive")
+    restarted = start_collector(run_bytes=64 * 2**20, ingest_port=port)
+    after = b"the first line the new collector is sent\n"
+    shipper.stdin.write(after)
+    shipper.stdin.close()
+    assert shipper.wait(timeout=PATIENCE_S) == 0
+    answer = eventually(lambda: restarted.latest("ps-0").endswith(after) and restarted.latest("ps-0"), "archived again")
+    note = re.match(rb"\[tfk8s: (\d+) bytes of this log could not be archived\]\n", answer)
+    assert note, answer[:200]
+    lost = int(note[1])
+    assert answer[note.end() :] == before[lost:] + after, "what the shipper kept, from where the loss ends"
+    # What it kept: the newest bytes it sent, `after` among them where it went before the shipper saw
+    # the collector gone.
+    assert len(before) - lost in (log_shipper.SENT_KEPT_BYTES, log_shipper.SENT_KEPT_BYTES - len(after))

@@ -50,7 +50,7 @@ def test_every_task_a_plan_makes_is_a_task_of_the_protocol(stack):
 def test_the_longest_header_and_request_fit_the_line_the_collector_reads():
     pod = "p" * 253  # Kubernetes' longest name
     task = "evaluator-999999"
-    assert log_protocol.parse_header(log_protocol.header(task, pod)[:-1]) == (task, pod)
+    assert log_protocol.parse_header(log_protocol.header(task, pod)[:-1]) == (log_protocol.VERSION, task, pod)
     assert log_protocol.parse_read_request(log_protocol.read_request(task, pod)[:-1]) == (task, pod)
     assert len(log_protocol.header(task, pod)) <= log_protocol.MAX_LINE_BYTES
 

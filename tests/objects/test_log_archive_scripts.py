@@ -607,3 +607,13 @@ def test_a_collector_started_again_without_its_volume_is_told_how_many_bytes_are
     # What it kept: the newest bytes it sent, `after` among them where it went before the shipper saw
     # the collector gone.
     assert len(before) - lost in (log_shipper.SENT_KEPT_BYTES, log_shipper.SENT_KEPT_BYTES - len(after))
+
+
+def test_a_shipper_of_protocol_1_is_answered_nothing_and_appended(start_collector):
+    """During a `pulumi up` that updates the archive's code, a task may still run the shipper before."""
+    collector = start_collector()
+    with socket.create_connection(("127.0.0.1", collector.ingest_port), timeout=PATIENCE_S) as sock:
+        sock.sendall(b"tfk8s-log 1 ps-0 pod-a\nan older shipper's line\n")
+        sock.shutdown(socket.SHUT_WR)
+        assert receive_all(sock) == b"", "no count for a shipper that reads none"
+    eventually(lambda: collector.latest("ps-0") == b"an older shipper's line\n", "archived")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import engine_start
 import yaml
 from kubernetes import client
 from vs_tfjob_programs import PROJECT_ROOT, Program
@@ -25,14 +26,8 @@ from tools.localcluster.tfjob_sides import KubeflowTFJob, Side, Tfk8sExperiment
 
 SERVERS = ("srv-00", "srv-01")
 ENGINE_WAIT_S = 600.0
-# The engine's own timeline, from the lines `pulumi up` prints: (stage, the words of its first line).
-ENGINE_MARKS = (
-    ("engine: update started", ("Updating (",)),
-    ("engine: policy pack loaded", ("Loading policy packs...: done",)),
-    ("engine: first object requested", ("kubernetes:", " creating (")),
-    ("engine: JobSet requested", (":JobSet ", " creating (")),
-    ("engine: JobSet created", (":JobSet ", " created (")),
-)
+# The engine's own timeline, as `make bench-engine-start` reads it from `pulumi up`'s lines.
+ENGINE_MARKS = tuple((f"engine: {stage}", words) for stage, words in engine_start.ENGINE_MARKS)
 
 
 @dataclass
